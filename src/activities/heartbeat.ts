@@ -1,0 +1,29 @@
+/** Heartbeats on a timer so a dead worker is noticed within the heartbeat timeout, not the start-to-close timeout. */
+import { Context } from "@temporalio/activity";
+
+/** A third of the heartbeat timeout (the SDK throttles to 80% anyway), within [100 ms, 5 s]. */
+export function heartbeatIntervalMs(heartbeatTimeoutMs: number | undefined): number {
+  if (!heartbeatTimeoutMs) return 5000;
+  return Math.min(5000, Math.max(100, Math.floor(heartbeatTimeoutMs / 3)));
+}
+
+/**
+ * Runs `work` with a heartbeat timer. The signal is the activity's cancellation
+ * signal: cancellation reaches the activity through heartbeats.
+ */
+export async function withHeartbeats<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const timer = setInterval(() => ctx.heartbeat(), heartbeatIntervalMs(ctx.info.heartbeatTimeoutMs));
+  try {
+    return await work(ctx.cancellationSignal);
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** The run the current activity belongs to, for event sinks. */
+export function currentRun(): { workflowId: string; runId: string } {
+  const execution = Context.current().info.workflowExecution;
+  return { workflowId: execution?.workflowId ?? "", runId: execution?.runId ?? "" };
+}

@@ -1,0 +1,46 @@
+/** The setup activity: resolves the run's model and tool subset in the worker, once per run. */
+import { ApplicationFailure } from "@temporalio/common";
+import { getApiProvider, getModel, type Api, type KnownProvider, type Model } from "@jai/ai";
+import type { AgentTool, ModelRef, RunSetup, ToolSpec } from "../types.js";
+
+function invalid(message: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`Invalid run input: ${message}`, "InvalidRunInput");
+}
+
+/** "provider/modelId": the worker's own models first, then @jai/ai's catalogue. Ids may contain "/". */
+export function resolveModelRef(ref: string, models: Model<Api>[]): Model<Api> | undefined {
+  const slash = ref.indexOf("/");
+  const provider = ref.slice(0, slash);
+  const id = ref.slice(slash + 1);
+  return models.find((m) => m.provider === provider && m.id === id) ?? (getModel(provider as KnownProvider, id as never) as Model<Api> | undefined);
+}
+
+export function toToolSpec(tool: AgentTool<any>): ToolSpec {
+  return {
+    name: tool.name,
+    description: tool.description,
+    // JSON round-trip drops TypeBox's symbol keys: the workflow gets plain JSON schema.
+    parameters: JSON.parse(JSON.stringify(tool.parameters)),
+    ...(tool.label !== undefined ? { label: tool.label } : {}),
+    ...(tool.executionMode !== undefined ? { executionMode: tool.executionMode } : {}),
+    ...(tool.activity !== undefined ? { activity: tool.activity } : {}),
+  };
+}
+
+export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[]) {
+  return async function resolveRunSetup(input: { model: ModelRef; tools?: string[] }): Promise<RunSetup> {
+    const model = typeof input.model === "string" ? resolveModelRef(input.model, models) : input.model;
+    if (!model) throw invalid(`"model": unknown model "${input.model}" (not in the worker's models nor in @jai/ai's catalogue)`);
+    if (!getApiProvider(model.api)) throw invalid(`"model.api": no provider for api "${model.api}" is registered in this worker`);
+    let selected = tools;
+    if (input.tools) {
+      const missing = input.tools.filter((name) => !tools.some((t) => t.name === name));
+      if (missing.length > 0) {
+        const known = tools.map((t) => t.name).join(", ") || "none";
+        throw invalid(`"tools": unknown tool${missing.length > 1 ? "s" : ""} ${missing.map((n) => `"${n}"`).join(", ")}; this worker has: ${known}`);
+      }
+      selected = tools.filter((t) => input.tools!.includes(t.name));
+    }
+    return { model, tools: selected.map(toToolSpec) };
+  };
+}

@@ -1,0 +1,78 @@
+/** startAgentRun / getAgentRun: typed handles on agent runs for any @temporalio/client Client. */
+import { randomUUID } from "node:crypto";
+import type { Client, WorkflowHandle } from "@temporalio/client";
+import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState } from "./types.js";
+import { AGENT_RUN_WORKFLOW, stateQuery, transcriptQuery } from "./workflows/definitions.js";
+import { validateRunInput } from "./workflows/input.js";
+import { DEFAULT_TASK_QUEUE } from "./worker.js";
+
+/** Thrown by startAgentRun for input the workflow would reject; nothing is started. */
+export class InvalidRunInputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "InvalidRunInputError";
+  }
+}
+
+export interface StartAgentRunOptions extends AgentRunInput {
+  /** Task queue of the workers; default "jai-agent". */
+  taskQueue?: string;
+  /** Workflow id; default "agent-<uuid>". */
+  workflowId?: string;
+}
+
+export interface AgentRunHandle {
+  /** Workflow id of the run. */
+  readonly workflowId: string;
+  /** The Temporal handle underneath (signals, describe, terminate, ...). */
+  readonly workflow: WorkflowHandle;
+  /** Waits for the run to end. */
+  result(): Promise<AgentRunResult>;
+  /** Status, turn, usage and pending tool calls. */
+  state(): Promise<AgentRunState>;
+  /** The transcript, whole or a page of it. */
+  transcript(options?: { offset?: number; limit?: number }): Promise<AgentMessage[]>;
+  /** Requests cancellation of the run. */
+  cancel(): Promise<void>;
+}
+
+function handleFor(workflow: WorkflowHandle): AgentRunHandle {
+  return {
+    workflowId: workflow.workflowId,
+    workflow,
+    result: () => workflow.result() as Promise<AgentRunResult>,
+    state: () => workflow.query(stateQuery),
+    transcript: (options) => workflow.query(transcriptQuery, options),
+    cancel: async () => {
+      await workflow.cancel();
+    },
+  };
+}
+
+function promptSummary(prompt: AgentRunInput["prompt"]): string {
+  const last = Array.isArray(prompt) ? prompt[prompt.length - 1] : prompt;
+  const content = typeof last === "string" ? last : last.content;
+  const text = typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > 100 ? `${line.slice(0, 99)}…` : line;
+}
+
+/** Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. */
+export async function startAgentRun(client: Client, options: StartAgentRunOptions): Promise<AgentRunHandle> {
+  const { taskQueue, workflowId, ...input } = options;
+  const problem = validateRunInput(input);
+  if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
+  const model = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
+  const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
+    taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
+    workflowId: workflowId ?? `agent-${randomUUID()}`,
+    args: [input],
+    staticSummary: `${model} · ${promptSummary(input.prompt)}`,
+  });
+  return handleFor(workflow);
+}
+
+/** A handle on an existing run, running or finished. */
+export function getAgentRun(client: Client, workflowId: string): AgentRunHandle {
+  return handleFor(client.workflow.getHandle(workflowId));
+}

@@ -1,0 +1,214 @@
+/**
+ * A real Temporal server for tests, `npm start` and `npm run temporal`: the
+ * Temporal CLI's dev server on a SQLite file. The CLI is found in this order:
+ * $TEMPORAL_CLI_PATH, `temporal` on PATH, the copy installed earlier in the
+ * cache folder, a `go install` of the pinned version into that folder, and
+ * last @temporalio/testing's own download (needs internet).
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { Connection } from "@temporalio/client";
+
+/** The newest CLI tag that `go install pkg@version` accepts (later ones carry `replace` directives). */
+export const TEMPORAL_CLI_VERSION = "v1.5.1";
+const GO_PACKAGE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
+
+/** Folder outside any clone where the built CLI is kept, so fresh clones (CI) reuse it. */
+export function cliCacheDir(): string {
+  return process.env.JAI_TEMPORAL_HOME ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"), "jai-temporal");
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    const file = path.join(dir, name);
+    if (dir && isExecutable(file)) return file;
+  }
+  return undefined;
+}
+
+export interface FindCliOptions {
+  /** Build with `go install` when no copy is found (takes minutes the first time). Default true. */
+  allowBuild?: boolean;
+  /** Progress messages. */
+  log?: (line: string) => void;
+}
+
+/** Returns the path of a Temporal CLI, or undefined when only @temporalio/testing's download is left. */
+export function findTemporalCli(options: FindCliOptions = {}): string | undefined {
+  const log = options.log ?? (() => {});
+  const fromEnv = process.env.TEMPORAL_CLI_PATH;
+  if (fromEnv) {
+    if (!isExecutable(fromEnv)) throw new Error(`TEMPORAL_CLI_PATH=${fromEnv} is not an executable file`);
+    return fromEnv;
+  }
+  const fromPath = onPath("temporal");
+  if (fromPath) return fromPath;
+  const binDir = path.join(cliCacheDir(), "bin");
+  const cached = path.join(binDir, "temporal");
+  if (isExecutable(cached)) return cached;
+  if (options.allowBuild === false || !onPath("go")) return undefined;
+  log(`Building the Temporal CLI ${TEMPORAL_CLI_VERSION} into ${binDir} (go install; a few minutes the first time)...`);
+  mkdirSync(binDir, { recursive: true });
+  const build = spawnSync("go", ["install", GO_PACKAGE], {
+    env: { ...process.env, GOBIN: binDir, GOFLAGS: process.env.GOFLAGS ?? "-mod=mod" },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  if (build.status === 0 && isExecutable(cached)) return cached;
+  log(`go install failed (exit ${build.status}); falling back to @temporalio/testing's download`);
+  return undefined;
+}
+
+/** A port the OS says is free right now on `host`. */
+export function freePort(host = "127.0.0.1"): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** True when something accepts connections on host:port. */
+export function portInUse(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", () => resolve(true));
+    server.listen(port, host, () => server.close(() => resolve(false)));
+  });
+}
+
+export interface DevServerOptions {
+  /** SQLite file; the server's state survives restarts on the same file. Default: a fresh temp file. */
+  dbFile?: string;
+  /** Interface to listen on. Default 127.0.0.1. */
+  ip?: string;
+  /** gRPC port. Default: a free one. */
+  port?: number;
+  /** Web UI port, or false for no UI. Default: a free one. */
+  uiPort?: number | false;
+  /** Longest wait for the server to answer. Default 60 s (a first start can be slow). */
+  startTimeoutMs?: number;
+  /** Progress messages. */
+  log?: (line: string) => void;
+}
+
+export interface DevServer {
+  /** host:port for clients and workers. */
+  address: string;
+  /** The Web UI, when started with one. */
+  uiUrl?: string;
+  /** The SQLite file. */
+  dbFile: string;
+  /** OS process id (undefined for the @temporalio/testing fallback). */
+  pid?: number;
+  /** Stops the server and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/** Waits until a Temporal frontend answers at `address`. */
+export async function waitForServer(address: string, timeoutMs: number, exited?: () => string | undefined): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    const why = exited?.();
+    if (why) throw new Error(why);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      lastError = err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`Temporal server at ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`);
+}
+
+function stopChild(child: ChildProcess, graceMs = 10000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const killer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    child.once("exit", () => {
+      clearTimeout(killer);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+/** Starts `temporal server start-dev` and resolves once it answers. */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const log = options.log ?? (() => {});
+  const ip = options.ip ?? "127.0.0.1";
+  const dbFile = options.dbFile ?? path.join(os.tmpdir(), `jai-temporal-${process.pid}-${Date.now()}.db`);
+  mkdirSync(path.dirname(dbFile), { recursive: true });
+  const port = options.port ?? (await freePort(ip));
+  const uiPort = options.uiPort === false ? undefined : (options.uiPort ?? (await freePort(ip)));
+  const cli = findTemporalCli({ log });
+  if (!cli) return startWithSdkDownload({ ip, port, uiPort, dbFile });
+
+  const args = ["server", "start-dev", "--ip", ip, "--port", String(port), "--db-filename", dbFile, "--log-level", "error"];
+  if (uiPort === undefined) args.push("--headless");
+  else args.push("--ui-port", String(uiPort));
+  const child = spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const address = `${ip}:${port}`;
+  try {
+    await waitForServer(address, options.startTimeoutMs ?? 60000, () =>
+      child.exitCode !== null ? `temporal server exited with code ${child.exitCode}: ${stderr.trim()}` : undefined,
+    );
+  } catch (err) {
+    await stopChild(child);
+    throw err;
+  }
+  return {
+    address,
+    uiUrl: uiPort === undefined ? undefined : `http://${ip === "0.0.0.0" ? "localhost" : ip}:${uiPort}`,
+    dbFile,
+    pid: child.pid,
+    stop: () => stopChild(child),
+  };
+}
+
+async function startWithSdkDownload(o: { ip: string; port: number; uiPort?: number; dbFile: string }): Promise<DevServer> {
+  const { TestWorkflowEnvironment } = await import("@temporalio/testing");
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: { ip: o.ip, port: o.port, dbFilename: o.dbFile, ui: o.uiPort !== undefined, uiPort: o.uiPort },
+  });
+  return {
+    address: `${o.ip}:${o.port}`,
+    uiUrl: o.uiPort === undefined ? undefined : `http://${o.ip}:${o.uiPort}`,
+    dbFile: o.dbFile,
+    stop: () => env.teardown(),
+  };
+}
+
+/** The project's own folder for state that must not be committed (.jai/, git-ignored). */
+export function stateDir(cwd = process.cwd()): string {
+  const dir = path.join(cwd, ".jai");
+  if (!existsSync(dir)) mkdirSync(dir, { recursive: true });
+  return dir;
+}

@@ -1,0 +1,258 @@
+/**
+ * The contracts of the durable agent loop. Names and fields of the seed's types
+ * (AgentTool, AgentToolResult, AgentEvent, ...) are exactly the seed's; the run
+ * types (input, result, state) are this project's.
+ *
+ * Everything that crosses the Temporal boundary (run input/result, queries,
+ * activity inputs/outputs) is plain JSON: no Map, Date, AbortSignal or function.
+ */
+import type {
+  Api,
+  AssistantMessage,
+  AssistantMessageEvent,
+  ImageContent,
+  Message,
+  Model,
+  TextContent,
+  Tool,
+  ToolResultMessage,
+  Usage,
+  UserMessage,
+} from "@jai/ai";
+import type { Static, TSchema } from "@sinclair/typebox";
+
+/** A message of the transcript. The loop only knows the provider layer's messages. */
+export type AgentMessage = Message;
+
+/** What a tool returns. */
+export interface AgentToolResult<TDetails = unknown> {
+  /** Goes back to the model, wrapped in a ToolResultMessage. */
+  content: (TextContent | ImageContent)[];
+  /**
+   * Structured data for logs and UI. Kept in the transcript, never sent to the model.
+   * Contract: plain JSON (it is stored in Temporal history).
+   */
+  details?: TDetails;
+  /** Stop after this batch; only honoured if EVERY result of the batch says true. */
+  terminate?: boolean;
+}
+
+/** Progress callback handed to `execute`; each call becomes a `tool_execution_update` event. */
+export type ToolUpdateCallback<TDetails = unknown> = (partial: AgentToolResult<TDetails>) => void;
+
+/**
+ * "parallel": may run concurrently with other parallel calls of the batch.
+ * "sequential": never overlaps any other call of the batch.
+ */
+export type ToolExecutionMode = "sequential" | "parallel";
+
+/** Temporal activity settings of one tool; plain JSON (durations as ms numbers or strings like "30s"). */
+export interface ToolActivityOptions {
+  /** Longest a single attempt may run. Default "10m". */
+  startToCloseTimeout?: string | number;
+  /** A dead worker is noticed after this long without a heartbeat (the activity heartbeats on a timer). Default "30s". */
+  heartbeatTimeout?: string | number;
+  /** Temporal retry policy for infrastructure failures (a thrown tool error is a result, never retried). Default 3 attempts. */
+  retry?: RetryOptions;
+}
+
+/** The subset of Temporal's RetryPolicy that the loop accepts, as plain JSON. */
+export interface RetryOptions {
+  /** Delay before the first retry. */
+  initialInterval?: string | number;
+  /** Multiplier applied to the delay after each retry. */
+  backoffCoefficient?: number;
+  /** Upper bound of the delay between retries. */
+  maximumInterval?: string | number;
+  /** Total attempts including the first; 1 disables retries. */
+  maximumAttempts?: number;
+  /** Application failure types that are never retried. */
+  nonRetryableErrorTypes?: string[];
+}
+
+/** A tool the agent can call. It lives in the worker: the workflow only knows its metadata. */
+export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> extends Tool<T> {
+  /** Human label for the UI; defaults to `name`. */
+  label?: string;
+  /**
+   * Runs the tool. Signals failure by throwing: the message becomes an `isError` result.
+   * Contract: `args` were validated and coerced against `parameters`; `signal` fires when the
+   * run or the activity is cancelled; `onUpdate` is only honoured until the returned promise settles.
+   */
+  execute(
+    toolCallId: string,
+    args: Static<T>,
+    signal?: AbortSignal,
+    onUpdate?: ToolUpdateCallback<TDetails>,
+  ): Promise<AgentToolResult<TDetails>>;
+  /** Overrides the run's `toolExecution` for calls of this tool. */
+  executionMode?: ToolExecutionMode;
+  /** Timeouts and retry policy of this tool's activities. */
+  activity?: ToolActivityOptions;
+}
+
+/** Everything the loop tells the outside world about a run, in order. */
+export type AgentEvent =
+  | { type: "agent_start" }
+  | { type: "agent_end"; messages: AgentMessage[] }
+  | { type: "turn_start" }
+  | { type: "turn_end"; message: AssistantMessage; toolResults: ToolResultMessage[] }
+  | { type: "message_start"; message: AgentMessage }
+  | { type: "message_update"; message: AssistantMessage; assistantEvent: AssistantMessageEvent }
+  | { type: "message_end"; message: AgentMessage }
+  | { type: "tool_execution_start"; toolCallId: string; toolName: string; args: unknown }
+  | { type: "tool_execution_update"; toolCallId: string; toolName: string; partial: AgentToolResult }
+  | { type: "tool_execution_end"; toolCallId: string; toolName: string; result: AgentToolResult; isError: boolean };
+
+/** Identifies the run an event belongs to. */
+export interface AgentRunRef {
+  /** Temporal workflow id of the run. */
+  workflowId: string;
+  /** Temporal run id (changes on continue-as-new). */
+  runId: string;
+}
+
+/** Receives every event of every run the worker serves. Contract: must not throw; slow sinks slow the worker. */
+export type AgentEventSink = (event: AgentEvent, run: AgentRunRef) => void | Promise<void>;
+
+/** A model: an `@jai/ai` Model object, or `"provider/modelId"` resolved in the worker. */
+export type ModelRef = Model<Api> | string;
+
+/** Why a run ended. */
+export type AgentStopReason = "stop" | "length" | "error" | "aborted" | "terminate" | "max_turns";
+
+/** Input of the `agentRun` workflow. Plain JSON; validated when the run starts. */
+export interface AgentRunInput {
+  /** The model to call; a string is resolved by the worker (its `models` option, then `@jai/ai`'s catalogue). */
+  model: ModelRef;
+  /** System prompt sent with every model call. */
+  systemPrompt?: string;
+  /**
+   * A string or user message starts a new conversation turn; a list of messages is a
+   * transcript to continue from (its last message must be a user or tool result message).
+   */
+  prompt: string | UserMessage | AgentMessage[];
+  /** Names of the worker's tools this run may use; default all of them. */
+  tools?: string[];
+  /** Default execution mode of tool calls; default "parallel". */
+  toolExecution?: ToolExecutionMode;
+  /** Most model calls the run makes; default 50. */
+  maxTurns?: number;
+  /** Temporal settings of the model activity. */
+  modelActivity?: ModelActivityOptions;
+}
+
+/** Temporal settings of the model-streaming activity. */
+export interface ModelActivityOptions {
+  /** Longest a single model call may run. Default "10m". */
+  startToCloseTimeout?: string | number;
+  /** A dead worker is noticed after this long without a heartbeat. Default "30s". */
+  heartbeatTimeout?: string | number;
+  /** Retry policy for transient provider failures. Default: 8 attempts, 2 s doubling to 60 s. */
+  retry?: RetryOptions;
+}
+
+/** What a run returns. */
+export interface AgentRunResult {
+  /** This run's new messages, the prompt first (none of a continued transcript's earlier messages). */
+  messages: AgentMessage[];
+  /** Why the run ended. */
+  stopReason: AgentStopReason;
+  /** Model calls made. */
+  turns: number;
+  /** Sum of the usage of every assistant message of the run. */
+  usage: Usage;
+  /** Set when `stopReason` is "error" or "aborted". */
+  errorMessage?: string;
+}
+
+/** Lifecycle of a run as reported by the `state` query. */
+export type AgentRunStatus = "running" | "completed" | "failed" | "cancelled";
+
+/** A tool call the run is executing or about to execute. */
+export interface PendingToolCall {
+  /** The model's id of the call. */
+  toolCallId: string;
+  /** The tool's name. */
+  toolName: string;
+  /** The arguments as the model sent them (before coercion). */
+  args: unknown;
+  /** Whether its activity has been scheduled. */
+  started: boolean;
+}
+
+/** Answer of the `state` query. */
+export interface AgentRunState {
+  /** Where the run is. */
+  status: AgentRunStatus;
+  /** What the run is doing right now, e.g. "streaming" or "running tools". */
+  phase: "starting" | "streaming" | "running_tools" | "done";
+  /** Model calls started so far. */
+  turn: number;
+  /** Usage of the assistant messages so far. */
+  usage: Usage;
+  /** Tool calls of the current batch without a result yet. */
+  pendingToolCalls: PendingToolCall[];
+  /** Messages in the transcript. */
+  messageCount: number;
+  /** Set once the run ended. */
+  stopReason?: AgentStopReason;
+  /** Set when the run ended on an error. */
+  errorMessage?: string;
+}
+
+/** Tool metadata the workflow needs; resolved once per run by the setup activity and kept in history. */
+export interface ToolSpec {
+  /** Tool name. */
+  name: string;
+  /** Description sent to the model. */
+  description: string;
+  /** JSON schema of the arguments, sent to the model. */
+  parameters: TSchema;
+  /** Label for summaries; defaults to name. */
+  label?: string;
+  /** The tool's own execution mode, if it has one. */
+  executionMode?: ToolExecutionMode;
+  /** The tool's activity settings. */
+  activity?: ToolActivityOptions;
+}
+
+/** Output of the setup activity. */
+export interface RunSetup {
+  /** The model object the run uses for every call. */
+  model: Model<Api>;
+  /** The tools the run may call, in the worker's order. */
+  tools: ToolSpec[];
+}
+
+/** Input of the model activity. */
+export interface StreamAssistantInput {
+  /** Model to call. */
+  model: Model<Api>;
+  /** System prompt. */
+  systemPrompt?: string;
+  /** The conversation so far, `details` stripped. */
+  messages: AgentMessage[];
+  /** Tools offered to the model. */
+  tools: Tool[];
+  /** 1-based turn number, for logs. */
+  turn: number;
+}
+
+/** Input of the tool activity. */
+export interface ExecuteToolInput {
+  /** The model's id of the call. */
+  toolCallId: string;
+  /** Tool name (resolved in the worker). */
+  toolName: string;
+  /** The arguments as the model sent them; validated and coerced in the activity. */
+  args: Record<string, unknown>;
+}
+
+/** Output of the tool activity. */
+export interface ExecuteToolOutput {
+  /** What the tool returned, or the error result the loop made for it. */
+  result: AgentToolResult;
+  /** True when the call failed validation or `execute` threw. */
+  isError: boolean;
+}

@@ -1,0 +1,120 @@
+/** createAgentWorker: one Temporal worker that serves agent runs with the given tools. */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from "@temporalio/worker";
+import type { Api, Model } from "@jai/ai";
+import { createActivities, type ApiKeyResolver } from "./activities/index.js";
+import type { AgentEventSink, AgentTool } from "./types.js";
+import type { AgentSinks } from "./workflows/definitions.js";
+
+/** The task queue runs and workers use unless told otherwise. */
+export const DEFAULT_TASK_QUEUE = "jai-agent";
+
+export interface AgentWorkerOptions {
+  /** Connection to Temporal; default: a new one to TEMPORAL_ADDRESS or localhost:7233 (closed when the worker stops). */
+  connection?: NativeConnection;
+  /** Temporal namespace; default "default". */
+  namespace?: string;
+  /** Task queue; default "jai-agent". */
+  taskQueue?: string;
+  /** Tools the runs may call. */
+  tools?: AgentTool<any>[];
+  /** Extra models a run may name as "provider/modelId" (e.g. a local server or the faux provider). */
+  models?: Model<Api>[];
+  /** API keys per provider; default: @jai/ai's environment variables. */
+  getApiKey?: ApiKeyResolver;
+  /** Receives every AgentEvent of every run served here. */
+  onEvent?: AgentEventSink;
+  /** A bundle from `bundleAgentWorkflows()`, to skip bundling (seconds) when starting many workers. */
+  workflowBundle?: { code: string };
+  /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
+  workerOptions?: Partial<WorkerOptions>;
+}
+
+/** Where the workflow sources are: `.ts` when running from source (tsx, jest), `.js` when built. */
+export function agentWorkflowsPath(): string {
+  const js = fileURLToPath(new URL("./workflows/index.js", import.meta.url));
+  return existsSync(js) ? js : js.replace(/\.js$/, ".ts");
+}
+
+// Workflow sources import "./x.js" as Node ESM wants; webpack must map that to "./x.ts" when bundling sources.
+const webpackConfigHook = (config: any) => {
+  config.resolve = { ...config.resolve, extensionAlias: { ".js": [".ts", ".js"] } };
+  return config;
+};
+
+/** Bundles the agent workflows once; pass the result to several workers via `workflowBundle`. */
+export async function bundleAgentWorkflows(): Promise<{ code: string }> {
+  return bundleWorkflowCode({ workflowsPath: agentWorkflowsPath(), webpackConfigHook, logger: quietLogger });
+}
+
+const quietLogger = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} } as any;
+
+/** A running worker; `runUntil`/`run` as Temporal's Worker, closing the connection it opened itself. */
+export interface AgentWorker {
+  /** The Temporal worker underneath. */
+  readonly worker: Worker;
+  /** Task queue it polls. */
+  readonly taskQueue: string;
+  /** Runs until `promise` settles, then shuts down; resolves or rejects with it. */
+  runUntil<R>(promise: Promise<R> | (() => Promise<R>)): Promise<R>;
+  /** Runs until `shutdown()` or a signal. */
+  run(): Promise<void>;
+  /** Starts a graceful shutdown. */
+  shutdown(): void;
+}
+
+export async function createAgentWorker(options: AgentWorkerOptions = {}): Promise<AgentWorker> {
+  const owned = options.connection === undefined;
+  const connection = options.connection ?? (await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? "localhost:7233" }));
+  const taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
+  const onEvent = options.onEvent;
+  const activities = createActivities({ tools: options.tools ?? [], models: options.models, getApiKey: options.getApiKey, onEvent });
+  const sinks: InjectedSinks<AgentSinks> = {
+    agent: {
+      emit: {
+        fn: (info, event) => onEvent?.(event, { workflowId: info.workflowId, runId: info.runId }),
+        callDuringReplay: false,
+      },
+    },
+  };
+  let worker: Worker;
+  try {
+    worker = await Worker.create({
+      connection,
+      namespace: options.namespace ?? "default",
+      taskQueue,
+      activities,
+      ...(options.workflowBundle
+        ? { workflowBundle: options.workflowBundle }
+        : { workflowsPath: agentWorkflowsPath(), bundlerOptions: { webpackConfigHook } }),
+      sinks,
+      ...options.workerOptions,
+    });
+  } catch (err) {
+    if (owned) await connection.close();
+    throw err;
+  }
+  const closeOwned = async () => {
+    if (owned) await connection.close();
+  };
+  return {
+    worker,
+    taskQueue,
+    async runUntil(promise) {
+      try {
+        return await worker.runUntil(promise);
+      } finally {
+        await closeOwned();
+      }
+    },
+    async run() {
+      try {
+        await worker.run();
+      } finally {
+        await closeOwned();
+      }
+    },
+    shutdown: () => worker.shutdown(),
+  };
+}

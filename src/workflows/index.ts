@@ -1,0 +1,2 @@
+/** The workflows a worker registers. */
+export { agentRun } from "./agent-run.js";
