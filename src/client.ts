@@ -5,6 +5,7 @@ import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState } from 
 import { AGENT_RUN_WORKFLOW, stateQuery, transcriptQuery } from "./workflows/definitions.js";
 import { validateRunInput } from "./workflows/input.js";
 import { DEFAULT_TASK_QUEUE } from "./worker.js";
+import { closedRunView } from "./history-view.js";
 
 /** Thrown by startAgentRun for input the workflow would reject; nothing is started. */
 export class InvalidRunInputError extends Error {
@@ -36,13 +37,20 @@ export interface AgentRunHandle {
   cancel(): Promise<void>;
 }
 
-function handleFor(workflow: WorkflowHandle): AgentRunHandle {
+function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
+  // A finished run is answered from its history, so no worker needs to be up to look at it.
+  const closed = async () => ((await workflow.describe()).status.name === "RUNNING" ? undefined : closedRunView(client, workflow));
   return {
     workflowId: workflow.workflowId,
     workflow,
     result: () => workflow.result() as Promise<AgentRunResult>,
-    state: () => workflow.query(stateQuery),
-    transcript: (options) => workflow.query(transcriptQuery, options),
+    state: async () => (await closed())?.state ?? (await workflow.query(stateQuery)),
+    transcript: async (options) => {
+      const view = await closed();
+      if (!view) return workflow.query(transcriptQuery, options);
+      const offset = Math.max(0, options?.offset ?? 0);
+      return view.transcript.slice(offset, options?.limit === undefined ? undefined : offset + options.limit);
+    },
     cancel: async () => {
       await workflow.cancel();
     },
@@ -69,10 +77,10 @@ export async function startAgentRun(client: Client, options: StartAgentRunOption
     args: [input],
     staticSummary: `${model} · ${promptSummary(input.prompt)}`,
   });
-  return handleFor(workflow);
+  return handleFor(client, workflow);
 }
 
 /** A handle on an existing run, running or finished. */
 export function getAgentRun(client: Client, workflowId: string): AgentRunHandle {
-  return handleFor(client.workflow.getHandle(workflowId));
+  return handleFor(client, client.workflow.getHandle(workflowId));
 }

@@ -1,7 +1,7 @@
 /** Shared test plumbing: a client and connection to the jest run's dev server, faux models, collected events. */
 import { randomUUID } from "node:crypto";
 import { Client, Connection } from "@temporalio/client";
-import { NativeConnection } from "@temporalio/worker";
+import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { registerFauxProvider, type FauxResponseStep } from "@jai/ai";
 import { bundleAgentWorkflows, createAgentWorker, type AgentWorkerOptions } from "../src/worker.js";
 import type { AgentEvent, AgentTool } from "../src/types.js";
@@ -15,6 +15,11 @@ export interface TestEnv {
 
 /** Call once per test file (beforeAll): connects and bundles the workflows once. */
 export async function openTestEnv(): Promise<TestEnv> {
+  try {
+    Runtime.install({ logger: new DefaultLogger("WARN") });
+  } catch {
+    // Already installed by an earlier test file in this process.
+  }
   const address = process.env.TEMPORAL_ADDRESS;
   if (!address) throw new Error("TEMPORAL_ADDRESS is not set: run the tests through jest's globalSetup");
   const clientConnection = await Connection.connect({ address });
@@ -55,7 +60,35 @@ export async function testWorker(env: TestEnv, tools: AgentTool<any>[], extra: P
   return { worker, taskQueue, events };
 }
 
-/** Event types with message roles, for compact order assertions. */
+/** Event types with message roles, runs of message_update folded into one, for exact order assertions. */
 export function eventTrace(events: AgentEvent[]): string[] {
-  return events.map((e) => ("message" in e && e.type.startsWith("message") ? `${e.type}:${e.message.role}` : e.type));
+  const trace = events.map((e) => {
+    if (e.type === "message_update") return "message_update";
+    if (e.type === "message_start" || e.type === "message_end") return `${e.type}:${e.message.role}`;
+    if (e.type.startsWith("tool_execution")) return `${e.type}:${(e as { toolName: string }).toolName}`;
+    return e.type;
+  });
+  return trace.filter((t, i) => !(t === "message_update" && trace[i - 1] === "message_update"));
+}
+
+/** A promise with its resolve function, for tests that step through a run without sleeping. */
+export function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Waits for `promise`, failing with `what` after `ms` instead of hanging the test. */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The text of an assistant or tool result message. */
+export function textOf(message: { content: unknown } | undefined): string {
+  const content = message?.content;
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.filter((c) => c.type === "text").map((c) => c.text).join("");
 }
