@@ -256,14 +256,15 @@ async function runTools(
   emit: (event: AgentEvent) => void,
 ): Promise<ToolOutcome[]> {
   const specs = new Map(setup.tools.map((t) => [t.name, t]));
-  run.pending = calls.map((c) => ({ toolCallId: c.id, toolName: c.name, args: c.arguments, started: false }));
+  const entries: PendingToolCall[] = calls.map((c) => ({ toolCallId: c.id, toolName: c.name, args: c.arguments, started: false }));
+  run.pending = [...entries];
   const modes = calls.map((c) => specs.get(c.name)?.executionMode ?? input.toolExecution ?? "parallel");
   const messages: ToolResultMessage[] = [];
 
   const outcomes = await runToolBatch(modes, {
     run: async (index) => {
       const call = calls[index];
-      run.pending[index].started = true;
+      entries[index].started = true;
       emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
       return executeCall(specs.get(call.name), call, run.turn, index);
     },
@@ -281,7 +282,7 @@ async function runTools(
       emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: output.result, isError: output.isError });
       messages[index] = message;
       run.add(message);
-      run.pending = run.pending.filter((p) => p.toolCallId !== call.id);
+      run.pending = run.pending.filter((p) => p !== entries[index]);
       emit({ type: "message_start", message });
       emit({ type: "message_end", message });
     },
