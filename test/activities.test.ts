@@ -1,0 +1,144 @@
+/** Activity tests in Temporal's MockActivityEnvironment: heartbeats, cancellation, events, API keys. No server. */
+import { describe, expect, it } from "@jest/globals";
+import { MockActivityEnvironment } from "@temporalio/testing";
+import { CancelledFailure } from "@temporalio/common";
+import { fauxAssistantMessage, fauxToolCall, Type, type Api, type AssistantMessage, type Model } from "@jai/ai";
+import { createActivities } from "../src/activities/index.js";
+import type { AgentEvent, AgentTool } from "../src/types.js";
+import { deferred, fauxModel, within } from "./helpers.js";
+
+const input = (model: Model<Api>) => ({
+  model,
+  messages: [{ role: "user" as const, content: "hi", timestamp: 1 }],
+  tools: [],
+  turn: 1,
+});
+
+describe("streamAssistantMessage", () => {
+  it("heartbeats while the model streams and emits message_start/update", async () => {
+    const faux = fauxModel([fauxAssistantMessage("a fairly long answer that streams slowly")], { tokensPerSecond: 40 });
+    const events: AgentEvent[] = [];
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 300 });
+    let heartbeats = 0;
+    env.on("heartbeat", () => heartbeats++);
+    const { streamAssistantMessage } = createActivities({ tools: [], onEvent: (e) => void events.push(e) });
+    const message: AssistantMessage = await env.run(streamAssistantMessage, input(faux.getModel()));
+    expect(message.stopReason).toBe("stop");
+    expect(heartbeats).toBeGreaterThanOrEqual(3);
+    expect(events[0].type).toBe("message_start");
+    expect(events.slice(1).every((e) => e.type === "message_update")).toBe(true);
+  });
+
+  it("aborts the stream when the activity is cancelled", async () => {
+    const faux = fauxModel([fauxAssistantMessage("x ".repeat(2000))], { tokensPerSecond: 50 });
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 1000 });
+    const firstUpdate = deferred();
+    const { streamAssistantMessage } = createActivities({
+      tools: [],
+      onEvent: (e) => {
+        if (e.type === "message_update") firstUpdate.resolve();
+      },
+    });
+    const running = env.run(streamAssistantMessage, input(faux.getModel()));
+    await within(firstUpdate.promise, 5000, "the first token");
+    env.cancel();
+    const message = (await within(running, 2000, "the aborted stream")) as AssistantMessage;
+    expect(message.stopReason).toBe("aborted");
+  });
+
+  it("asks the worker for the API key, never the input", async () => {
+    const faux = fauxModel([(_context, options) => fauxAssistantMessage(`key=${options?.apiKey}`)]);
+    const asked: string[] = [];
+    const { streamAssistantMessage } = createActivities({ tools: [], getApiKey: (p) => (asked.push(p), "sk-from-worker") });
+    const message: AssistantMessage = await new MockActivityEnvironment().run(streamAssistantMessage, input(faux.getModel()));
+    expect(asked).toEqual([faux.getModel().provider]);
+    expect(message.content[0]).toEqual({ type: "text", text: "key=sk-from-worker" });
+  });
+
+  it("throws a retryable failure for a transient error and returns a permanent one as data", async () => {
+    const faux = fauxModel([
+      fauxAssistantMessage([], { stopReason: "error", errorMessage: "socket hang up" }),
+      fauxAssistantMessage([], { stopReason: "error", errorMessage: "model not found" }),
+    ]);
+    const { streamAssistantMessage } = createActivities({ tools: [] });
+    await expect(new MockActivityEnvironment().run(streamAssistantMessage, input(faux.getModel()))).rejects.toMatchObject({
+      type: "ModelStreamInterrupted",
+      nonRetryable: false,
+    });
+    const permanent = await new MockActivityEnvironment().run(streamAssistantMessage, input(faux.getModel()));
+    expect(permanent).toMatchObject({ stopReason: "error", errorMessage: "model not found" });
+  });
+});
+
+describe("executeTool", () => {
+  it("hands the tool a signal that fires on cancellation, and reports the cancellation", async () => {
+    const entered = deferred();
+    let sawAbort = false;
+    const waiter: AgentTool = {
+      name: "wait",
+      description: "waits for abort",
+      parameters: Type.Object({}),
+      execute: (_id, _args, signal) =>
+        new Promise((_, reject) => {
+          entered.resolve();
+          signal?.addEventListener("abort", () => {
+            sawAbort = true;
+            reject(new Error("aborted by signal"));
+          });
+        }),
+    };
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 1000 });
+    const { executeTool } = createActivities({ tools: [waiter] });
+    const running = env.run(executeTool, { toolCallId: "w1", toolName: "wait", args: {} });
+    await within(entered.promise, 5000, "the tool to start");
+    env.cancel();
+    await expect(within(running, 2000, "cancellation")).rejects.toBeInstanceOf(CancelledFailure);
+    expect(sawAbort).toBe(true);
+  });
+
+  it("heartbeats while a tool runs", async () => {
+    const release = deferred();
+    const slow: AgentTool = {
+      name: "slow",
+      description: "slow",
+      parameters: Type.Object({}),
+      async execute() {
+        await release.promise;
+        return { content: [{ type: "text", text: "ok" }] };
+      },
+    };
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 300 });
+    const beats = deferred();
+    let heartbeats = 0;
+    env.on("heartbeat", () => {
+      if (++heartbeats >= 3) beats.resolve();
+    });
+    const { executeTool } = createActivities({ tools: [slow] });
+    const running = env.run(executeTool, { toolCallId: "s1", toolName: "slow", args: {} });
+    await within(beats.promise, 5000, "three heartbeats");
+    release.resolve();
+    expect(((await running) as { isError: boolean }).isError).toBe(false);
+  });
+
+  it("refuses two tools with one name", () => {
+    const t = { name: "x", description: "", parameters: Type.Object({}), execute: async () => ({ content: [] }) };
+    expect(() => createActivities({ tools: [t, t] })).toThrow(/Two tools are named "x"/);
+  });
+
+  it("keeps the tool-call id and coerced args through to execute", async () => {
+    const seen: unknown[] = [];
+    const tool: AgentTool = {
+      name: "n",
+      description: "",
+      parameters: Type.Object({ n: Type.Integer() }),
+      async execute(id, args) {
+        seen.push([id, args]);
+        return { content: [] };
+      },
+    };
+    const { executeTool } = createActivities({ tools: [tool] });
+    const call = fauxToolCall("n", { n: "42" }, { id: "c9" });
+    await new MockActivityEnvironment().run(executeTool, { toolCallId: call.id, toolName: call.name, args: call.arguments });
+    expect(seen).toEqual([["c9", { n: 42 }]]);
+  });
+});
