@@ -1,0 +1,33 @@
+/** Where `npm run temporal` leaves its address so `npm start` can find it; both use one SQLite file. */
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { stateDir, waitForServer } from "../dev-server.js";
+
+export interface ServerState {
+  address: string;
+  uiUrl?: string;
+  pid?: number;
+}
+
+export const dbFile = () => path.join(stateDir(), "temporal.db");
+const stateFile = () => path.join(stateDir(), "server.json");
+
+export function writeServerState(state: ServerState): void {
+  writeFileSync(stateFile(), JSON.stringify(state, null, 2));
+}
+
+export function clearServerState(): void {
+  rmSync(stateFile(), { force: true });
+}
+
+/** The server `npm run temporal` keeps running, if it still answers. */
+export async function runningServer(): Promise<ServerState | undefined> {
+  if (!existsSync(stateFile())) return undefined;
+  try {
+    const state = JSON.parse(readFileSync(stateFile(), "utf8")) as ServerState;
+    await waitForServer(state.address, 2000);
+    return state;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * `npm start -- "<prompt>"`: one agent run, printed as it happens. Uses the dev
+ * server of `npm run temporal` when it is up, else an embedded one on the same
+ * SQLite file, so every run stays visible in the UI afterwards.
+ */
+import { randomUUID } from "node:crypto";
+import { Client, Connection } from "@temporalio/client";
+import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
+import { getEnvApiKey, type Api, type Model } from "@jai/ai";
+import { startAgentRun } from "../client.js";
+import { DEMO_LABEL, registerDemoModel } from "../demo/offline-model.js";
+import { portInUse, startDevServer, type DevServer } from "../dev-server.js";
+import { createFileTools } from "../tools/fs-tools.js";
+import type { AgentEvent, ModelRef } from "../types.js";
+import { createAgentWorker } from "../worker.js";
+import { dbFile, runningServer } from "./server-state.js";
+
+const USAGE = `usage: npm start -- "<prompt>"   (model: JAI_MODEL=provider/modelId with its API key; else the offline demo)`;
+
+function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } {
+  const wanted = process.env.JAI_MODEL;
+  if (wanted) {
+    const provider = wanted.split("/")[0];
+    if (getEnvApiKey(provider)) return { model: wanted, models: [], note: `model ${wanted}` };
+    console.log(`JAI_MODEL=${wanted} is set but no API key for "${provider}" is in the environment; using the ${DEMO_LABEL}.`);
+  }
+  const demo = registerDemoModel();
+  return { model: demo, models: [demo], note: DEMO_LABEL };
+}
+
+function printer(event: AgentEvent): void {
+  switch (event.type) {
+    case "message_update":
+      if (event.assistantEvent.type === "text_delta") process.stdout.write(event.assistantEvent.delta);
+      break;
+    case "message_end":
+      if (event.message.role === "assistant") {
+        process.stdout.write("\n");
+        if (event.message.stopReason === "error") console.log(`! model error: ${event.message.errorMessage}`);
+      }
+      break;
+    case "tool_execution_start":
+      console.log(`  → ${event.toolName} ${JSON.stringify(event.args)}`);
+      break;
+    case "tool_execution_end": {
+      const first = event.result.content.find((c) => c.type === "text");
+      const preview = first && first.type === "text" ? first.text.split("\n")[0].slice(0, 80) : "";
+      console.log(`  ${event.isError ? "✗" : "✓"} ${event.toolName}: ${preview}`);
+      break;
+    }
+    case "turn_start":
+      process.stdout.write("\n");
+      break;
+  }
+}
+
+async function main(): Promise<void> {
+  const prompt = process.argv.slice(2).join(" ").trim();
+  if (!prompt) {
+    console.error(USAGE);
+    process.exit(2);
+  }
+  Runtime.install({ logger: new DefaultLogger("WARN") });
+  const { model, models, note } = chooseModel();
+
+  let embedded: DevServer | undefined;
+  let server = await runningServer();
+  if (!server) {
+    console.log("No `npm run temporal` server is up: starting an embedded dev server on .jai/temporal.db ...");
+    const uiPort = (await portInUse(8233)) ? undefined : 8233;
+    embedded = await startDevServer({ dbFile: dbFile(), uiPort, log: (line) => console.log(line) });
+    server = { address: embedded.address, uiUrl: embedded.uiUrl };
+  }
+
+  const connection = await NativeConnection.connect({ address: server.address });
+  const clientConnection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection: clientConnection });
+  const taskQueue = `jai-start-${randomUUID().slice(0, 8)}`;
+  const worker = await createAgentWorker({ connection, taskQueue, tools: createFileTools(process.env.JAI_WORKSPACE ?? process.cwd()), models, onEvent: printer });
+  const handle = await startAgentRun(client, { taskQueue, model, prompt, systemPrompt: "You are a helpful assistant with read-only access to a workspace." });
+  const { runId } = await handle.workflow.describe();
+  const link = `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history`;
+  console.log(`Run ${handle.workflowId} · ${note}\nWatch it in the Temporal UI: ${link}`);
+
+  const result = await worker.runUntil(handle.result());
+  console.log(`\nDone: ${result.stopReason} after ${result.turns} turn(s), ${result.usage.totalTokens} tokens, $${result.usage.cost.total.toFixed(4)}.`);
+  await connection.close();
+  await clientConnection.close();
+  if (embedded) {
+    await embedded.stop();
+    console.log(`The embedded server has stopped. Run \`npm run temporal\` to browse this run again at\n  http://localhost:8233/namespaces/default/workflows/${handle.workflowId}/${runId}/history`);
+  } else {
+    console.log(`Run history: ${link}`);
+  }
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,77 @@
+/**
+ * The offline demo model: a scripted stand-in for an LLM (the faux provider),
+ * clearly labelled, so a newcomer without an API key sees the whole machinery:
+ * streaming, a tool call, parallel tool calls, results fed back, a final answer.
+ * It answers from the context it is given, so a retried call gets the same answer.
+ */
+import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider, type Api, type Context, type Model } from "@jai/ai";
+
+export const DEMO_LABEL = "offline demo model (scripted, no LLM)";
+const CANDIDATES = ["package.json", "README.md", "tsconfig.json", "go.mod", "pyproject.toml", "Cargo.toml"];
+
+interface Seen {
+  path: string;
+  text: string;
+}
+
+/** Successful results of `toolName`, with the path the model asked for (results carry no args). */
+function results(context: Context, toolName: string): Seen[] {
+  const paths = new Map<string, string>();
+  for (const m of context.messages) {
+    if (m.role === "assistant") for (const c of m.content) if (c.type === "toolCall") paths.set(c.id, String(c.arguments.path ?? "."));
+  }
+  return context.messages.flatMap((m) =>
+    m.role === "toolResult" && m.toolName === toolName && !m.isError
+      ? [{ path: paths.get(m.toolCallId) ?? "?", text: m.content.map((c) => (c.type === "text" ? c.text : "")).join("") }]
+      : [],
+  );
+}
+
+function describeFile({ path, text }: Seen): string {
+  try {
+    const json = JSON.parse(text) as { name?: string; description?: string; dependencies?: object };
+    if (json.name) return `- ${path}: package "${json.name}"${json.description ? ` (${json.description})` : ""}, ${Object.keys(json.dependencies ?? {}).length} dependencies`;
+    return `- ${path}: JSON with ${Object.keys(json).join(", ")}`;
+  } catch {
+    const heading = text.split("\n").find((l) => l.startsWith("#"));
+    return heading ? `- ${path}: titled "${heading.replace(/^#+\s*/, "")}"` : `- ${path}: ${text.split("\n").length} lines`;
+  }
+}
+
+function summarize(listing: string, files: Seen[]): string {
+  const lines = [`Here is what I found (${DEMO_LABEL}):`, `- the workspace has ${listing.split("\n").filter(Boolean).length} entries`];
+  lines.push(...files.map(describeFile));
+  lines.push("Set JAI_MODEL=provider/modelId and that provider's API key to talk to a real model.");
+  return lines.join("\n");
+}
+
+/** Registers the demo model in this process and returns it; the worker must be told about it (`models`). */
+export function registerDemoModel(): Model<Api> {
+  const faux = registerFauxProvider({
+    provider: "demo",
+    models: [{ id: "offline-scripted", name: DEMO_LABEL, contextWindow: 32000, maxTokens: 2000 }],
+    tokensPerSecond: 150,
+  });
+  const answer = (context: Context) => {
+    const listings = results(context, "list_dir").map((r) => r.text);
+    const reads = results(context, "read_file");
+    if (listings.length === 0) {
+      return fauxAssistantMessage(
+        [fauxText(`[${DEMO_LABEL}] Let me look at the workspace first.`), fauxToolCall("list_dir", { path: "." })],
+        { stopReason: "toolUse" },
+      );
+    }
+    const present = listings[0].split("\n").map((l) => l.trim());
+    const wanted = CANDIDATES.filter((f) => present.includes(f)).slice(0, 3);
+    const alreadyRead = context.messages.some((m) => m.role === "toolResult" && m.toolName === "read_file");
+    if (!alreadyRead && wanted.length > 0) {
+      return fauxAssistantMessage(
+        [fauxText(`I'll read ${wanted.join(", ")} in parallel.`), ...wanted.map((path) => fauxToolCall("read_file", { path, limit: 60 }))],
+        { stopReason: "toolUse" },
+      );
+    }
+    return fauxAssistantMessage(summarize(listings[0], reads));
+  };
+  faux.setResponses(Array.from({ length: 20 }, () => answer));
+  return faux.getModel();
+}
