@@ -4,6 +4,6 @@ export { createAgentWorker, bundleAgentWorkflows, DEFAULT_TASK_QUEUE } from "./w
 export type { AgentWorker, AgentWorkerOptions } from "./worker.js";
 export { startAgentRun, getAgentRun, InvalidRunInputError } from "./client.js";
 export type { AgentRunHandle, StartAgentRunOptions } from "./client.js";
-export { classifyModelFailure, retryAfterMs } from "./activities/index.js";
+export { classifyModelOutcome, keyEnvVar, retryAfterMs } from "./activities/index.js";
 export type { ApiKeyResolver } from "./activities/index.js";
 export { createFileTools } from "./tools/fs-tools.js";

@@ -1,7 +1,7 @@
 /** Pure unit tests: loop helpers, input validation, the failure classifier, summaries. No server. */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
-import { classifyModelFailure, retryAfterMs } from "../src/activities/classify.js";
+import { classifyModelOutcome, keyEnvVar, redact, retryAfterMs, type CallFacts, type ModelOutcome } from "../src/activities/classify.js";
 import { heartbeatIntervalMs } from "../src/activities/heartbeat.js";
 import { normalizeToolResult } from "../src/activities/tool.js";
 import { validateRunInput } from "../src/workflows/input.js";
@@ -92,40 +92,75 @@ describe("validateRunInput", () => {
   });
 });
 
-describe("classifyModelFailure", () => {
+describe("classifyModelOutcome", () => {
   const failed = (errorMessage: string) => fauxAssistantMessage([], { stopReason: "error", errorMessage });
+  const facts = (more: Partial<CallFacts> = {}): CallFacts => ({ provider: "anthropic", modelId: "claude-x", contextWindow: 200000, ...more });
+  const retryType = (o: ModelOutcome) => ("retry" in o ? o.retry.type : undefined);
+  const finalText = (o: ModelOutcome) => ("message" in o ? o.message.errorMessage : undefined);
 
-  it("returns nothing for success, aborts and permanent errors", () => {
-    expect(classifyModelFailure(fauxAssistantMessage("fine"), { status: 200, headers: {} })).toBeUndefined();
-    expect(classifyModelFailure(fauxAssistantMessage([], { stopReason: "aborted" }), undefined)).toBeUndefined();
-    expect(classifyModelFailure(failed("invalid x-api-key"), { status: 401, headers: {} })).toBeUndefined();
-    expect(classifyModelFailure(failed("prompt is too long"), { status: 400, headers: {} })).toBeUndefined();
-    expect(classifyModelFailure(failed("bad request"), undefined)).toBeUndefined();
+  it("returns success and aborts as they are", () => {
+    const ok = fauxAssistantMessage("fine");
+    expect(classifyModelOutcome(ok, facts({ status: 200 }))).toEqual({ message: ok });
+    expect("message" in classifyModelOutcome(fauxAssistantMessage([], { stopReason: "aborted" }), facts())).toBe(true);
   });
 
   it.each([
     [429, "ModelRateLimited"],
     [529, "ModelOverloaded"],
     [500, "ModelUnavailable"],
+    [502, "ModelUnavailable"],
     [503, "ModelUnavailable"],
+    [408, "ModelUnavailable"],
   ])("makes HTTP %i a retryable %s", (status, type) => {
-    const failure = classifyModelFailure(failed("oops"), { status, headers: {} });
-    expect(failure?.type).toBe(type);
-    expect(failure?.nonRetryable).toBe(false);
-    expect(failure?.message).toContain(`HTTP ${status}`);
+    const outcome = classifyModelOutcome(failed(`${status} oops`), facts({ status }));
+    expect(retryType(outcome)).toBe(type);
+    expect("retry" in outcome && outcome.retry.nonRetryable).toBe(false);
+    expect("retry" in outcome && outcome.retry.message).toContain(`HTTP ${status}`);
   });
 
-  it("honours retry-after", () => {
-    const failure = classifyModelFailure(failed("slow down"), { status: 429, headers: { "retry-after": "7" } });
-    expect(failure?.nextRetryDelay).toBe(7000);
+  it("reads the status from the SDK's message when no response was recorded", () => {
+    expect(retryType(classifyModelOutcome(failed("429 Too Many Requests"), facts()))).toBe("ModelRateLimited");
+    expect(finalText(classifyModelOutcome(failed("400 bad field"), facts()))).toMatch(/rejected the request \(HTTP 400/);
+  });
+
+  it("honours retry-after and retry-after-ms", () => {
+    const outcome = classifyModelOutcome(failed("slow down"), facts({ status: 429, headers: { "retry-after": "7" } }));
+    expect("retry" in outcome && outcome.retry.nextRetryDelay).toBe(7000);
+    expect(retryAfterMs({ "retry-after-ms": "1500", "retry-after": "9" })).toBe(1500);
     expect(retryAfterMs({ "retry-after": new Date(10_000).toUTCString() }, 4_000)).toBe(6000);
     expect(retryAfterMs({ "retry-after": "soon" })).toBeUndefined();
   });
 
-  it("retries a stream cut by the network even after a 200", () => {
-    expect(classifyModelFailure(failed("read ECONNRESET"), { status: 200, headers: {} })?.type).toBe("ModelStreamInterrupted");
-    expect(classifyModelFailure(failed("fetch failed"), undefined)?.type).toBe("ModelStreamInterrupted");
-    expect(classifyModelFailure(failed("529 Overloaded"), undefined)?.type).toBe("ModelOverloaded");
+  it("makes 401/403 name the provider and the env var, never the key", () => {
+    const key = "sk-ant-SENTINEL-123456789";
+    const text = finalText(classifyModelOutcome(failed(`401 invalid x-api-key ${key}`), facts({ status: 401, secrets: [key] })));
+    expect(text).toMatch(/Authentication failed for provider "anthropic"/);
+    expect(text).toContain("ANTHROPIC_API_KEY");
+    expect(text).not.toContain("SENTINEL");
+    expect(keyEnvVar("my-llm")).toBe("MY_LLM_API_KEY");
+    expect(redact("Incorrect API key provided: sk-proj-abc123***wxyz")).toBe("Incorrect API key provided: [redacted key]");
+  });
+
+  it("ends the turn on 400 with the provider's message, on 404 naming the model, on context overflow clearly", () => {
+    expect(finalText(classifyModelOutcome(failed("messages: field required"), facts({ status: 400 })))).toMatch(/anthropic\/claude-x rejected the request \(HTTP 400: messages: field required\)/);
+    expect(finalText(classifyModelOutcome(failed("no such model"), facts({ status: 404 })))).toMatch(/Model "claude-x" not found at provider "anthropic"/);
+    expect(finalText(classifyModelOutcome(failed("prompt is too long: 250000 tokens > 200000 maximum"), facts({ status: 400 })))).toMatch(
+      /^Context overflow: the conversation no longer fits anthropic\/claude-x's context window \(200000 tokens\)/,
+    );
+  });
+
+  it("retries streams cut or corrupted after a 200, and connections that never answered", () => {
+    expect(retryType(classifyModelOutcome(failed("read ECONNRESET"), facts({ status: 200 })))).toBe("ModelStreamInterrupted");
+    expect(retryType(classifyModelOutcome(failed("terminated"), facts({ status: 200 })))).toBe("ModelStreamInterrupted");
+    expect(retryType(classifyModelOutcome(failed("Unexpected token } in JSON"), facts({ status: 200 })))).toBe("ModelStreamInterrupted");
+    expect(retryType(classifyModelOutcome(failed("Overloaded"), facts({ status: 200 })))).toBe("ModelOverloaded");
+    expect(retryType(classifyModelOutcome(failed("503 connection failed"), facts({ networkError: "fetch failed: ECONNREFUSED" })))).toBe("ModelUnavailable");
+    // The fetch layer saw the body break even when the SDK's message says nothing useful.
+    expect(retryType(classifyModelOutcome(failed("{}"), facts({ status: 200, bodyError: "terminated: UND_ERR_SOCKET" })))).toBe("ModelStreamInterrupted");
+  });
+
+  it("returns other errors as data", () => {
+    expect(finalText(classifyModelOutcome(failed("something odd"), facts({ status: 200 })))).toBe("something odd");
   });
 });
 

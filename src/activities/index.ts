@@ -29,5 +29,5 @@ export function createActivities(deps: ActivityDeps) {
   };
 }
 
-export { classifyModelFailure, retryAfterMs } from "./classify.js";
+export { classifyModelOutcome, keyEnvVar, redact, retryAfterMs, type CallFacts, type ModelOutcome } from "./classify.js";
 export type { ApiKeyResolver } from "./model.js";

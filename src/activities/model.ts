@@ -1,45 +1,90 @@
 /** The model activity: streams one assistant message through @jai/ai and returns it whole. */
+import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
-import { stream, type AssistantMessage, type ProviderResponse } from "@jai/ai";
+import { stream, type AssistantMessage, type AssistantMessageEventStream, type ProviderResponse } from "@jai/ai";
 import type { AgentEventSink, StreamAssistantInput } from "../types.js";
-import { classifyModelFailure } from "./classify.js";
+import { classifyModelOutcome } from "./classify.js";
 import { activityEmitter } from "./events.js";
 import { withHeartbeats } from "./heartbeat.js";
+import { trackProviderCall } from "./provider-fetch.js";
 
 /** Resolves a provider's API key in the worker; keys never travel through workflow input or history. */
 export type ApiKeyResolver = (provider: string) => string | undefined | Promise<string | undefined>;
 
+/**
+ * Heartbeats run on a timer, so they cannot tell a stalled stream from a slow
+ * one: a watchdog aborts a call that received nothing (no byte, no event) for
+ * this long, and the failure is retried. Defaults to the heartbeat timeout.
+ */
+export function stallTimeoutMs(heartbeatTimeoutMs: number | undefined): number {
+  return heartbeatTimeoutMs ?? 60_000;
+}
+
 export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEventSink | undefined) {
   return async function streamAssistantMessage(input: StreamAssistantInput): Promise<AssistantMessage> {
     const emit = activityEmitter(onEvent);
-    const apiKey = await getApiKey(input.model.provider);
-    return withHeartbeats(async (signal) => {
-      let response: ProviderResponse | undefined;
-      let events;
-      try {
-        events = stream(
-          input.model,
-          { systemPrompt: input.systemPrompt, messages: input.messages, tools: input.tools },
-          { apiKey, signal, onResponse: (r) => void (response = r) },
-        );
-      } catch (err) {
-        // stream() throws only for a model the worker cannot serve (no provider for its api): permanent.
-        throw ApplicationFailure.nonRetryable(`Cannot call model ${input.model.provider}/${input.model.id}: ${(err as Error).message}`, "ModelUnsupported");
-      }
-      let started = false;
-      for await (const event of events) {
-        if (event.type === "start") {
-          started = true;
-          emit({ type: "message_start", message: event.partial });
-        } else if (event.type !== "done" && event.type !== "error") {
-          emit({ type: "message_update", message: event.partial, assistantEvent: event });
+    const { model } = input;
+    const apiKey = await getApiKey(model.provider);
+    const stallMs = stallTimeoutMs(Context.current().info.heartbeatTimeoutMs);
+    return withHeartbeats(async (cancelled) => {
+      const call = trackProviderCall();
+      const controller = new AbortController();
+      const onCancel = () => controller.abort(cancelled.reason);
+      cancelled.addEventListener("abort", onCancel);
+      let lastEventAt = Date.now();
+      let stalled = false;
+      const watchdog = setInterval(() => {
+        if (Date.now() - Math.max(lastEventAt, call.record.lastByteAt ?? 0) > stallMs) {
+          stalled = true;
+          controller.abort(new Error("stalled"));
         }
+      }, Math.max(50, Math.min(1000, stallMs / 4)));
+      let response: ProviderResponse | undefined;
+      let message: AssistantMessage;
+      let started = false;
+      try {
+        let events: AssistantMessageEventStream;
+        try {
+          events = stream(
+            model,
+            { systemPrompt: input.systemPrompt, messages: input.messages, tools: input.tools },
+            { apiKey, signal: controller.signal, headers: call.headers, onResponse: (r) => void (response = r) },
+          );
+        } catch (err) {
+          // stream() throws only for a model the worker cannot serve (no provider for its api): permanent.
+          throw ApplicationFailure.nonRetryable(`Cannot call model ${model.provider}/${model.id}: ${(err as Error).message}`, "ModelUnsupported");
+        }
+        for await (const event of events) {
+          lastEventAt = Date.now();
+          if (event.type === "start") {
+            started = true;
+            emit({ type: "message_start", message: event.partial });
+          } else if (event.type !== "done" && event.type !== "error") {
+            emit({ type: "message_update", message: event.partial, assistantEvent: event });
+          }
+        }
+        message = await events.result();
+      } finally {
+        clearInterval(watchdog);
+        cancelled.removeEventListener("abort", onCancel);
+        call.dispose();
       }
-      const message = await events.result();
-      const failure = classifyModelFailure(message, response);
-      if (failure) throw failure;
-      if (!started) emit({ type: "message_start", message });
-      return message;
+      if (stalled && !cancelled.aborted) {
+        throw ApplicationFailure.retryable(`no data from ${model.provider}/${model.id} for ${stallMs} ms: stream stalled`, "ModelStreamInterrupted");
+      }
+      const outcome = classifyModelOutcome(message, {
+        provider: model.provider,
+        modelId: model.id,
+        contextWindow: model.contextWindow,
+        status: call.record.status ?? response?.status,
+        headers: call.record.headers ?? response?.headers,
+        networkError: call.record.networkError,
+        bodyError: call.record.bodyError,
+        secrets: [apiKey],
+      });
+      if ("retry" in outcome) throw outcome.retry;
+      if (!started) emit({ type: "message_start", message: outcome.message });
+      return outcome.message;
     });
   };
 }

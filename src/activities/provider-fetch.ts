@@ -1,0 +1,95 @@
+/**
+ * What the provider SDKs hide from us, recovered at the fetch layer.
+ *
+ * pi-ai's onResponse hook only fires for successful responses, and the
+ * OpenAI/Anthropic SDKs retry 429/5xx/connection errors on their own. Calls of
+ * the model activity carry a marker header; for those calls (and only those)
+ * a wrapper around global fetch records status, headers and the time of the
+ * last byte, and marks every error response `x-should-retry: false` so that
+ * only Temporal retries. A connection failure becomes a synthetic 503 with the
+ * same mark, for the same reason.
+ */
+export const CALL_HEADER = "x-jai-model-call";
+
+export interface ProviderCallRecord {
+  /** HTTP status of the provider's response, once it arrived. */
+  status?: number;
+  /** Its headers, lower-cased. */
+  headers?: Record<string, string>;
+  /** Set when no response arrived at all (connection refused, reset before headers, DNS...). */
+  networkError?: string;
+  /** Epoch ms of the last byte received (headers or body); the stall watchdog reads it. */
+  lastByteAt?: number;
+  /** Set when the response body broke off (connection reset mid-stream). */
+  bodyError?: string;
+}
+
+const calls = new Map<string, ProviderCallRecord>();
+let installed = false;
+let counter = 0;
+
+// Errors may come from another realm (e.g. under jest's vm), so no instanceof: read what is there.
+function describe(err: unknown): string {
+  const e = err as { message?: unknown; cause?: { code?: string; message?: string } } | undefined;
+  return [String(e?.message ?? err), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
+}
+
+function toRecord(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, key) => (out[key.toLowerCase()] = value));
+  return out;
+}
+
+function install(): void {
+  if (installed) return;
+  installed = true;
+  const original = globalThis.fetch;
+  globalThis.fetch = async function trackedFetch(input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> {
+    const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+    const id = headers.get(CALL_HEADER);
+    const record = id ? calls.get(id) : undefined;
+    if (!id || !record) return original(input, init);
+    headers.delete(CALL_HEADER);
+    let response: Response;
+    try {
+      response = await original(input, { ...init, headers });
+    } catch (err) {
+      if (init?.signal?.aborted) throw err;
+      record.networkError = describe(err);
+      const body = JSON.stringify({ error: { type: "connection_error", message: `connection failed: ${record.networkError}` } });
+      return new Response(body, { status: 503, headers: { "content-type": "application/json", "x-should-retry": "false" } });
+    }
+    record.status = response.status;
+    record.headers = toRecord(response.headers);
+    record.lastByteAt = Date.now();
+    const marked = new Headers(response.headers);
+    if (!response.ok) marked.set("x-should-retry", "false");
+    const reader = response.body?.getReader();
+    const body =
+      reader &&
+      new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          try {
+            const { done, value } = await reader.read();
+            if (done) return controller.close();
+            record.lastByteAt = Date.now();
+            controller.enqueue(value);
+          } catch (err) {
+            record.bodyError = describe(err);
+            controller.error(err);
+          }
+        },
+        cancel: (reason) => reader.cancel(reason),
+      });
+    return new Response(body ?? null, { status: response.status, statusText: response.statusText, headers: marked });
+  } as typeof fetch;
+}
+
+/** Starts tracking one model call; pass `headers` to pi-ai's stream options and `dispose` when done. */
+export function trackProviderCall(): { headers: Record<string, string>; record: ProviderCallRecord; dispose(): void } {
+  install();
+  const id = `${process.pid}-${++counter}`;
+  const record: ProviderCallRecord = {};
+  calls.set(id, record);
+  return { headers: { [CALL_HEADER]: id }, record, dispose: () => void calls.delete(id) };
+}
