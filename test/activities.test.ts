@@ -70,6 +70,19 @@ describe("streamAssistantMessage", () => {
   });
 });
 
+describe("resolveRunSetup", () => {
+  it("resolves a catalogue model by 'provider/modelId' and keeps a custom Model object as given", async () => {
+    const { resolveRunSetup } = createActivities({ tools: [] });
+    const env = new MockActivityEnvironment();
+    const setup = (await env.run(resolveRunSetup, { model: "anthropic/claude-sonnet-4-5" })) as { model: Model<Api> };
+    expect(setup.model).toMatchObject({ provider: "anthropic", id: "claude-sonnet-4-5", api: "anthropic-messages" });
+    expect(setup.model.contextWindow).toBeGreaterThan(0);
+    const custom = { ...setup.model, id: "my-vllm", provider: "local", api: "openai-completions", baseUrl: "http://127.0.0.1:1/v1" };
+    expect(((await env.run(resolveRunSetup, { model: custom })) as { model: Model<Api> }).model).toEqual(custom);
+    await expect(env.run(resolveRunSetup, { model: "anthropic/no-such-model" })).rejects.toMatchObject({ type: "InvalidRunInput", nonRetryable: true });
+  });
+});
+
 describe("executeTool", () => {
   it("hands the tool a signal that fires on cancellation, and reports the cancellation", async () => {
     const entered = deferred();

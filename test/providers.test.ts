@@ -98,11 +98,17 @@ describe.each([
   });
 
   it("waits for retry-after on a 429", async () => {
-    const { result, attempts, lastFailures } = await run(makeModel(server), [{ fault: { kind: "status", status: 429, headers: { "retry-after": "1" } } }, answer]);
+    const { result, attempts, lastFailures, history } = await run(makeModel(server), [{ fault: { kind: "status", status: 429, headers: { "retry-after": "1" } } }, answer]);
     expect(result.stopReason).toBe("stop");
     expect(attempts).toEqual([2]);
     expect(lastFailures).toEqual(["ModelRateLimited"]);
     expect(server.requests[1].at - server.requests[0].at).toBeGreaterThanOrEqual(950); // not the 100 ms backoff
+    // The same delay, read from history: scheduled -> attempt 2 started.
+    const ms = (e: any) => Number(e.eventTime.seconds) * 1000 + Math.floor(e.eventTime.nanos / 1e6);
+    const events = history.events ?? [];
+    const started = events.find((e) => e.activityTaskStartedEventAttributes?.attempt === 2)!;
+    const scheduled = events.find((e) => Number(e.eventId) === Number(started.activityTaskStartedEventAttributes!.scheduledEventId))!;
+    expect(ms(started) - ms(scheduled)).toBeGreaterThanOrEqual(1000);
   });
 
   it("re-requests a stream cut mid-way", async () => {
