@@ -1,8 +1,19 @@
 /** startAgentRun / getAgentRun: typed handles on agent runs for any @temporalio/client Client. */
 import { randomUUID } from "node:crypto";
 import type { Client, WorkflowHandle } from "@temporalio/client";
-import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState } from "./types.js";
-import { AGENT_RUN_WORKFLOW, stateQuery, transcriptQuery } from "./workflows/definitions.js";
+import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState, PromptResult } from "./types.js";
+import {
+  AGENT_RUN_WORKFLOW,
+  approveUpdate,
+  closeUpdate,
+  denyUpdate,
+  followUpUpdate,
+  promptUpdate,
+  stateQuery,
+  steerUpdate,
+  transcriptQuery,
+  type UserInput,
+} from "./workflows/definitions.js";
 import { validateRunInput } from "./workflows/input.js";
 import { DEFAULT_TASK_QUEUE } from "./worker.js";
 import { closedRunView } from "./history-view.js";
@@ -33,8 +44,23 @@ export interface AgentRunHandle {
   state(): Promise<AgentRunState>;
   /** The transcript, whole or a page of it. */
   transcript(options?: { offset?: number; limit?: number }): Promise<AgentMessage[]>;
-  /** Requests cancellation of the run. */
+  /**
+   * Requests cancellation: the model stream and running tools are aborted, the
+   * transcript so far is kept, and the run ends with stopReason "aborted".
+   */
   cancel(): Promise<void>;
+  /** Steers the running run; resolves once the run accepted it (with the queue length). */
+  steer(message: UserInput): Promise<{ queued: number }>;
+  /** Queues a message for when the run would otherwise stop. */
+  followUp(message: UserInput): Promise<{ queued: number }>;
+  /** Session runs: sends a prompt and resolves when its turns are done. */
+  prompt(message: UserInput): Promise<PromptResult>;
+  /** Session runs: ends the session once the current prompt is done. */
+  close(): Promise<void>;
+  /** Lets a tool call that waits for approval run. */
+  approve(toolCallId: string): Promise<void>;
+  /** Refuses a tool call that waits for approval; the model sees the reason. */
+  deny(toolCallId: string, reason?: string): Promise<void>;
 }
 
 function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
@@ -54,6 +80,12 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     cancel: async () => {
       await workflow.cancel();
     },
+    steer: (message) => workflow.executeUpdate(steerUpdate, { args: [message] }),
+    followUp: (message) => workflow.executeUpdate(followUpUpdate, { args: [message] }),
+    prompt: (message) => workflow.executeUpdate(promptUpdate, { args: [message] }),
+    close: () => workflow.executeUpdate(closeUpdate),
+    approve: (toolCallId) => workflow.executeUpdate(approveUpdate, { args: [toolCallId] }),
+    deny: (toolCallId, reason) => workflow.executeUpdate(denyUpdate, { args: [toolCallId, reason ?? ""] }),
   };
 }
 

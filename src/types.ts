@@ -89,6 +89,16 @@ export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> exte
   executionMode?: ToolExecutionMode;
   /** Timeouts and retry policy of this tool's activities. */
   activity?: ToolActivityOptions;
+  /**
+   * Ask a person before running: `true` always, or a predicate on the validated
+   * arguments, evaluated in the worker. The run waits (a workflow condition, no
+   * worker resources) until `approve`/`deny` or the approval timeout (denied).
+   */
+  requiresApproval?: boolean | ((args: Static<T>, toolCallId: string) => boolean | Promise<boolean>);
+  /** How long a call may wait for approval before it counts as denied; default the run's `approvalTimeout`, else forever. */
+  approvalTimeout?: string | number;
+  /** After cancellation, how long `execute` may take to honour its signal before it is abandoned. Default 5 s. */
+  cancelGracePeriodMs?: number;
 }
 
 /** Everything the loop tells the outside world about a run, in order. */
@@ -140,6 +150,13 @@ export interface AgentRunInput {
   maxTurns?: number;
   /** Temporal settings of the model activity. */
   modelActivity?: ModelActivityOptions;
+  /**
+   * Keep the run open after it would end, waiting for `prompt()` updates, until
+   * `close()` or the idle timeout (default 1 hour). `maxTurns` then limits each prompt.
+   */
+  session?: boolean | { idleTimeout?: string | number };
+  /** Default approval timeout of tools that require approval; default: wait forever. */
+  approvalTimeout?: string | number;
 }
 
 /** Temporal settings of the model-streaming activity. */
@@ -167,7 +184,22 @@ export interface AgentRunResult {
 }
 
 /** Lifecycle of a run as reported by the `state` query. */
-export type AgentRunStatus = "running" | "completed" | "failed" | "cancelled";
+export type AgentRunStatus = "running" | "waiting_for_approval" | "waiting_for_prompt" | "completed" | "failed" | "cancelled";
+
+/** A tool call waiting for a person's decision. */
+export interface PendingApproval {
+  /** The model's id of the call; pass it to `approve`/`deny`. */
+  toolCallId: string;
+  /** The tool's name. */
+  toolName: string;
+  /** The arguments as the model sent them. */
+  args: unknown;
+  /** When the wait began (ISO 8601, workflow time). */
+  since: string;
+}
+
+/** A person's decision on a pending tool call. */
+export type ApprovalDecision = { approved: true } | { approved: false; reason?: string };
 
 /** A tool call the run is executing or about to execute. */
 export interface PendingToolCall {
@@ -193,6 +225,12 @@ export interface AgentRunState {
   usage: Usage;
   /** Tool calls of the current batch without a result yet. */
   pendingToolCalls: PendingToolCall[];
+  /** Tool calls waiting for approval. */
+  pendingApprovals: PendingApproval[];
+  /** Steering messages not yet in the transcript. */
+  queuedSteering: number;
+  /** Follow-up messages not yet in the transcript. */
+  queuedFollowUps: number;
   /** Messages in the transcript. */
   messageCount: number;
   /** Set once the run ended. */
@@ -215,6 +253,10 @@ export interface ToolSpec {
   executionMode?: ToolExecutionMode;
   /** The tool's activity settings. */
   activity?: ToolActivityOptions;
+  /** Whether calls need approval: always, or when the worker's predicate says so. */
+  approval?: "always" | "predicate";
+  /** The tool's approval timeout. */
+  approvalTimeout?: string | number;
 }
 
 /** Output of the setup activity. */
@@ -247,6 +289,24 @@ export interface ExecuteToolInput {
   toolName: string;
   /** The arguments as the model sent them; validated and coerced in the activity. */
   args: Record<string, unknown>;
+}
+
+/** Output of the approval-check activity (for tools with an approval predicate). */
+export interface PrepareToolOutput {
+  /** Set when the arguments failed validation: the call ends with this error. */
+  error?: string;
+  /** Whether the predicate asks for a person's approval. */
+  needsApproval: boolean;
+}
+
+/** Answer of `prompt()` in a session: what that prompt produced. */
+export interface PromptResult {
+  /** The prompt and the messages its turns added. */
+  messages: AgentMessage[];
+  /** How that prompt's turns ended. */
+  stopReason: AgentStopReason;
+  /** Set when they ended on an error. */
+  errorMessage?: string;
 }
 
 /** Output of the tool activity. */

@@ -89,6 +89,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
         ? { workflowBundle: options.workflowBundle }
         : { workflowsPath: agentWorkflowsPath(), bundlerOptions: { webpackConfigHook } }),
       sinks,
+      // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s, not 80% of the heartbeat timeout.
+      maxHeartbeatThrottleInterval: "1s",
       ...options.workerOptions,
     });
   } catch (err) {

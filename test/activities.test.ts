@@ -5,7 +5,7 @@ import { CancelledFailure } from "@temporalio/common";
 import { fauxAssistantMessage, fauxToolCall, Type, type Api, type AssistantMessage, type Model } from "@jai/ai";
 import { createActivities } from "../src/activities/index.js";
 import type { AgentEvent, AgentTool } from "../src/types.js";
-import { deferred, fauxModel, within } from "./helpers.js";
+import { deferred, fauxModel, textOf, within } from "./helpers.js";
 
 const input = (model: Model<Api>) => ({
   model,
@@ -29,21 +29,27 @@ describe("streamAssistantMessage", () => {
     expect(events.slice(1).every((e) => e.type === "message_update")).toBe(true);
   });
 
-  it("aborts the stream when the activity is cancelled", async () => {
+  it("aborts the stream when the activity is cancelled and hands back what had streamed", async () => {
     const faux = fauxModel([fauxAssistantMessage("x ".repeat(2000))], { tokensPerSecond: 50 });
     const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 1000 });
     const firstUpdate = deferred();
     const { streamAssistantMessage } = createActivities({
       tools: [],
       onEvent: (e) => {
-        if (e.type === "message_update") firstUpdate.resolve();
+        if (e.type === "message_update" && e.assistantEvent.type === "text_delta") firstUpdate.resolve();
       },
     });
     const running = env.run(streamAssistantMessage, input(faux.getModel()));
     await within(firstUpdate.promise, 5000, "the first token");
     env.cancel();
-    const message = (await within(running, 2000, "the aborted stream")) as AssistantMessage;
-    expect(message.stopReason).toBe("aborted");
+    const failure = await within(running, 2000, "the aborted stream").then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(CancelledFailure);
+    const partial = (failure as CancelledFailure).details[0] as AssistantMessage;
+    expect(partial.stopReason).toBe("aborted");
+    expect(textOf(partial).length).toBeGreaterThan(0);
   });
 
   it("asks the worker for the API key, never the input", async () => {
@@ -107,6 +113,43 @@ describe("executeTool", () => {
     env.cancel();
     await expect(within(running, 2000, "cancellation")).rejects.toBeInstanceOf(CancelledFailure);
     expect(sawAbort).toBe(true);
+  });
+
+  it("abandons a tool that ignores its signal after the grace period", async () => {
+    const entered = deferred();
+    const stubborn: AgentTool = {
+      name: "stubborn",
+      description: "ignores abort",
+      parameters: Type.Object({}),
+      cancelGracePeriodMs: 300,
+      execute: () => {
+        entered.resolve();
+        return new Promise(() => {}); // never settles, never looks at its signal
+      },
+    };
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 1000 });
+    const { executeTool } = createActivities({ tools: [stubborn] });
+    const running = env.run(executeTool, { toolCallId: "x1", toolName: "stubborn", args: {} });
+    await within(entered.promise, 5000, "the tool to start");
+    env.cancel();
+    await expect(within(running, 2000, "abandonment")).rejects.toThrow(/ignored cancellation for 300 ms and was abandoned/);
+  });
+
+  it("asks a tool's approval predicate with validated arguments", async () => {
+    const seen: unknown[] = [];
+    const rm: AgentTool = {
+      name: "rm",
+      description: "removes",
+      parameters: Type.Object({ path: Type.String(), force: Type.Boolean() }),
+      requiresApproval: (args: any) => (seen.push(args), args.force === true),
+      execute: async () => ({ content: [] }),
+    };
+    const { prepareToolCall } = createActivities({ tools: [rm] });
+    const env = new MockActivityEnvironment();
+    expect(await env.run(prepareToolCall, { toolCallId: "a", toolName: "rm", args: { path: "x", force: "true" } })).toEqual({ needsApproval: true });
+    expect(await env.run(prepareToolCall, { toolCallId: "b", toolName: "rm", args: { path: "x", force: false } })).toEqual({ needsApproval: false });
+    expect(seen[0]).toEqual({ path: "x", force: true }); // coerced before the predicate saw it
+    expect(await env.run(prepareToolCall, { toolCallId: "c", toolName: "rm", args: { path: 1 } })).toMatchObject({ needsApproval: false, error: expect.stringMatching(/force/) });
   });
 
   it("heartbeats while a tool runs", async () => {

@@ -3,7 +3,7 @@ import { getEnvApiKey, type Api, type Model } from "@jai/ai";
 import type { AgentEventSink, AgentTool } from "../types.js";
 import { createModelActivity, type ApiKeyResolver } from "./model.js";
 import { createSetupActivity } from "./setup.js";
-import { createToolActivity } from "./tool.js";
+import { createToolActivities } from "./tool.js";
 
 export interface ActivityDeps {
   /** The tools runs may call, by name. */
@@ -25,7 +25,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? []),
     streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent),
-    executeTool: createToolActivity(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent),
+    ...createToolActivities(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent),
   };
 }
 

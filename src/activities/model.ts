@@ -1,6 +1,6 @@
 /** The model activity: streams one assistant message through @jai/ai and returns it whole. */
 import { Context } from "@temporalio/activity";
-import { ApplicationFailure } from "@temporalio/common";
+import { ApplicationFailure, CancelledFailure } from "@temporalio/common";
 import { stream, type AssistantMessage, type AssistantMessageEventStream, type ProviderResponse } from "@jai/ai";
 import type { AgentEventSink, StreamAssistantInput } from "../types.js";
 import { classifyModelOutcome } from "./classify.js";
@@ -69,7 +69,9 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
         cancelled.removeEventListener("abort", onCancel);
         call.dispose();
       }
-      if (stalled && !cancelled.aborted) {
+      // Cancelled: report it, handing the workflow what had streamed so far.
+      if (cancelled.aborted) throw new CancelledFailure(`model call cancelled`, [{ ...message, stopReason: "aborted" }]);
+      if (stalled) {
         throw ApplicationFailure.retryable(`no data from ${model.provider}/${model.id} for ${stallMs} ms: stream stalled`, "ModelStreamInterrupted");
       }
       const outcome = classifyModelOutcome(message, {

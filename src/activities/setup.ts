@@ -24,6 +24,8 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
     ...(tool.label !== undefined ? { label: tool.label } : {}),
     ...(tool.executionMode !== undefined ? { executionMode: tool.executionMode } : {}),
     ...(tool.activity !== undefined ? { activity: tool.activity } : {}),
+    ...(tool.requiresApproval ? { approval: typeof tool.requiresApproval === "function" ? "predicate" : "always" } : {}),
+    ...(tool.approvalTimeout !== undefined ? { approvalTimeout: tool.approvalTimeout } : {}),
   };
 }
 

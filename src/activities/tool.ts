@@ -1,7 +1,7 @@
 /** The tool activity: validates and coerces arguments, then runs the tool's `execute` once. */
 import { CancelledFailure } from "@temporalio/common";
 import { validateToolArguments } from "@jai/ai";
-import type { AgentEventSink, AgentTool, AgentToolResult, ExecuteToolInput, ExecuteToolOutput } from "../types.js";
+import type { AgentEventSink, AgentTool, AgentToolResult, ExecuteToolInput, ExecuteToolOutput, PrepareToolOutput } from "../types.js";
 import { activityEmitter } from "./events.js";
 import { withHeartbeats } from "./heartbeat.js";
 
@@ -32,16 +32,53 @@ export function normalizeToolResult(toolName: string, value: unknown): AgentTool
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-export function createToolActivity(tools: Map<string, AgentTool<any>>, onEvent: AgentEventSink | undefined) {
-  return async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolOutput> {
+const DEFAULT_GRACE_MS = 5000;
+
+function validate(tool: AgentTool<any>, input: ExecuteToolInput): { args: unknown } | { error: string } {
+  try {
+    return { args: validateToolArguments(tool, { type: "toolCall", id: input.toolCallId, name: input.toolName, arguments: input.args }) };
+  } catch (err) {
+    return { error: errorText(err) };
+  }
+}
+
+/**
+ * Resolves with `execution`, or rejects with a cancellation once the signal has
+ * fired and the tool has not honoured it within the grace period: the call is
+ * abandoned (JavaScript cannot stop it) and the activity reports cancellation.
+ */
+function withGrace<T>(execution: Promise<T>, signal: AbortSignal, graceMs: number, toolName: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const abandoned = new Promise<never>((_, reject) => {
+    const start = () => {
+      timer = setTimeout(() => reject(new CancelledFailure(`${toolName} ignored cancellation for ${graceMs} ms and was abandoned`)), graceMs);
+    };
+    if (signal.aborted) start();
+    else signal.addEventListener("abort", start, { once: true });
+  });
+  return Promise.race([execution, abandoned]).finally(() => clearTimeout(timer));
+}
+
+export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent: AgentEventSink | undefined) {
+  /** Validates the arguments and asks the tool's approval predicate (only for tools that have one). */
+  async function prepareToolCall(input: ExecuteToolInput): Promise<PrepareToolOutput> {
+    const tool = tools.get(input.toolName);
+    if (!tool) return { error: `Tool ${input.toolName} not found`, needsApproval: false };
+    const checked = validate(tool, input);
+    if ("error" in checked) return { error: checked.error, needsApproval: false };
+    const rule = tool.requiresApproval;
+    try {
+      return { needsApproval: typeof rule === "function" ? Boolean(await rule(checked.args as never, input.toolCallId)) : Boolean(rule) };
+    } catch {
+      return { needsApproval: true }; // a predicate that fails asks a person rather than letting the call through
+    }
+  }
+
+  async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolOutput> {
     const tool = tools.get(input.toolName);
     if (!tool) return errorOutput(`Tool ${input.toolName} not found`);
-    let args: unknown;
-    try {
-      args = validateToolArguments(tool, { type: "toolCall", id: input.toolCallId, name: input.toolName, arguments: input.args });
-    } catch (err) {
-      return errorOutput(errorText(err));
-    }
+    const checked = validate(tool, input);
+    if ("error" in checked) return errorOutput(checked.error);
     const emit = activityEmitter(onEvent);
     return withHeartbeats(async (signal) => {
       let live = true;
@@ -54,14 +91,17 @@ export function createToolActivity(tools: Map<string, AgentTool<any>>, onEvent: 
         }
       };
       try {
-        const value = await tool.execute(input.toolCallId, args as never, signal, onUpdate);
+        const execution = Promise.resolve().then(() => tool.execute(input.toolCallId, checked.args as never, signal, onUpdate));
+        const value = await withGrace(execution, signal, tool.cancelGracePeriodMs ?? DEFAULT_GRACE_MS, input.toolName);
         return { result: normalizeToolResult(input.toolName, value), isError: false };
       } catch (err) {
-        if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new CancelledFailure("tool cancelled");
+        if (signal.aborted) throw err instanceof CancelledFailure ? err : new CancelledFailure(`${input.toolName} cancelled`);
         return errorOutput(errorText(err));
       } finally {
         live = false;
       }
     });
-  };
+  }
+
+  return { prepareToolCall, executeTool };
 }

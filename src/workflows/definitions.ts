@@ -1,6 +1,7 @@
 /** Names shared by the workflow, the worker and the client: queries and the event sink. */
-import { defineQuery, type Sinks } from "@temporalio/workflow";
-import type { AgentEvent, AgentMessage, AgentRunState } from "../types.js";
+import { defineQuery, defineUpdate, type Sinks } from "@temporalio/workflow";
+import type { UserMessage } from "@jai/ai";
+import type { AgentEvent, AgentMessage, AgentRunState, PromptResult } from "../types.js";
 
 /** Workflow type name of a run. */
 export const AGENT_RUN_WORKFLOW = "agentRun";
@@ -18,3 +19,24 @@ export const transcriptQuery = defineQuery<AgentMessage[], [options?: { offset?:
 export interface AgentSinks extends Sinks {
   agent: { emit(event: AgentEvent): void };
 }
+
+/** A message a person sends into a run: text, or a user message. */
+export type UserInput = string | UserMessage;
+
+/** Steer a running run: the message enters before the next model call; unstarted tool calls of the batch are skipped. */
+export const steerUpdate = defineUpdate<{ queued: number }, [message: UserInput]>("steer");
+
+/** Queue a message for when the agent would otherwise stop: the run goes on with another turn. */
+export const followUpUpdate = defineUpdate<{ queued: number }, [message: UserInput]>("followUp");
+
+/** Session runs only: a new prompt; returns once its turns are done, with their messages. */
+export const promptUpdate = defineUpdate<PromptResult, [message: UserInput]>("prompt");
+
+/** Session runs only: end the session once the current prompt is done. */
+export const closeUpdate = defineUpdate<void>("close");
+
+/** Let a tool call that waits for approval run. */
+export const approveUpdate = defineUpdate<void, [toolCallId: string]>("approve");
+
+/** Refuse a tool call that waits for approval; the model sees the reason. */
+export const denyUpdate = defineUpdate<void, [toolCallId: string, reason: string]>("deny");

@@ -68,6 +68,24 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
     if (typeof n !== "number" || !Number.isInteger(n) || n < 1) return `"maxTurns" must be a positive integer`;
   }
   if (input.modelActivity !== undefined && !isObject(input.modelActivity)) return `"modelActivity" must be an object`;
+  const timeout = input.approvalTimeout;
+  if (timeout !== undefined && typeof timeout !== "string" && typeof timeout !== "number") return `"approvalTimeout" must be a duration`;
+  return checkSession(input.session);
+}
+
+/** Checks a message a person sends in (steer, follow-up, prompt): text or a user message. */
+export function validateUserInput(value: unknown, field = "message"): string | undefined {
+  if (typeof value === "string") return value.length === 0 ? `"${field}" must not be empty` : undefined;
+  const problem = checkMessage(value, field);
+  if (problem) return problem;
+  return (value as { role: string }).role === "user" ? undefined : `"${field}.role" must be "user"`;
+}
+
+function checkSession(session: unknown): string | undefined {
+  if (session === undefined || typeof session === "boolean") return undefined;
+  if (!isObject(session)) return `"session" must be a boolean or { idleTimeout }`;
+  const t = session.idleTimeout;
+  if (t !== undefined && typeof t !== "string" && typeof t !== "number") return `"session.idleTimeout" must be a duration`;
   return undefined;
 }
 

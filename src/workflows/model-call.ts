@@ -1,0 +1,86 @@
+/** One model call as one activity; its failures become data the loop can end on. */
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  CancelledFailure,
+  isCancellation,
+  proxyActivities,
+  proxySinks,
+  type ActivityOptions,
+} from "@temporalio/workflow";
+import type { AssistantMessage } from "@jai/ai";
+import type { createActivities } from "../activities/index.js";
+import type { AgentMessage, AgentRunInput, RunSetup } from "../types.js";
+import type { AgentSinks } from "./definitions.js";
+import type { RunState } from "./run-state.js";
+import { modelSummary } from "./summary.js";
+import { activityOverrides } from "./tool-calls.js";
+import { emptyUsage } from "./usage.js";
+
+type Activities = ReturnType<typeof createActivities>;
+
+const MODEL_DEFAULTS: ActivityOptions = {
+  startToCloseTimeout: "10m",
+  heartbeatTimeout: "30s",
+  retry: { initialInterval: "2s", backoffCoefficient: 2, maximumInterval: "60s", maximumAttempts: 8 },
+  // On cancellation, wait for the activity: it hands back the partial message it had streamed.
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+};
+
+const { streamAssistantMessage } = proxyActivities<Activities>(MODEL_DEFAULTS);
+const { agent } = proxySinks<AgentSinks>();
+
+/** `details` is for logs and UI only: the model never sees it. */
+export function withoutDetails(message: AgentMessage): AgentMessage {
+  if (message.role !== "toolResult" || message.details === undefined) return message;
+  const { details: _details, ...rest } = message;
+  return rest;
+}
+
+/** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
+export class CancelledDuringModelCall extends Error {
+  constructor(
+    readonly partial: AssistantMessage | undefined,
+    readonly original: unknown,
+  ) {
+    super("cancelled during model call");
+  }
+}
+
+function partialOf(err: ActivityFailure): AssistantMessage | undefined {
+  const details = err.cause instanceof CancelledFailure ? err.cause.details : undefined;
+  const partial = details?.[0] as AssistantMessage | undefined;
+  return partial && partial.role === "assistant" ? { ...partial, stopReason: "aborted" } : undefined;
+}
+
+/** Streams one assistant message. A call that fails for good becomes a message with stopReason "error". */
+export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunState): Promise<AssistantMessage> {
+  const { model } = setup;
+  try {
+    return await streamAssistantMessage.executeWithOptions(activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id)), [
+      {
+        model,
+        systemPrompt: input.systemPrompt,
+        messages: run.transcript.map(withoutDetails),
+        tools: setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+        turn: run.turn,
+      },
+    ]);
+  } catch (err) {
+    if (isCancellation(err)) throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
+    if (!(err instanceof ActivityFailure)) throw err;
+    const message: AssistantMessage = {
+      role: "assistant",
+      content: [],
+      api: model.api,
+      provider: model.provider,
+      model: model.id,
+      usage: emptyUsage(),
+      stopReason: "error",
+      errorMessage: `Model call failed: ${err.cause?.message ?? err.message}`,
+      timestamp: Date.now(),
+    };
+    agent.emit({ type: "message_start", message });
+    return message;
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * One batch of tool calls: scheduling, approvals, steering skips, and one
+ * activity per call. Every call ends with a result in the transcript, in the
+ * order the model asked for them.
+ */
+import { ActivityFailure, condition, isCancellation, proxyActivities, type ActivityOptions } from "@temporalio/workflow";
+import type { ToolCall, ToolResultMessage } from "@jai/ai";
+import type { createActivities } from "../activities/index.js";
+import type { AgentEvent, AgentRunInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolActivityOptions, ToolSpec } from "../types.js";
+import type { ApprovalWait, RunState } from "./run-state.js";
+import { toolSummary } from "./summary.js";
+import { runToolBatch } from "./tool-batch.js";
+
+type Activities = ReturnType<typeof createActivities>;
+
+const TOOL_DEFAULTS: ActivityOptions = {
+  startToCloseTimeout: "10m",
+  heartbeatTimeout: "30s",
+  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "30s", maximumAttempts: 3 },
+};
+
+const { executeTool, prepareToolCall } = proxyActivities<Activities>(TOOL_DEFAULTS);
+
+export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
+export const ABORTED_BY_CANCEL = "Aborted: the run was cancelled before this tool call finished.";
+
+/** Per-run or per-tool settings over the defaults of the activity proxy (deep-merged by the SDK). */
+export function activityOverrides(override: ToolActivityOptions | undefined, summary: string): ActivityOptions {
+  return {
+    ...(override?.startToCloseTimeout !== undefined ? { startToCloseTimeout: override.startToCloseTimeout } : {}),
+    ...(override?.heartbeatTimeout !== undefined ? { heartbeatTimeout: override.heartbeatTimeout } : {}),
+    ...(override?.retry !== undefined ? { retry: override.retry } : {}),
+    summary,
+  } as ActivityOptions;
+}
+
+export function errorOutput(text: string): ExecuteToolOutput {
+  return { result: { content: [{ type: "text", text }] }, isError: true };
+}
+
+export function toolResultMessage(call: ToolCall, output: ExecuteToolOutput): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content: output.result.content,
+    ...(output.result.details !== undefined ? { details: output.result.details } : {}),
+    isError: output.isError,
+    timestamp: Date.now(),
+  };
+}
+
+/** Runs the batch; returns each call's output and result message in source order. */
+export async function runTools(
+  input: AgentRunInput,
+  setup: RunSetup,
+  run: RunState,
+  calls: ToolCall[],
+  emit: (event: AgentEvent) => void,
+): Promise<{ output: ExecuteToolOutput; message: ToolResultMessage }[]> {
+  const specs = new Map(setup.tools.map((t) => [t.name, t]));
+  const entries: PendingToolCall[] = calls.map((c) => ({ toolCallId: c.id, toolName: c.name, args: c.arguments, started: false }));
+  run.pending = [...entries];
+  run.batch = { toolCallIds: calls.map((c) => c.id), outputs: calls.map(() => undefined) };
+  const batch = run.batch;
+  const modes = calls.map((c) => specs.get(c.name)?.executionMode ?? input.toolExecution ?? "parallel");
+  const messages: ToolResultMessage[] = [];
+
+  const outputs = await runToolBatch(modes, {
+    run: async (index) => {
+      const call = calls[index];
+      entries[index].started = true;
+      emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+      const output = run.steering.length > 0 ? errorOutput(SKIPPED_BY_STEERING) : await processCall(input, specs.get(call.name), call, run, index);
+      batch.outputs[index] = output;
+      return output;
+    },
+    settledInOrder: (index, output) => {
+      const call = calls[index];
+      const message = toolResultMessage(call, output);
+      emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: output.result, isError: output.isError });
+      messages[index] = message;
+      run.add(message);
+      run.pending = run.pending.filter((p) => p !== entries[index]);
+      emit({ type: "message_start", message });
+      emit({ type: "message_end", message });
+    },
+  });
+  run.batch = undefined;
+  return outputs.map((output, i) => ({ output, message: messages[i] }));
+}
+
+/** Approval (when the tool asks for it), then execution. */
+async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, call: ToolCall, run: RunState, index: number): Promise<ExecuteToolOutput> {
+  if (!spec) return errorOutput(`Tool ${call.name} not found`);
+  if (spec.approval) {
+    let needsApproval = spec.approval === "always";
+    if (spec.approval === "predicate") {
+      const check = await prepareToolCall.executeWithOptions(activityOverrides(spec.activity, `approval check · ${toolSummary(spec.label ?? spec.name, call.arguments)}`), [
+        { toolCallId: call.id, toolName: call.name, args: call.arguments },
+      ]);
+      if (check.error) return errorOutput(check.error);
+      needsApproval = check.needsApproval;
+    }
+    if (needsApproval) {
+      const refusal = await waitForApproval(run, call, spec.approvalTimeout ?? input.approvalTimeout);
+      if (refusal) return errorOutput(refusal);
+      if (run.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
+    }
+  }
+  return executeCall(spec, call, run.turn, index);
+}
+
+/** Waits as a workflow condition; returns why the call may not run, or undefined when approved. */
+async function waitForApproval(run: RunState, call: ToolCall, timeout: string | number | undefined): Promise<string | undefined> {
+  const wait: ApprovalWait = { pending: { toolCallId: call.id, toolName: call.name, args: call.arguments, since: new Date(Date.now()).toISOString() } };
+  run.approvals.set(call.id, wait);
+  run.publishDetails();
+  try {
+    const decided = () => wait.decision !== undefined || run.steering.length > 0;
+    const inTime = timeout === undefined ? (await condition(decided), true) : await condition(decided, timeout);
+    if (!inTime) return `Tool call denied: no approval within ${timeout}.`;
+    if (!wait.decision) return SKIPPED_BY_STEERING;
+    return wait.decision.approved ? undefined : `Tool call denied by the user${wait.decision.reason ? `: ${wait.decision.reason}` : "."}`;
+  } finally {
+    run.approvals.delete(call.id);
+    run.publishDetails();
+  }
+}
+
+/** One tool call as one activity. */
+async function executeCall(spec: ToolSpec, call: ToolCall, turn: number, index: number): Promise<ExecuteToolOutput> {
+  const options = activityOverrides(spec.activity, toolSummary(spec.label ?? spec.name, call.arguments));
+  // Tool-call ids are the model's; the turn and position keep them unique within the run.
+  options.activityId = `tool-${turn}-${index}-${call.id}`.slice(0, 200);
+  try {
+    return await executeTool.executeWithOptions(options, [{ toolCallId: call.id, toolName: call.name, args: call.arguments }]);
+  } catch (err) {
+    if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    return errorOutput(`Tool ${call.name} failed: ${err.cause?.message ?? err.message}`);
+  }
+}
