@@ -181,10 +181,10 @@ describe("summaries and details", () => {
 });
 
 describe("small helpers", () => {
-  it("heartbeats at a third of the timeout, within bounds", () => {
-    expect(heartbeatIntervalMs(undefined)).toBe(5000);
-    expect(heartbeatIntervalMs(30000)).toBe(5000);
-    expect(heartbeatIntervalMs(3000)).toBe(1000);
+  it("heartbeats at a third of the timeout, at most every second", () => {
+    expect(heartbeatIntervalMs(undefined)).toBe(1000);
+    expect(heartbeatIntervalMs(30000)).toBe(1000);
+    expect(heartbeatIntervalMs(1500)).toBe(500);
     expect(heartbeatIntervalMs(10)).toBe(100);
   });
   it("makes tool results plain JSON and refuses malformed ones", () => {

@@ -1,10 +1,14 @@
 /** Heartbeats on a timer so a dead worker is noticed within the heartbeat timeout, not the start-to-close timeout. */
 import { Context } from "@temporalio/activity";
 
-/** A third of the heartbeat timeout (the SDK throttles to 80% anyway), within [100 ms, 5 s]. */
+/**
+ * A third of the heartbeat timeout, at most 1 s: cancellation reaches an
+ * activity only in a heartbeat's answer, so this bounds how long a cancel takes
+ * (the worker's throttle is set to 1 s to match).
+ */
 export function heartbeatIntervalMs(heartbeatTimeoutMs: number | undefined): number {
-  if (!heartbeatTimeoutMs) return 5000;
-  return Math.min(5000, Math.max(100, Math.floor(heartbeatTimeoutMs / 3)));
+  if (!heartbeatTimeoutMs) return 1000;
+  return Math.min(1000, Math.max(100, Math.floor(heartbeatTimeoutMs / 3)));
 }
 
 /**

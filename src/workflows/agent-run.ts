@@ -71,7 +71,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   run.phase = "done";
   run.waitingForPrompt = false;
   run.publishDetails();
-  await condition(allHandlersFinished);
+  // Non-cancellable: after a cancel request the root scope throws on every new wait.
+  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   return {
     messages: run.newMessages,
     stopReason: run.stopReason!,
