@@ -31,6 +31,12 @@ export interface StartAgentRunOptions extends AgentRunInput {
   taskQueue?: string;
   /** Workflow id; default "agent-<uuid>". */
   workflowId?: string;
+  /**
+   * Temporal's workflow task timeout (default 10 s): after a worker dies in the
+   * middle of a workflow task, the run waits this long before another worker
+   * takes it up. Loop decisions take milliseconds, so a few seconds is plenty.
+   */
+  workflowTaskTimeout?: string | number;
 }
 
 export interface AgentRunHandle {
@@ -99,7 +105,7 @@ function promptSummary(prompt: AgentRunInput["prompt"]): string {
 
 /** Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. */
 export async function startAgentRun(client: Client, options: StartAgentRunOptions): Promise<AgentRunHandle> {
-  const { taskQueue, workflowId, ...input } = options;
+  const { taskQueue, workflowId, workflowTaskTimeout, ...input } = options;
   const problem = validateRunInput(input);
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
   const model = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
@@ -108,6 +114,7 @@ export async function startAgentRun(client: Client, options: StartAgentRunOption
     workflowId: workflowId ?? `agent-${randomUUID()}`,
     args: [input],
     staticSummary: `${model} · ${promptSummary(input.prompt)}`,
+    ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
   });
   return handleFor(client, workflow);
 }

@@ -99,6 +99,12 @@ export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> exte
   approvalTimeout?: string | number;
   /** After cancellation, how long `execute` may take to honour its signal before it is abandoned. Default 5 s. */
   cancelGracePeriodMs?: number;
+  /**
+   * false: never run a call twice. A call whose worker died mid-way is not
+   * retried; its result says it was interrupted and the run goes on. (The same
+   * as `activity.retry.maximumAttempts: 1`.) Default true.
+   */
+  idempotent?: boolean;
 }
 
 /** Everything the loop tells the outside world about a run, in order. */

@@ -25,8 +25,8 @@ export interface AgentWorkerOptions {
   getApiKey?: ApiKeyResolver;
   /** Receives every AgentEvent of every run served here. */
   onEvent?: AgentEventSink;
-  /** A bundle from `bundleAgentWorkflows()`, to skip bundling (seconds) when starting many workers. */
-  workflowBundle?: { code: string };
+  /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
+  workflowBundle?: { code: string } | { codePath: string };
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
   workerOptions?: Partial<WorkerOptions>;
 }

@@ -23,7 +23,11 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
     parameters: JSON.parse(JSON.stringify(tool.parameters)),
     ...(tool.label !== undefined ? { label: tool.label } : {}),
     ...(tool.executionMode !== undefined ? { executionMode: tool.executionMode } : {}),
-    ...(tool.activity !== undefined ? { activity: tool.activity } : {}),
+    ...(tool.idempotent === false
+      ? { activity: { ...tool.activity, retry: { ...tool.activity?.retry, maximumAttempts: 1 } } }
+      : tool.activity !== undefined
+        ? { activity: tool.activity }
+        : {}),
     ...(tool.requiresApproval ? { approval: typeof tool.requiresApproval === "function" ? "predicate" : "always" } : {}),
     ...(tool.approvalTimeout !== undefined ? { approvalTimeout: tool.approvalTimeout } : {}),
   };

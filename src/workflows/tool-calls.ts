@@ -3,7 +3,7 @@
  * activity per call. Every call ends with a result in the transcript, in the
  * order the model asked for them.
  */
-import { ActivityFailure, condition, isCancellation, proxyActivities, type ActivityOptions } from "@temporalio/workflow";
+import { ActivityFailure, condition, isCancellation, proxyActivities, TimeoutFailure, type ActivityOptions } from "@temporalio/workflow";
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
 import type { AgentEvent, AgentRunInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolActivityOptions, ToolSpec } from "../types.js";
@@ -137,6 +137,11 @@ async function executeCall(spec: ToolSpec, call: ToolCall, turn: number, index: 
     return await executeTool.executeWithOptions(options, [{ toolCallId: call.id, toolName: call.name, args: call.arguments }]);
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    if (err.cause instanceof TimeoutFailure) {
+      const attempts = spec.activity?.retry?.maximumAttempts;
+      const why = attempts === 1 ? "it is not idempotent, so it was not run again" : `no attempt finished (${attempts ?? TOOL_DEFAULTS.retry?.maximumAttempts} allowed)`;
+      return errorOutput(`Tool ${call.name} was interrupted (its worker stopped or it timed out: ${err.cause.message}); ${why}. It may have had partial effects.`);
+    }
     return errorOutput(`Tool ${call.name} failed: ${err.cause?.message ?? err.message}`);
   }
 }

@@ -1,0 +1,118 @@
+/**
+ * Runs survive kill -9 of their worker at every interesting point: the run
+ * completes on a fresh worker process, with the transcript of an uninterrupted
+ * run, without re-running tools that had completed, and without waiting for
+ * start-to-close timeouts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { bundleAgentWorkflows } from "../src/worker.js";
+import { completedToolCalls, normalizeTranscript, runScenario, type HarnessConfig, type LogEntry, type ScenarioRun } from "./crash/harness.js";
+import { openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
+
+let env: TestEnv;
+let dir: string;
+let bundlePath: string;
+let baseline: ScenarioRun;
+/** What the closing note reports, printed at the end. */
+const report: string[] = [];
+
+const HEARTBEAT_MS = 2000;
+
+function config(variant: HarnessConfig["variant"] = "main"): HarnessConfig {
+  const taskQueue = uniqueId("crash");
+  return { address: process.env.TEMPORAL_ADDRESS!, bundlePath, logFile: path.join(dir, `${taskQueue}.log`), taskQueue, variant };
+}
+
+const starts = (log: LogEntry[], toolCallId: string) => log.filter((e) => e.event === "tool_start" && e.toolCallId === toolCallId);
+const has = (log: LogEntry[], event: string, toolCallId?: string) => log.some((e) => e.event === event && (toolCallId === undefined || e.toolCallId === toolCallId));
+
+beforeAll(async () => {
+  env = await openTestEnv();
+  dir = await mkdtemp(path.join(os.tmpdir(), "jai-crash-"));
+  bundlePath = path.join(dir, "workflow-bundle.js");
+  await writeFile(bundlePath, (await bundleAgentWorkflows()).code);
+  baseline = await runScenario(env.client, config());
+}, 60000);
+
+afterAll(async () => {
+  if (report.length) console.log(`crash matrix (heartbeat timeout ${HEARTBEAT_MS} ms):\n${report.join("\n")}`);
+  await env?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The checks every kill point shares. */
+function expectRecovered(name: string, run: ScenarioRun): void {
+  expect(run.result.stopReason).toBe("stop");
+  expect(normalizeTranscript(run.result.messages)).toEqual(normalizeTranscript(baseline.result.messages));
+  const reExecuted = run.completedBeforeKill.filter((id) => starts(run.log, id).length !== 1);
+  expect(reExecuted).toEqual([]);
+  // Recovery waits for the heartbeat timeout, not the 10-minute start-to-close timeout.
+  expect(run.progressMs).toBeDefined();
+  expect(run.progressMs!).toBeLessThan(HEARTBEAT_MS + 5000);
+  report.push(
+    `${name}: completed=yes transcript-equal=yes re-executed-completed-tools=${reExecuted.length} ` +
+      `seconds-new-worker-to-first-progress=${(run.progressMs! / 1000).toFixed(1)} seconds-new-worker-to-done=${(run.recoveryMs! / 1000).toFixed(1)}`,
+  );
+}
+
+describe("kill -9 of the worker", () => {
+  it("baseline: the scenario runs four turns with parallel, sequential and single calls", () => {
+    expect(baseline.result.turns).toBe(4);
+    expect(textOf(baseline.result.messages.at(-1))).toBe("Final answer after 5 results: fast:fast(a) ok, fast:fast(b) ok, slow:slow(c) ok, write:write(d) ok, fast:fast(e) ok");
+  });
+
+  it("while the model is streaming: the cut stream is requested again on the new worker", async () => {
+    const run = await runScenario(env.client, config(), (log) => has(log, "streaming"));
+    expectRecovered("model streaming", run);
+    const firstCalls = run.log.filter((e) => e.event === "model_call" && e.results === 0);
+    expect(new Set(firstCalls.map((e) => e.pid))).toEqual(new Set([run.firstPid, run.secondPid]));
+  });
+
+  it("while a parallel batch has some tools finished and one running: only the running one runs again", async () => {
+    // "Finished" as the server knows it: their completions are in history.
+    const run = await runScenario(env.client, config(), async (log, handle) => has(log, "tool_start", "t1-c") && (await completedToolCalls(handle)).length >= 2);
+    expectRecovered("parallel batch, partly done", run);
+    expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b"]));
+    expect(starts(run.log, "t1-a")).toHaveLength(1);
+    expect(starts(run.log, "t1-b")).toHaveLength(1);
+    expect(starts(run.log, "t1-c").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
+  });
+
+  it("while a sequential tool runs: it is retried per its retry policy", async () => {
+    const run = await runScenario(env.client, config(), (log) => has(log, "tool_start", "t2-d"));
+    expectRecovered("sequential tool running", run);
+    expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
+  });
+
+  it("between turns: nothing that completed runs again", async () => {
+    const run = await runScenario(env.client, config(), (log) => log.some((e) => e.event === "turn_end" && e.turn === 2));
+    expectRecovered("between turns", run);
+    for (const id of ["t1-a", "t1-b", "t1-c", "t2-d"]) expect(starts(run.log, id)).toHaveLength(1);
+  });
+
+  it("right after the last tool result, before the final answer: the answer comes from the new worker", async () => {
+    const run = await runScenario(env.client, config(), async (_log, handle) => (await completedToolCalls(handle)).includes("t3-e"));
+    expectRecovered("after the last tool result", run);
+    expect(starts(run.log, "t3-e")).toHaveLength(1);
+    const finalCalls = run.log.filter((e) => e.event === "model_call" && e.results === 5);
+    expect(finalCalls.map((e) => e.pid)).toContain(run.secondPid);
+  });
+
+  it("a non-idempotent tool that was running is not run again: its result says it was interrupted", async () => {
+    const run = await runScenario(env.client, config("non-idempotent"), (log) => has(log, "tool_start", "t1-pay"));
+    expect(run.result.stopReason).toBe("stop");
+    expect(starts(run.log, "t1-pay")).toHaveLength(1);
+    const result = run.result.messages.find((m) => m.role === "toolResult");
+    expect(result).toMatchObject({ role: "toolResult", toolCallId: "t1-pay", isError: true });
+    expect(textOf(result)).toMatch(/^Tool charge_card was interrupted .*it is not idempotent, so it was not run again/);
+    expect(textOf(run.result.messages.at(-1))).toContain("charge_card:error");
+    expect(run.progressMs!).toBeLessThan(HEARTBEAT_MS + 5000);
+    report.push(
+      `non-idempotent tool running: completed=yes executions=1 seconds-new-worker-to-first-progress=${(run.progressMs! / 1000).toFixed(1)} seconds-new-worker-to-done=${(run.recoveryMs! / 1000).toFixed(1)}`,
+    );
+  });
+});
+

@@ -1,0 +1,170 @@
+/**
+ * Crash harness: real worker processes, real `kill -9`. A run of the scripted
+ * scenario is started from this process, the first worker is killed when a
+ * condition on its execution log or the run's history holds, and a fresh
+ * worker process finishes the run.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Client } from "@temporalio/client";
+import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
+import type { AgentMessage, AgentRunResult } from "../../src/types.js";
+import { MODEL_REF } from "./scenario.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, "../..");
+
+export interface LogEntry {
+  event: "tool_start" | "tool_end" | "model_call" | "streaming" | "turn_end";
+  tool?: string;
+  toolCallId?: string;
+  results?: number;
+  turn?: number;
+  pid: number;
+  at: number;
+}
+
+export function readLog(file: string): LogEntry[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as LogEntry);
+}
+
+/** Polls an observation (a log file, a history) until it holds; fails with `what` after `ms`. */
+export async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export interface ChildWorker {
+  pid: number;
+  readyAt: number;
+  kill(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface HarnessConfig {
+  address: string;
+  bundlePath: string;
+  logFile: string;
+  taskQueue: string;
+  variant: "main" | "non-idempotent";
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", () => r()));
+}
+
+/** Starts `test/crash/worker-main.ts` in a new Node process and waits until it polls. */
+export async function startChildWorker(config: HarnessConfig): Promise<ChildWorker> {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(here, "worker-main.ts")], {
+    cwd: root,
+    env: {
+      ...process.env,
+      NODE_OPTIONS: "",
+      TEMPORAL_ADDRESS: config.address,
+      CRASH_BUNDLE: config.bundlePath,
+      CRASH_LOG: config.logFile,
+      CRASH_TASK_QUEUE: config.taskQueue,
+      CRASH_VARIANT: config.variant,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-3000)));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on("data", (d: Buffer) => d.toString().includes("ready") && resolve());
+    child.once("exit", (code) => reject(new Error(`worker process exited (${code}) before it was ready: ${stderr}`)));
+  });
+  return {
+    pid: child.pid!,
+    readyAt: Date.now(),
+    async kill() {
+      child.kill("SIGKILL");
+      await exited(child);
+    },
+    async stop() {
+      child.kill("SIGTERM");
+      await exited(child);
+    },
+  };
+}
+
+/** Tool-call ids whose activity the server had recorded as completed. */
+export async function completedToolCalls(handle: AgentRunHandle): Promise<string[]> {
+  const history = await handle.workflow.fetchHistory();
+  const events = history.events ?? [];
+  const ids: string[] = [];
+  for (const e of events) {
+    const done = e.activityTaskCompletedEventAttributes;
+    if (!done) continue;
+    const scheduled = events.find((s) => Number(s.eventId) === Number(done.scheduledEventId))?.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name !== "executeTool") continue;
+    const id = /^tool-\d+-\d+-(.*)$/.exec(scheduled.activityId ?? "")?.[1];
+    if (id) ids.push(id);
+  }
+  return ids;
+}
+
+/** Drops what legitimately differs between two executions of the same script. */
+export function normalizeTranscript(messages: AgentMessage[]): unknown[] {
+  return messages.map((m) => {
+    const { timestamp: _t, ...rest } = m as AgentMessage & { responseId?: string };
+    delete (rest as { responseId?: string }).responseId;
+    return rest;
+  });
+}
+
+export interface ScenarioRun {
+  result: AgentRunResult;
+  handle: AgentRunHandle;
+  log: LogEntry[];
+  firstPid: number;
+  secondPid?: number;
+  completedBeforeKill: string[];
+  /** New worker ready -> run completed. */
+  recoveryMs?: number;
+  /** New worker ready -> its first model call or tool start (the run moving again). */
+  progressMs?: number;
+}
+
+/** Runs the scenario; when `killWhen` is given, kills the first worker once it holds and lets a second one finish. */
+export async function runScenario(
+  client: Client,
+  config: HarnessConfig,
+  killWhen?: (log: LogEntry[], handle: AgentRunHandle) => boolean | Promise<boolean>,
+): Promise<ScenarioRun> {
+  const first = await startChildWorker(config);
+  const handle = await startAgentRun(client, {
+    taskQueue: config.taskQueue,
+    workflowId: `crash-${config.taskQueue}`,
+    model: MODEL_REF,
+    prompt: "Run the crash scenario",
+    maxTurns: 10,
+    modelActivity: { heartbeatTimeout: "2s", retry: { initialInterval: "200ms" } },
+    workflowTaskTimeout: "2s",
+  });
+  if (!killWhen) {
+    const result = await handle.result();
+    await first.stop();
+    return { result, handle, log: readLog(config.logFile), firstPid: first.pid, completedBeforeKill: [] };
+  }
+  await waitFor(() => killWhen(readLog(config.logFile), handle), 30000, "the kill point");
+  await first.kill();
+  const completedBeforeKill = await completedToolCalls(handle);
+  const second = await startChildWorker(config);
+  const result = await handle.result();
+  const recoveryMs = Date.now() - second.readyAt;
+  await second.stop();
+  const log = readLog(config.logFile);
+  const firstMove = log.find((e) => e.pid === second.pid && (e.event === "model_call" || e.event === "tool_start"));
+  const progressMs = firstMove ? firstMove.at - second.readyAt : undefined;
+  return { result, handle, log, firstPid: first.pid, secondPid: second.pid, completedBeforeKill, recoveryMs, progressMs };
+}

@@ -1,0 +1,70 @@
+/**
+ * The scripted run of the crash tests. The faux model answers from the
+ * context it is given (never from a queue), so a re-requested call after a
+ * crash gets the same answer, and every process scripts it identically.
+ */
+import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider, Type, type Api, type Context, type Model } from "@jai/ai";
+import { appendFileSync } from "node:fs";
+import type { AgentTool } from "../../src/types.js";
+
+export const MODEL_REF = "crash/scripted";
+
+/** One JSON line per tool start/end and per model call, with the writing process. */
+export function logLine(file: string, entry: Record<string, unknown>): void {
+  appendFileSync(file, `${JSON.stringify({ ...entry, pid: process.pid, at: Date.now() })}\n`);
+}
+
+const results = (context: Context) => context.messages.filter((m) => m.role === "toolResult").length;
+const resultText = (context: Context) =>
+  context.messages
+    .filter((m) => m.role === "toolResult")
+    .map((m) => (m.role === "toolResult" ? `${m.toolName}:${m.isError ? "error" : m.content.map((c) => (c.type === "text" ? c.text : "")).join("")}` : ""))
+    .join(", ");
+
+const chatter = (turn: number) => fauxText(`Turn ${turn}: thinking out loud for a while so that this answer streams slowly enough to be interrupted. `.repeat(2));
+
+/** turn 1: three parallel calls (one slow); 2: one sequential slow call; 3: one fast call; 4: the answer. */
+export function answer(context: Context, variant: "main" | "non-idempotent") {
+  const done = results(context);
+  if (done === 0) {
+    if (variant === "non-idempotent") {
+      return fauxAssistantMessage([chatter(1), fauxToolCall("charge_card", { amount: 5 }, { id: "t1-pay" })], { stopReason: "toolUse" });
+    }
+    return fauxAssistantMessage([chatter(1), fauxToolCall("fast", { name: "a" }, { id: "t1-a" }), fauxToolCall("fast", { name: "b" }, { id: "t1-b" }), fauxToolCall("slow", { name: "c" }, { id: "t1-c" })], {
+      stopReason: "toolUse",
+    });
+  }
+  if (variant === "main" && done === 3) return fauxAssistantMessage([chatter(2), fauxToolCall("write", { name: "d" }, { id: "t2-d" })], { stopReason: "toolUse" });
+  if (variant === "main" && done === 4) return fauxAssistantMessage([chatter(3), fauxToolCall("fast", { name: "e" }, { id: "t3-e" })], { stopReason: "toolUse" });
+  return fauxAssistantMessage(`Final answer after ${done} results: ${resultText(context)}`);
+}
+
+/** Registers the scripted model under a fixed api name, so every process resolves it the same way. */
+export function registerScriptedModel(variant: "main" | "non-idempotent", logFile: string, tokensPerSecond = 60): Model<Api> {
+  const faux = registerFauxProvider({ api: "crash-faux", provider: "crash", models: [{ id: "scripted" }], tokensPerSecond });
+  faux.setResponses(
+    Array.from({ length: 50 }, () => (context: Context) => {
+      logLine(logFile, { event: "model_call", results: results(context) });
+      return answer(context, variant);
+    }),
+  );
+  return faux.getModel();
+}
+
+/** Tools that record every execution; `slow` and `write` take long enough to be killed in. */
+export function crashTools(logFile: string, slowMs = 3000): AgentTool<any>[] {
+  const tool = (name: string, ms: number, extra: Partial<AgentTool> = {}): AgentTool => ({
+    name,
+    description: name,
+    parameters: Type.Object({ name: Type.Optional(Type.String()), amount: Type.Optional(Type.Number()) }),
+    activity: { heartbeatTimeout: "2s", retry: { initialInterval: "200ms" } },
+    async execute(toolCallId, args: any) {
+      logLine(logFile, { event: "tool_start", tool: name, toolCallId });
+      if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+      logLine(logFile, { event: "tool_end", tool: name, toolCallId });
+      return { content: [{ type: "text", text: `${name}(${args.name ?? args.amount}) ok` }] };
+    },
+    ...extra,
+  });
+  return [tool("fast", 0), tool("slow", slowMs), tool("write", slowMs, { executionMode: "sequential" }), tool("charge_card", slowMs, { idempotent: false })];
+}
