@@ -5,7 +5,8 @@
 import { readFile } from "node:fs/promises";
 import { historyFromJSON } from "@temporalio/common/lib/proto-utils.js";
 import type { temporal } from "@temporalio/proto";
-import { Worker } from "@temporalio/worker";
+import { Worker, type InjectedSinks, type ReplayWorkerOptions } from "@temporalio/worker";
+import type { AgentSinks } from "./workflows/definitions.js";
 import { bundleAgentWorkflows } from "./worker.js";
 
 export type History = temporal.api.history.v1.IHistory;
@@ -14,7 +15,7 @@ export interface ReplayOutcome {
   /** Events in the history. */
   events: number;
   /** Set when the current code does not reproduce the history. */
-  error?: { message: string; eventId?: number; nondeterminism: boolean };
+  error?: { message: string; eventId?: number; event?: string; nondeterminism: boolean };
 }
 
 /** Reads a history exported by the Temporal UI or `temporal workflow show --output json`. */
@@ -23,21 +24,82 @@ export async function readHistoryFile(file: string): Promise<History> {
   return historyFromJSON(Array.isArray(json) ? { events: json } : json);
 }
 
-/** The event id a nondeterminism message points at, when it names one. */
-export function divergentEventId(message: string): number | undefined {
-  const match = /event(?:[ _]?id)?[^0-9]{0,12}(\d+)/i.exec(message);
-  return match ? Number(match[1]) : undefined;
+type Event = NonNullable<History["events"]>[number];
+
+/** Events a workflow task's commands produce: where a changed loop shows first. */
+const COMMAND_EVENTS = [
+  "activityTaskScheduledEventAttributes",
+  "timerStartedEventAttributes",
+  "markerRecordedEventAttributes",
+  "workflowPropertiesModifiedEventAttributes",
+  "upsertWorkflowSearchAttributesEventAttributes",
+  "activityTaskCancelRequestedEventAttributes",
+  "timerCanceledEventAttributes",
+  "startChildWorkflowExecutionInitiatedEventAttributes",
+  "signalExternalWorkflowExecutionInitiatedEventAttributes",
+  "workflowExecutionCompletedEventAttributes",
+  "workflowExecutionFailedEventAttributes",
+  "workflowExecutionCanceledEventAttributes",
+  "workflowExecutionContinuedAsNewEventAttributes",
+] as const;
+
+function describeEvent(e: Event): string {
+  const kind = COMMAND_EVENTS.find((k) => e[k]);
+  const activity = e.activityTaskScheduledEventAttributes?.activityType?.name;
+  return `${kind?.replace(/EventAttributes$/, "") ?? "event"}${activity ? ` ${activity}` : ""}`;
+}
+
+/**
+ * Finds the first event the current code disagrees with: replays prefixes cut
+ * after each workflow task (binary search) and returns the first command event
+ * of the first workflow task whose replay fails.
+ */
+async function locateDivergence(history: History, options: ReplayWorkerOptions): Promise<{ eventId: number; what: string } | undefined> {
+  const events = history.events ?? [];
+  const cuts = events.flatMap((e, i) => (e.workflowTaskCompletedEventAttributes ? [i] : []));
+  const prefixEnd = (k: number) => {
+    let end = cuts[k] + 1;
+    while (end < events.length && !events[end].workflowTaskScheduledEventAttributes) end++;
+    return end;
+  };
+  const fails = async (k: number) => {
+    try {
+      await Worker.runReplayHistory(options, { events: events.slice(0, prefixEnd(k)) }, "locate");
+      return false;
+    } catch {
+      return true;
+    }
+  };
+  let lo = 0;
+  let hi = cuts.length - 1;
+  if (hi < 0 || !(await fails(hi))) return undefined;
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (await fails(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  const first = events.slice(cuts[lo] + 1).find((e) => COMMAND_EVENTS.some((k) => e[k]));
+  const at = first ?? events[cuts[lo]];
+  return { eventId: Number(at.eventId), what: first ? describeEvent(first) : "workflow task completed" };
+}
+
+/** Replay worker options: the loop's event sink is registered (and silent: nothing is re-emitted on replay). */
+export function replayOptions(workflowBundle: { code: string }): ReplayWorkerOptions {
+  const sinks: InjectedSinks<AgentSinks> = { agent: { emit: { fn: () => {}, callDuringReplay: false } } };
+  return { workflowBundle, sinks };
 }
 
 /** Replays one history; never throws for a divergence, it reports it. */
 export async function replayHistory(history: History, workflowId = "replay", bundle?: { code: string }): Promise<ReplayOutcome> {
   const events = history.events?.length ?? 0;
+  const options = replayOptions(bundle ?? (await bundleAgentWorkflows()));
   try {
-    await Worker.runReplayHistory({ workflowBundle: bundle ?? (await bundleAgentWorkflows()) }, history, workflowId);
+    await Worker.runReplayHistory(options, history, workflowId);
     return { events };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     const nondeterminism = (err as Error)?.name === "DeterminismViolationError" || /nondetermin/i.test(message);
-    return { events, error: { message, eventId: divergentEventId(message), nondeterminism } };
+    const where = await locateDivergence(history, options).catch(() => undefined);
+    return { events, error: { message, eventId: where?.eventId, event: where?.what, nondeterminism } };
   }
 }

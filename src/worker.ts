@@ -43,9 +43,13 @@ const webpackConfigHook = (config: any) => {
   return config;
 };
 
-/** Bundles the agent workflows once; pass the result to several workers via `workflowBundle`. */
-export async function bundleAgentWorkflows(): Promise<{ code: string }> {
-  return bundleWorkflowCode({ workflowsPath: agentWorkflowsPath(), webpackConfigHook, logger: quietLogger });
+/**
+ * Bundles the agent workflows once; pass the result to several workers via
+ * `workflowBundle`. `workflowsPath` bundles another workflows module instead
+ * (e.g. a changed loop, to replay old histories against it before deploying).
+ */
+export async function bundleAgentWorkflows(workflowsPath = agentWorkflowsPath()): Promise<{ code: string }> {
+  return bundleWorkflowCode({ workflowsPath, webpackConfigHook, logger: quietLogger });
 }
 
 const quietLogger = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} } as any;

@@ -11,8 +11,10 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   proxySinks,
+  upsertMemo,
 } from "@temporalio/workflow";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
@@ -28,6 +30,8 @@ type Activities = ReturnType<typeof createActivities>;
 
 const DEFAULT_MAX_TURNS = 50;
 const DEFAULT_IDLE_TIMEOUT = "1h";
+/** Patch id of the memo (model, tools, outcome) shown in the Temporal UI. */
+export const MEMO_PATCH = "jai-memo-v1";
 
 const { resolveRunSetup } = proxyActivities<Activities>({ startToCloseTimeout: "1m", retry: { maximumAttempts: 5 } });
 const { agent } = proxySinks<AgentSinks>();
@@ -46,6 +50,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   installHandlers(run, input);
   run.publishDetails();
   const setup = await resolveSetup(input);
+  // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
+  const memo = patched(MEMO_PATCH);
+  if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
 
   let prompts: AgentMessage[] = [];
   if (Array.isArray(input.prompt)) run.transcript.push(...input.prompt);
@@ -71,6 +78,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   run.phase = "done";
   run.waitingForPrompt = false;
   run.publishDetails();
+  if (memo) upsertMemo({ stopReason: run.stopReason, turns: run.turn, totalTokens: run.usage.totalTokens });
   // Non-cancellable: after a cancel request the root scope throws on every new wait.
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   return {

@@ -1,0 +1,135 @@
+/**
+ * Re-records the golden histories under test/fixtures/histories/ (not frozen/):
+ * representative runs on a fresh dev server, one JSON history each, in the
+ * format `temporal workflow show --output json` and the UI export use.
+ *
+ *   npm run record-histories
+ *
+ * test/replay.test.ts replays every file against the current workflow code.
+ * Files under frozen/ are never rewritten: they prove that histories recorded
+ * before a `patched()` change still replay.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Client, Connection } from "@temporalio/client";
+import { historyToJSON } from "@temporalio/common/lib/proto-utils.js";
+import proto from "@temporalio/proto";
+import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
+import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type FauxResponseStep } from "@jai/ai";
+import { startAgentRun, type AgentRunHandle, type StartAgentRunOptions } from "../src/client.js";
+import { startDevServer } from "../src/dev-server.js";
+import type { AgentTool } from "../src/types.js";
+import { bundleAgentWorkflows, createAgentWorker } from "../src/worker.js";
+import { runScenario } from "../test/crash/harness.js";
+
+const OUT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../test/fixtures/histories");
+
+const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] });
+const tools: AgentTool<any>[] = [
+  { name: "read", description: "read", parameters: Type.Object({ path: Type.String() }), executionMode: "parallel", execute: async (_id, a: any) => text(`contents of ${a.path}`) },
+  { name: "write", description: "write", parameters: Type.Object({ path: Type.String() }), executionMode: "sequential", execute: async (_id, a: any) => text(`wrote ${a.path}`) },
+  { name: "add", description: "add", parameters: Type.Object({ a: Type.Number(), b: Type.Number() }), execute: async (_id, a: any) => text(String(a.a + a.b)) },
+  {
+    name: "fail",
+    description: "fail",
+    parameters: Type.Object({}),
+    execute: async () => {
+      throw new Error("disk on fire");
+    },
+  },
+  { name: "finish", description: "finish", parameters: Type.Object({}), execute: async () => ({ ...text("finished"), terminate: true }) },
+  { name: "delete_all", description: "delete", parameters: Type.Object({ path: Type.String() }), requiresApproval: true, execute: async (_id, a: any) => text(`deleted ${a.path}`) },
+];
+
+interface Case {
+  name: string;
+  script: FauxResponseStep[];
+  options?: Partial<StartAgentRunOptions>;
+  /** Drives the run from outside (updates) before waiting for its result. */
+  drive?: (handle: AgentRunHandle) => Promise<void>;
+}
+
+const answer = fauxAssistantMessage("done");
+const CASES: Case[] = [
+  { name: "text-only", script: [fauxAssistantMessage("Hello! How can I help?")] },
+  {
+    name: "parallel-and-sequential-tools",
+    script: [
+      fauxAssistantMessage([fauxToolCall("read", { path: "a" }, { id: "r1" }), fauxToolCall("read", { path: "b" }, { id: "r2" }), fauxToolCall("write", { path: "c" }, { id: "w1" }), fauxToolCall("read", { path: "d" }, { id: "r3" })], {
+        stopReason: "toolUse",
+      }),
+      answer,
+    ],
+  },
+  { name: "validation-error", script: [fauxAssistantMessage([fauxToolCall("add", { a: "three" }, { id: "v1" })], { stopReason: "toolUse" }), answer] },
+  { name: "thrown-tool-error", script: [fauxAssistantMessage([fauxToolCall("fail", {}, { id: "f1" })], { stopReason: "toolUse" }), answer] },
+  { name: "terminate", script: [fauxAssistantMessage([fauxToolCall("finish", {}, { id: "t1" }), fauxToolCall("finish", {}, { id: "t2" })], { stopReason: "toolUse" })] },
+  {
+    name: "max-turns",
+    script: [1, 2, 3].map((i) => fauxAssistantMessage([fauxToolCall("add", { a: i, b: i }, { id: `m${i}` })], { stopReason: "toolUse" })),
+    options: { maxTurns: 2 },
+  },
+  {
+    name: "approval-denied",
+    script: [fauxAssistantMessage([fauxToolCall("delete_all", { path: "/" }, { id: "d1" })], { stopReason: "toolUse" }), fauxAssistantMessage("ok, I will not")],
+    drive: async (handle) => {
+      for (;;) {
+        const state = await handle.state();
+        if (state.pendingApprovals.length > 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await handle.deny("d1", "never delete /");
+    },
+  },
+];
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger("WARN") });
+  const dir = await mkdtemp(path.join(os.tmpdir(), "jai-record-"));
+  const server = await startDevServer({ dbFile: path.join(dir, "record.db"), uiPort: false, log: console.log });
+  const connection = await NativeConnection.connect({ address: server.address });
+  const clientConnection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection: clientConnection });
+  const bundle = await bundleAgentWorkflows();
+  await mkdir(OUT, { recursive: true });
+  const save = async (name: string, handle: AgentRunHandle) => {
+    const file = path.join(OUT, `${name}.json`);
+    const history = proto.temporal.api.history.v1.History.fromObject(await handle.workflow.fetchHistory());
+    await writeFile(file, `${historyToJSON(history)}\n`);
+    console.log(`recorded ${path.relative(process.cwd(), file)}`);
+  };
+  try {
+    for (const c of CASES) {
+      const faux = registerFauxProvider({ api: `record-${c.name}`, provider: "faux" });
+      faux.setResponses(c.script);
+      const taskQueue = `record-${c.name}`;
+      const worker = await createAgentWorker({ connection, taskQueue, tools, workflowBundle: bundle });
+      const handle = await startAgentRun(client, { taskQueue, workflowId: `golden-${c.name}`, model: faux.getModel(), prompt: `golden ${c.name}`, ...c.options });
+      await worker.runUntil(async () => {
+        await c.drive?.(handle);
+        await handle.result();
+      });
+      await save(c.name, handle);
+    }
+    // A run whose worker process was killed during a sequential tool and finished by another.
+    const bundlePath = path.join(dir, "bundle.js");
+    await writeFile(bundlePath, bundle.code);
+    const crashed = await runScenario(
+      client,
+      { address: server.address, bundlePath, logFile: path.join(dir, "crash.log"), taskQueue: "record-crash", variant: "main" },
+      (log) => log.some((e) => e.event === "tool_start" && e.toolCallId === "t2-d"),
+    );
+    await save("crash-recovered", crashed.handle);
+  } finally {
+    await connection.close();
+    await clientConnection.close();
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

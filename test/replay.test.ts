@@ -1,0 +1,123 @@
+/**
+ * Replay: every golden history replays against the current workflow code; a
+ * changed loop is caught; histories recorded before a patched() change still
+ * replay; the replay and show commands work on files and on live runs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { spawnSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "@temporalio/worker";
+import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
+import { startAgentRun } from "../src/client.js";
+import { readHistoryFile, replayHistory, replayOptions } from "../src/replay.js";
+import { bundleAgentWorkflows } from "../src/worker.js";
+import { MEMO_PATCH } from "../src/workflows/agent-run.js";
+import { fauxModel, openTestEnv, testWorker, uniqueId, type TestEnv } from "./helpers.js";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const fixturesDir = path.join(root, "test/fixtures/histories");
+const fixtures = [
+  ...readdirSync(fixturesDir).filter((f) => f.endsWith(".json")),
+  ...readdirSync(path.join(fixturesDir, "frozen")).map((f) => `frozen/${f}`),
+];
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await openTestEnv();
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+/** Runs one of the project's commands the way a user would (tsx, no jest). */
+function cli(script: string, args: string[]) {
+  const run = spawnSync(process.execPath, ["--import", "tsx", path.join(root, "src/cli", script), ...args], {
+    cwd: root,
+    env: { ...process.env, NODE_OPTIONS: "" },
+    encoding: "utf8",
+    timeout: 120000,
+  });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+const hasPatchMarker = async (file: string) =>
+  ((await readHistoryFile(path.join(fixturesDir, file))).events ?? []).some((e) => e.markerRecordedEventAttributes?.markerName === "core_patch");
+
+describe("golden histories", () => {
+  it("has the representative runs", () => {
+    for (const name of ["text-only", "parallel-and-sequential-tools", "validation-error", "thrown-tool-error", "terminate", "max-turns", "approval-denied", "crash-recovered"]) {
+      expect(fixtures).toContain(`${name}.json`);
+    }
+    expect(fixtures.filter((f) => f.startsWith("frozen/")).length).toBeGreaterThan(0);
+  });
+
+  it("replays every fixture against the current workflow code without nondeterminism", async () => {
+    const bundle = await bundleAgentWorkflows();
+    const histories = await Promise.all(fixtures.map(async (f) => ({ workflowId: f, history: await readHistoryFile(path.join(fixturesDir, f)) })));
+    const failures: string[] = [];
+    let replayed = 0;
+    for await (const result of Worker.runReplayHistories(replayOptions(bundle), histories)) {
+      replayed++;
+      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+    }
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(fixtures.length);
+  }, 120000);
+
+  it(`keeps histories recorded before the "${MEMO_PATCH}" patch replayable`, async () => {
+    // The frozen ones predate the patch (no marker); the re-recorded ones carry it. Both replayed above.
+    for (const f of fixtures.filter((f) => f.startsWith("frozen/"))) expect(await hasPatchMarker(f)).toBe(false);
+    expect(await hasPatchMarker("parallel-and-sequential-tools.json")).toBe(true);
+  });
+
+  it("catches a changed loop: replaying against it reports nondeterminism and the event", async () => {
+    const changed = await bundleAgentWorkflows(path.join(root, "test/fixtures/changed-workflow.ts"));
+    const outcome = await replayHistory(await readHistoryFile(path.join(fixturesDir, "text-only.json")), "guard", changed);
+    expect(outcome.error?.nondeterminism).toBe(true);
+    expect(outcome.error?.message).toMatch(/auditRun|resolveRunSetup/);
+    // The first command of the first workflow task: the setup activity the changed loop no longer schedules first.
+    expect(outcome.error?.eventId).toBe(5);
+    expect(outcome.error?.event).toBe("activityTaskScheduled resolveRunSetup");
+  }, 60000);
+});
+
+describe("npm run replay / npm run show", () => {
+  it("replays a history file: exit 0 when deterministic, 1 with the divergence otherwise", () => {
+    const file = path.join(fixturesDir, "parallel-and-sequential-tools.json");
+    const ok = cli("replay.ts", ["--file", file]);
+    expect(ok.stderr).toBe("");
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^replayed \d+ events: deterministic$/m);
+    const bad = cli("replay.ts", ["--file", file, "--workflows", "test/fixtures/changed-workflow.ts"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/replay of \d+ events diverged at event 5 \(activityTaskScheduled resolveRunSetup\) \(nondeterminism\)/);
+    expect(cli("replay.ts", []).code).toBe(2);
+  }, 120000);
+
+  it("replays a live run by workflow id and shows its transcript from history alone", async () => {
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("lookup", { word: "ciao" }, { id: "c1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("Ciao means hello."),
+    ]);
+    const lookup = { name: "lookup", description: "d", parameters: Type.Object({ word: Type.String() }), execute: async () => ({ content: [{ type: "text" as const, text: "hello" }] }) };
+    const { worker, taskQueue } = await testWorker(env, [lookup]);
+    const workflowId = uniqueId("live");
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), systemPrompt: "Translate.", prompt: "What does ciao mean?" });
+    await worker.runUntil(handle.result());
+    // No worker runs from here on.
+    const replay = cli("replay.ts", [workflowId]);
+    expect(replay.code).toBe(0);
+    expect(replay.stdout).toMatch(/replayed \d+ events: deterministic/);
+    const show = cli("show.ts", [workflowId]);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain("system: Translate.");
+    expect(show.stdout).toContain("user: What does ciao mean?");
+    expect(show.stdout).toContain('→ lookup {"word":"ciao"} (c1)');
+    expect(show.stdout).toContain("✓ lookup (c1): hello");
+    expect(show.stdout).toContain("Ciao means hello.");
+    expect(show.stdout).toMatch(/usage: \d+ in \/ \d+ out/);
+    expect(show.stdout).toContain("result: stop after 2 turns");
+  }, 120000);
+});
