@@ -279,12 +279,41 @@ export interface StreamAssistantInput {
   model: Model<Api>;
   /** System prompt. */
   systemPrompt?: string;
-  /** The conversation so far, `details` stripped. */
-  messages: AgentMessage[];
+  /**
+   * The model's context, by reference: history would grow with the square of
+   * the turns if every call carried the whole conversation. The worker keeps
+   * each run's context in a cache; a call carries only what is new.
+   */
+  context: ModelContextRef;
   /** Tools offered to the model. */
   tools: Tool[];
   /** 1-based turn number, for logs. */
   turn: number;
+}
+
+/**
+ * The model's context as a delta. Contract: the full context is the run's
+ * `modelContext` messages [0, base) at `epoch`, followed by `append`. A worker
+ * whose cache does not hold exactly that prefix reads it from the workflow
+ * with the `modelContext` query (Temporal stays the only source of truth).
+ */
+export interface ModelContextRef {
+  /** Bumped whenever earlier messages of the context are rewritten (compaction, continue-as-new). */
+  epoch: number;
+  /** How many context messages precede `append`. */
+  base: number;
+  /** Messages added since the previous model call (details stripped). */
+  append: AgentMessage[];
+}
+
+/** One page of the `modelContext` query. */
+export interface ModelContextPage {
+  /** The context's epoch; a cached prefix from another epoch is stale. */
+  epoch: number;
+  /** Messages in the whole context. */
+  total: number;
+  /** The page. */
+  messages: AgentMessage[];
 }
 
 /** Input of the tool activity. */

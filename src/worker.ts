@@ -1,6 +1,7 @@
 /** createAgentWorker: one Temporal worker that serves agent runs with the given tools. */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { Client } from "@temporalio/client";
 import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import { createActivities, type ApiKeyResolver } from "./activities/index.js";
@@ -25,6 +26,8 @@ export interface AgentWorkerOptions {
   getApiKey?: ApiKeyResolver;
   /** Receives every AgentEvent of every run served here. */
   onEvent?: AgentEventSink;
+  /** Runs whose model context this worker keeps in memory (the rest is read from the workflow); default 100. */
+  contextCacheSize?: number;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
   workflowBundle?: { code: string } | { codePath: string };
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
@@ -73,7 +76,17 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const connection = options.connection ?? (await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? "localhost:7233" }));
   const taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
   const onEvent = options.onEvent;
-  const activities = createActivities({ tools: options.tools ?? [], models: options.models, getApiKey: options.getApiKey, onEvent });
+  const namespace = options.namespace ?? "default";
+  // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss.
+  const client = new Client({ connection, namespace });
+  const activities = createActivities({
+    tools: options.tools ?? [],
+    models: options.models,
+    getApiKey: options.getApiKey,
+    onEvent,
+    client,
+    contextCacheSize: options.contextCacheSize,
+  });
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {
       emit: {
@@ -86,7 +99,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   try {
     worker = await Worker.create({
       connection,
-      namespace: options.namespace ?? "default",
+      namespace,
       taskQueue,
       activities,
       ...(options.workflowBundle

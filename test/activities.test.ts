@@ -9,7 +9,7 @@ import { deferred, fauxModel, textOf, within } from "./helpers.js";
 
 const input = (model: Model<Api>) => ({
   model,
-  messages: [{ role: "user" as const, content: "hi", timestamp: 1 }],
+  context: { epoch: 0, base: 0, append: [{ role: "user" as const, content: "hi", timestamp: 1 }] },
   tools: [],
   turn: 1,
 });

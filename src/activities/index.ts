@@ -1,6 +1,8 @@
 /** The activities of the agent loop, bound to one worker's tools, models, keys and event sink. */
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
 import type { AgentEventSink, AgentTool } from "../types.js";
+import type { Client } from "@temporalio/client";
+import { ContextCache } from "./context-cache.js";
 import { createModelActivity, type ApiKeyResolver } from "./model.js";
 import { createSetupActivity } from "./setup.js";
 import { createToolActivities } from "./tool.js";
@@ -14,6 +16,10 @@ export interface ActivityDeps {
   getApiKey?: ApiKeyResolver;
   /** Receives activity-level events (message_start/update, tool_execution_update). */
   onEvent?: AgentEventSink;
+  /** Reads a run's model context on a cache miss (see ContextCache). */
+  client?: Client;
+  /** Runs whose model context the worker keeps in memory; default 100. */
+  contextCacheSize?: number;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -24,7 +30,11 @@ export function createActivities(deps: ActivityDeps) {
   }
   return {
     resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? []),
-    streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent),
+    streamAssistantMessage: createModelActivity(
+      deps.getApiKey ?? ((provider) => getEnvApiKey(provider)),
+      deps.onEvent,
+      new ContextCache(() => deps.client, deps.contextCacheSize),
+    ),
     ...createToolActivities(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent),
   };
 }

@@ -5,7 +5,8 @@ import { stream, type AssistantMessage, type AssistantMessageEventStream, type P
 import type { AgentEventSink, StreamAssistantInput } from "../types.js";
 import { classifyModelOutcome } from "./classify.js";
 import { activityEmitter } from "./events.js";
-import { withHeartbeats } from "./heartbeat.js";
+import type { ContextCache } from "./context-cache.js";
+import { currentRun, withHeartbeats } from "./heartbeat.js";
 import { trackProviderCall } from "./provider-fetch.js";
 
 /** Resolves a provider's API key in the worker; keys never travel through workflow input or history. */
@@ -20,10 +21,12 @@ export function stallTimeoutMs(heartbeatTimeoutMs: number | undefined): number {
   return heartbeatTimeoutMs ?? 60_000;
 }
 
-export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEventSink | undefined) {
+export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEventSink | undefined, contexts: ContextCache) {
   return async function streamAssistantMessage(input: StreamAssistantInput): Promise<AssistantMessage> {
     const emit = activityEmitter(onEvent);
     const { model } = input;
+    const run = currentRun();
+    const messages = await contexts.resolve(run, input.context);
     const apiKey = await getApiKey(model.provider);
     const stallMs = stallTimeoutMs(Context.current().info.heartbeatTimeoutMs);
     return withHeartbeats(async (cancelled) => {
@@ -47,7 +50,7 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
         try {
           events = stream(
             model,
-            { systemPrompt: input.systemPrompt, messages: input.messages, tools: input.tools },
+            { systemPrompt: input.systemPrompt, messages, tools: input.tools },
             { apiKey, signal: controller.signal, headers: call.headers, onResponse: (r) => void (response = r) },
           );
         } catch (err) {
@@ -85,6 +88,8 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
         secrets: [apiKey],
       });
       if ("retry" in outcome) throw outcome.retry;
+      // The workflow appends exactly this reply (as JSON) to the context: cache the same.
+      contexts.remember(run, input.context.epoch, [...messages, JSON.parse(JSON.stringify(outcome.message)) as AssistantMessage]);
       if (!started) emit({ type: "message_start", message: outcome.message });
       return outcome.message;
     });

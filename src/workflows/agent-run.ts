@@ -55,7 +55,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
 
   let prompts: AgentMessage[] = [];
-  if (Array.isArray(input.prompt)) run.transcript.push(...input.prompt);
+  if (Array.isArray(input.prompt)) run.seed(input.prompt);
   else prompts = [toUserMessage(input.prompt)];
 
   let promptStart = run.newMessages.length;

@@ -1,7 +1,7 @@
 /** Names shared by the workflow, the worker and the client: queries and the event sink. */
 import { defineQuery, defineUpdate, type Sinks } from "@temporalio/workflow";
 import type { UserMessage } from "@jai/ai";
-import type { AgentEvent, AgentMessage, AgentRunState, PromptResult } from "../types.js";
+import type { AgentEvent, AgentMessage, AgentRunState, ModelContextPage, PromptResult } from "../types.js";
 
 /** Workflow type name of a run. */
 export const AGENT_RUN_WORKFLOW = "agentRun";
@@ -14,6 +14,9 @@ export const stateQuery = defineQuery<AgentRunState>("state");
  * `offset`/`limit` page through it so one answer stays small on long runs.
  */
 export const transcriptQuery = defineQuery<AgentMessage[], [options?: { offset?: number; limit?: number }]>("transcript");
+
+/** The model's view of the conversation (details stripped, compacted), paged; read by workers whose cache misses. */
+export const modelContextQuery = defineQuery<ModelContextPage, [options: { offset: number; limit: number }]>("modelContext");
 
 /** Workflow-level events leave the workflow through this sink: never recorded in history, not re-sent on replay. */
 export interface AgentSinks extends Sinks {

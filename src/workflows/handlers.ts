@@ -9,6 +9,7 @@ import {
   closeUpdate,
   denyUpdate,
   followUpUpdate,
+  modelContextQuery,
   promptUpdate,
   stateQuery,
   steerUpdate,
@@ -54,6 +55,7 @@ function requireApproval(run: RunState, toolCallId: string): void {
 export function installHandlers(run: RunState, input: AgentRunInput): void {
   setHandler(stateQuery, () => run.snapshot());
   setHandler(transcriptQuery, (options) => page(run.transcript, options?.offset, options?.limit));
+  setHandler(modelContextQuery, ({ offset, limit }) => ({ epoch: run.contextEpoch, total: run.context.length, messages: page(run.context, offset, limit) }));
 
   setHandler(
     steerUpdate,

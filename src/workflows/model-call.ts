@@ -10,7 +10,7 @@ import {
 } from "@temporalio/workflow";
 import type { AssistantMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
-import type { AgentMessage, AgentRunInput, RunSetup } from "../types.js";
+import type { AgentRunInput, RunSetup } from "../types.js";
 import type { AgentSinks } from "./definitions.js";
 import type { RunState } from "./run-state.js";
 import { modelSummary } from "./summary.js";
@@ -29,13 +29,6 @@ const MODEL_DEFAULTS: ActivityOptions = {
 
 const { streamAssistantMessage } = proxyActivities<Activities>(MODEL_DEFAULTS);
 const { agent } = proxySinks<AgentSinks>();
-
-/** `details` is for logs and UI only: the model never sees it. */
-export function withoutDetails(message: AgentMessage): AgentMessage {
-  if (message.role !== "toolResult" || message.details === undefined) return message;
-  const { details: _details, ...rest } = message;
-  return rest;
-}
 
 /** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
 export class CancelledDuringModelCall extends Error {
@@ -57,15 +50,18 @@ function partialOf(err: ActivityFailure): AssistantMessage | undefined {
 export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunState): Promise<AssistantMessage> {
   const { model } = setup;
   try {
-    return await streamAssistantMessage.executeWithOptions(activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id)), [
+    const message = await streamAssistantMessage.executeWithOptions(activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id)), [
       {
         model,
         systemPrompt: input.systemPrompt,
-        messages: run.transcript.map(withoutDetails),
+        context: { epoch: run.contextEpoch, base: run.workerKnows, append: run.context.slice(run.workerKnows) },
         tools: setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
         turn: run.turn,
       },
     ]);
+    // The worker that answered cached the context and its reply.
+    run.workerKnows = run.context.length + 1;
+    return message;
   } catch (err) {
     if (isCancellation(err)) throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
     if (!(err instanceof ActivityFailure)) throw err;

@@ -34,8 +34,21 @@ export function toUserMessage(input: UserInput): UserMessage {
   return typeof input === "string" ? { role: "user", content: input, timestamp: Date.now() } : input;
 }
 
+/** `details` is for logs and UI only: the model never sees it. */
+export function withoutDetails(message: AgentMessage): AgentMessage {
+  if (message.role !== "toolResult" || message.details === undefined) return message;
+  const { details: _details, ...rest } = message;
+  return rest;
+}
+
 export class RunState {
   transcript: AgentMessage[] = [];
+  /** What the model sees: the transcript without details, compacted when it outgrows the budget. */
+  context: AgentMessage[] = [];
+  /** Bumped when earlier context messages are rewritten: workers' cached prefixes become stale. */
+  contextEpoch = 0;
+  /** Context messages the worker that made the last model call holds (it appended its reply). */
+  workerKnows = 0;
   newMessages: AgentMessage[] = [];
   usage = emptyUsage();
   turn = 0;
@@ -53,8 +66,15 @@ export class RunState {
   stopReason?: AgentStopReason;
   errorMessage?: string;
 
+  /** Messages a continued transcript starts from: in the transcript and context, not new. */
+  seed(messages: AgentMessage[]): void {
+    this.transcript.push(...messages);
+    this.context.push(...messages.map(withoutDetails));
+  }
+
   add(message: AgentMessage): void {
     this.transcript.push(message);
+    this.context.push(withoutDetails(message));
     this.newMessages.push(message);
     if (message.role === "assistant") this.usage = addUsage(this.usage, message.usage);
   }

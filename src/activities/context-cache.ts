@@ -1,0 +1,70 @@
+/**
+ * Each worker's copy of its runs' model contexts, so a model call's input
+ * carries only what is new (history grows linearly, not with the square of the
+ * turns). A miss — another worker made the last call, a restart, an evicted
+ * entry, a compaction — is filled from the workflow itself with the
+ * `modelContext` query: Temporal stays the only source of truth.
+ */
+import type { Client } from "@temporalio/client";
+import { ApplicationFailure } from "@temporalio/common";
+import type { AgentMessage, ModelContextRef } from "../types.js";
+import { modelContextQuery } from "../workflows/definitions.js";
+
+interface Entry {
+  epoch: number;
+  messages: AgentMessage[];
+}
+
+/** Messages asked for per query page; the workflow also cuts pages at ~1 MB. */
+const PAGE = 500;
+
+export class ContextCache {
+  private entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly client: () => Client | undefined,
+    private readonly capacity = 100,
+  ) {}
+
+  /** Hit / miss counters, for benchmarks and tests. */
+  readonly stats = { hits: 0, misses: 0 };
+
+  /** The full context of a call: cached prefix (or the workflow's, on a miss) plus what the call appends. */
+  async resolve(run: { workflowId: string; runId: string }, ref: ModelContextRef): Promise<AgentMessage[]> {
+    const key = `${run.workflowId}/${run.runId}`;
+    const entry = this.entries.get(key);
+    let prefix: AgentMessage[];
+    if (ref.base === 0) prefix = [];
+    else if (entry && entry.epoch === ref.epoch && entry.messages.length === ref.base) {
+      this.stats.hits++;
+      prefix = entry.messages;
+    } else {
+      this.stats.misses++;
+      prefix = await this.fetch(run, ref);
+    }
+    return prefix.concat(ref.append);
+  }
+
+  /** Remembers a call's context and the reply the workflow will append to it. */
+  remember(run: { workflowId: string; runId: string }, epoch: number, messages: AgentMessage[]): void {
+    const key = `${run.workflowId}/${run.runId}`;
+    this.entries.delete(key);
+    this.entries.set(key, { epoch, messages });
+    while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  private async fetch(run: { workflowId: string; runId: string }, ref: ModelContextRef): Promise<AgentMessage[]> {
+    const client = this.client();
+    if (!client) throw ApplicationFailure.nonRetryable("The worker has no Temporal client to read a run's context with", "ContextUnavailable");
+    const handle = client.workflow.getHandle(run.workflowId, run.runId);
+    const out: AgentMessage[] = [];
+    while (out.length < ref.base) {
+      const page = await handle.query(modelContextQuery, { offset: out.length, limit: Math.min(PAGE, ref.base - out.length) });
+      if (page.epoch !== ref.epoch || page.total < ref.base || page.messages.length === 0) {
+        throw ApplicationFailure.retryable(`run context changed while reading it (epoch ${page.epoch}, expected ${ref.epoch})`, "ContextUnavailable");
+      }
+      out.push(...page.messages);
+    }
+    return out;
+  }
+}
