@@ -48,7 +48,7 @@ export interface AgentRunHandle {
   result(): Promise<AgentRunResult>;
   /** Status, turn, usage and pending tool calls. */
   state(): Promise<AgentRunState>;
-  /** The transcript, whole or a page of it. */
+  /** The transcript: all of it (fetched page by page, each under ~400 KB), or `limit` messages from `offset`. */
   transcript(options?: { offset?: number; limit?: number }): Promise<AgentMessage[]>;
   /**
    * Requests cancellation: the model stream and running tools are aborted, the
@@ -70,8 +70,13 @@ export interface AgentRunHandle {
 }
 
 function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
-  // A finished run is answered from its history, so no worker needs to be up to look at it.
-  const closed = async () => ((await workflow.describe()).status.name === "RUNNING" ? undefined : closedRunView(client, workflow));
+  // A finished run is answered from its history, so no worker needs to be up to look at it; when its
+  // result left messages out (too big), only the transcript query has them all.
+  const closed = async () => {
+    if ((await workflow.describe()).status.name === "RUNNING") return undefined;
+    const view = await closedRunView(client, workflow);
+    return view.complete ? view : undefined;
+  };
   return {
     workflowId: workflow.workflowId,
     workflow,
@@ -79,7 +84,16 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     state: async () => (await closed())?.state ?? (await workflow.query(stateQuery)),
     transcript: async (options) => {
       const view = await closed();
-      if (!view) return workflow.query(transcriptQuery, options);
+      if (!view) {
+        if (options?.limit !== undefined) return workflow.query(transcriptQuery, options);
+        const all: AgentMessage[] = [];
+        for (let offset = options?.offset ?? 0; ; ) {
+          const page = await workflow.query(transcriptQuery, { offset });
+          if (page.length === 0) return all;
+          all.push(...page);
+          offset += page.length;
+        }
+      }
       const offset = Math.max(0, options?.offset ?? 0);
       return view.transcript.slice(offset, options?.limit === undefined ? undefined : offset + options.limit);
     },

@@ -5,6 +5,8 @@ import type { AgentMessage, AgentRunState } from "./types.js";
 
 export interface ClosedRunView {
   transcript: AgentMessage[];
+  /** False when the result left messages out: the transcript here is then only what the result kept. */
+  complete: boolean;
   state: AgentRunState;
 }
 
@@ -18,6 +20,7 @@ export async function closedRunView(client: Client, workflow: WorkflowHandle): P
   if (result?.stopReason === "aborted") status = "cancelled";
   return {
     transcript,
+    complete: result?.messagesOmitted === undefined,
     state: {
       status,
       phase: "done",

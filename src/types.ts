@@ -70,6 +70,18 @@ export interface RetryOptions {
   nonRetryableErrorTypes?: string[];
 }
 
+/** Bounds of one tool result; the rest is cut with a note the model sees. */
+export interface ToolResultLimits {
+  /** Text kept, in bytes. Default 50 KB. */
+  maxBytes?: number;
+  /** Text kept, in lines. Default 2,000. */
+  maxLines?: number;
+  /** Largest image (base64 bytes) kept; a larger one becomes a note. Default 1 MB. */
+  maxImageBytes?: number;
+  /** Largest `details` (JSON bytes); larger ones are replaced by { truncated, bytes, preview }. Default 64 KB. */
+  maxDetailsBytes?: number;
+}
+
 /** A tool the agent can call. It lives in the worker: the workflow only knows its metadata. */
 export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> extends Tool<T> {
   /** Human label for the UI; defaults to `name`. */
@@ -99,6 +111,8 @@ export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> exte
   approvalTimeout?: string | number;
   /** After cancellation, how long `execute` may take to honour its signal before it is abandoned. Default 5 s. */
   cancelGracePeriodMs?: number;
+  /** This tool's result limits; they win over the run's `toolResultLimits`. */
+  resultLimits?: ToolResultLimits;
   /**
    * false: never run a call twice. A call whose worker died mid-way is not
    * retried; its result says it was interrupted and the run goes on. (The same
@@ -163,6 +177,8 @@ export interface AgentRunInput {
   session?: boolean | { idleTimeout?: string | number };
   /** Default approval timeout of tools that require approval; default: wait forever. */
   approvalTimeout?: string | number;
+  /** Result limits for every tool of the run (a tool's own `resultLimits` win). */
+  toolResultLimits?: ToolResultLimits;
 }
 
 /** Temporal settings of the model-streaming activity. */
@@ -187,6 +203,12 @@ export interface AgentRunResult {
   usage: Usage;
   /** Set when `stopReason` is "error" or "aborted". */
   errorMessage?: string;
+  /**
+   * Set when the run's messages were too big for its result (Temporal's 2 MB
+   * payload limit): `messages` then holds only the final message, and this many
+   * earlier ones are left out. `handle.transcript()` pages through all of them.
+   */
+  messagesOmitted?: number;
 }
 
 /** Lifecycle of a run as reported by the `state` query. */
@@ -324,6 +346,8 @@ export interface ExecuteToolInput {
   toolName: string;
   /** The arguments as the model sent them; validated and coerced in the activity. */
   args: Record<string, unknown>;
+  /** The run's result limits (the tool's own win). */
+  limits?: ToolResultLimits;
 }
 
 /** Output of the approval-check activity (for tools with an approval predicate). */
@@ -336,8 +360,10 @@ export interface PrepareToolOutput {
 
 /** Answer of `prompt()` in a session: what that prompt produced. */
 export interface PromptResult {
-  /** The prompt and the messages its turns added. */
+  /** The prompt and the messages its turns added (only the last one when too big; see `messagesOmitted`). */
   messages: AgentMessage[];
+  /** As in AgentRunResult. */
+  messagesOmitted?: number;
   /** How that prompt's turns ended. */
   stopReason: AgentStopReason;
   /** Set when they ended on an error. */

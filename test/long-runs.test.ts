@@ -75,3 +75,73 @@ describe("linear history", () => {
     expect(textOf(result.messages.at(-1))).toBe("read 4 pages");
   });
 });
+
+describe("no payload over the limit", () => {
+  it("cuts a 5 MB text result and replaces a 3 MB image with notes the model sees", async () => {
+    const big: AgentTool = {
+      name: "dump",
+      description: "5 MB of log lines",
+      parameters: Type.Object({}),
+      async execute() {
+        const line = "2026-11-30 12:00:00 INFO something happened in the system\n";
+        return { content: [{ type: "text", text: line.repeat(Math.ceil((5 * 1024 * 1024) / line.length)) }], details: { blob: "d".repeat(200_000) } };
+      },
+    };
+    const photo: AgentTool = {
+      name: "photo",
+      description: "a 3 MB image",
+      parameters: Type.Object({}),
+      async execute() {
+        return { content: [{ type: "text", text: "here it is" }, { type: "image", mimeType: "image/png", data: "A".repeat(3 * 1024 * 1024) }] };
+      },
+    };
+    let seen: Context | undefined;
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("dump", {}, { id: "d1" }), fauxToolCall("photo", {}, { id: "p1" })], { stopReason: "toolUse" }),
+      (context) => ((seen = structuredClone(context)), fauxAssistantMessage("noted")),
+    ]);
+    const { worker, taskQueue } = await testWorker(env, [big, photo]);
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("caps"), model: faux.getModel(), prompt: "dump everything" });
+    const result = await worker.runUntil(handle.result());
+    expect(result.stopReason).toBe("stop");
+    const [dump, image] = seen!.messages.filter((m) => m.role === "toolResult");
+    expect(textOf(dump)).toMatch(/\[Output truncated: showing the first \d+ lines \/ 50\.0 KB of \d+ lines \/ 5\.0 MB\. Ask for a smaller part/);
+    expect(Buffer.byteLength(textOf(dump))).toBeLessThan(52 * 1024);
+    expect(image.content).toEqual([
+      { type: "text", text: "here it is" },
+      { type: "text", text: "[Image omitted: image/png of 3.0 MB exceeds the 1.0 MB limit for tool results.]" },
+    ]);
+    const stored = result.messages.find((m) => m.role === "toolResult" && m.toolCallId === "d1");
+    expect(stored?.role === "toolResult" && stored.details).toMatchObject({ truncated: true, bytes: 200_011 });
+    const history = await handle.workflow.fetchHistory();
+    const largest = Math.max(...(history.events ?? []).map((e) => proto.temporal.api.history.v1.HistoryEvent.encode(e).finish().length));
+    expect(largest).toBeLessThan(512 * 1024); // under even Temporal's payload warning threshold
+  });
+
+  it("keeps the result under the limit when the run's messages are too big, and pages the transcript", async () => {
+    const page: AgentTool = {
+      name: "page",
+      description: "48 KB",
+      parameters: Type.Object({ n: Type.Number() }),
+      async execute(_id, args: any) {
+        return { content: [{ type: "text", text: `${args.n}:${"y".repeat(48 * 1024)}` }] };
+      },
+    };
+    const faux = fauxModel([
+      fauxAssistantMessage(Array.from({ length: 40 }, (_, n) => fauxToolCall("page", { n }, { id: `p${n}` })), { stopReason: "toolUse" }),
+      fauxAssistantMessage("read 40 pages"),
+    ]);
+    const { worker, taskQueue } = await testWorker(env, [page]);
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("bigresult"), model: faux.getModel(), prompt: "read 40 pages" });
+    const { result, transcript } = await worker.runUntil(async () => ({ result: await handle.result(), transcript: await handle.transcript() }));
+    expect(result.messagesOmitted).toBe(42);
+    expect(result.messages).toHaveLength(1);
+    expect(textOf(result.messages[0])).toBe("read 40 pages");
+    expect(transcript).toHaveLength(43);
+    expect(JSON.stringify(transcript).length).toBeGreaterThan(1_900_000); // several ~400 KB query pages
+    // The 40 results (1.9 MB) were too big to ride along with the next model call: the worker read them by query.
+    const history = await handle.workflow.fetchHistory();
+    const largest = Math.max(...(history.events ?? []).map((e) => proto.temporal.api.history.v1.HistoryEvent.encode(e).finish().length));
+    expect(largest).toBeLessThan(512 * 1024);
+  });
+});

@@ -35,12 +35,13 @@ export class ContextCache {
     const entry = this.entries.get(key);
     let prefix: AgentMessage[];
     if (ref.base === 0) prefix = [];
-    else if (entry && entry.epoch === ref.epoch && entry.messages.length === ref.base) {
+    else if (entry && entry.epoch === ref.epoch && entry.messages.length <= ref.base) {
+      // A hit, possibly short of messages that were too big to ride along: read only those.
       this.stats.hits++;
-      prefix = entry.messages;
+      prefix = entry.messages.length === ref.base ? entry.messages : entry.messages.concat(await this.fetch(run, ref, entry.messages.length));
     } else {
       this.stats.misses++;
-      prefix = await this.fetch(run, ref);
+      prefix = await this.fetch(run, ref, 0);
     }
     return prefix.concat(ref.append);
   }
@@ -53,13 +54,15 @@ export class ContextCache {
     while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
   }
 
-  private async fetch(run: { workflowId: string; runId: string }, ref: ModelContextRef): Promise<AgentMessage[]> {
+  /** Context messages [from, ref.base) as the workflow holds them. */
+  private async fetch(run: { workflowId: string; runId: string }, ref: ModelContextRef, from: number): Promise<AgentMessage[]> {
     const client = this.client();
     if (!client) throw ApplicationFailure.nonRetryable("The worker has no Temporal client to read a run's context with", "ContextUnavailable");
     const handle = client.workflow.getHandle(run.workflowId, run.runId);
     const out: AgentMessage[] = [];
-    while (out.length < ref.base) {
-      const page = await handle.query(modelContextQuery, { offset: out.length, limit: Math.min(PAGE, ref.base - out.length) });
+    while (from + out.length < ref.base) {
+      const offset = from + out.length;
+      const page = await handle.query(modelContextQuery, { offset, limit: Math.min(PAGE, ref.base - offset) });
       if (page.epoch !== ref.epoch || page.total < ref.base || page.messages.length === 0) {
         throw ApplicationFailure.retryable(`run context changed while reading it (epoch ${page.epoch}, expected ${ref.epoch})`, "ContextUnavailable");
       }

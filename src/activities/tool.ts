@@ -2,6 +2,7 @@
 import { CancelledFailure } from "@temporalio/common";
 import { validateToolArguments } from "@jai/ai";
 import type { AgentEventSink, AgentTool, AgentToolResult, ExecuteToolInput, ExecuteToolOutput, PrepareToolOutput } from "../types.js";
+import { capToolResult } from "./caps.js";
 import { activityEmitter } from "./events.js";
 import { withHeartbeats } from "./heartbeat.js";
 
@@ -85,7 +86,8 @@ export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent
       const onUpdate = (partial: AgentToolResult) => {
         if (!live) return;
         try {
-          emit({ type: "tool_execution_update", toolCallId: input.toolCallId, toolName: input.toolName, partial: normalizeToolResult(input.toolName, partial) });
+          const capped = capToolResult(normalizeToolResult(input.toolName, partial), { ...input.limits, ...tool.resultLimits });
+          emit({ type: "tool_execution_update", toolCallId: input.toolCallId, toolName: input.toolName, partial: capped });
         } catch {
           // A malformed progress report is dropped; the final result is what counts.
         }
@@ -93,7 +95,7 @@ export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent
       try {
         const execution = Promise.resolve().then(() => tool.execute(input.toolCallId, checked.args as never, signal, onUpdate));
         const value = await withGrace(execution, signal, tool.cancelGracePeriodMs ?? DEFAULT_GRACE_MS, input.toolName);
-        return { result: normalizeToolResult(input.toolName, value), isError: false };
+        return { result: capToolResult(normalizeToolResult(input.toolName, value), { ...input.limits, ...tool.resultLimits }), isError: false };
       } catch (err) {
         if (signal.aborted) throw err instanceof CancelledFailure ? err : new CancelledFailure(`${input.toolName} cancelled`);
         return errorOutput(errorText(err));

@@ -82,12 +82,21 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   // Non-cancellable: after a cancel request the root scope throws on every new wait.
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   return {
-    messages: run.newMessages,
+    ...fitMessages(run.newMessages),
     stopReason: run.stopReason!,
     turns: run.turn,
     usage: run.usage,
     ...(run.errorMessage !== undefined ? { errorMessage: run.errorMessage } : {}),
   };
+}
+
+/** Results stay far below Temporal's 2 MB payload limit, however long the run. */
+const RESULT_BUDGET_BYTES = 1_500_000;
+
+/** All messages when they fit; else the final one and how many were left out (the transcript query has them all). */
+export function fitMessages(messages: AgentMessage[]): { messages: AgentMessage[]; messagesOmitted?: number } {
+  if (JSON.stringify(messages).length <= RESULT_BUDGET_BYTES) return { messages };
+  return { messages: messages.slice(-1), messagesOmitted: messages.length - 1 };
 }
 
 /** The setup activity resolves the model and tools in the worker; its answer is recorded in history. */
@@ -178,7 +187,7 @@ async function runPrompt(input: AgentRunInput, setup: RunSetup, run: RunState, p
 /** Hands a session prompt its answer: the messages since it was taken up. */
 function answerPrompt(run: RunState, start: number, outcome: Outcome): void {
   const waiting = run.prompts.find((p) => p.result === undefined && p.taken);
-  if (waiting) waiting.result = { messages: run.newMessages.slice(start), ...outcome };
+  if (waiting) waiting.result = { ...fitMessages(run.newMessages.slice(start)), ...outcome };
 }
 
 /** Sessions: wait for the next prompt, `close()` or the idle timeout. */

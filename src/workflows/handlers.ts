@@ -19,8 +19,8 @@ import {
 import { validateUserInput } from "./input.js";
 import { toUserMessage, type QueuedPrompt, type RunState } from "./run-state.js";
 
-/** Most bytes one transcript page carries, well under the 2 MB payload and 4 MB gRPC limits. */
-const PAGE_BYTES = 1_000_000;
+/** Most bytes one query page carries: under Temporal's 512 KB payload warning, far under the 2 MB limit. */
+const PAGE_BYTES = 400_000;
 
 function page<T>(items: T[], offset = 0, limit?: number): T[] {
   const start = Math.max(0, offset);

@@ -70,6 +70,14 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
   if (input.modelActivity !== undefined && !isObject(input.modelActivity)) return `"modelActivity" must be an object`;
   const timeout = input.approvalTimeout;
   if (timeout !== undefined && typeof timeout !== "string" && typeof timeout !== "number") return `"approvalTimeout" must be a duration`;
+  const limits = input.toolResultLimits;
+  if (limits !== undefined) {
+    if (!isObject(limits)) return `"toolResultLimits" must be an object`;
+    for (const [key, value] of Object.entries(limits)) {
+      if (!["maxBytes", "maxLines", "maxImageBytes", "maxDetailsBytes"].includes(key)) return `"toolResultLimits.${key}" is not a known limit`;
+      if (typeof value !== "number" || !Number.isInteger(value) || value < 1) return `"toolResultLimits.${key}" must be a positive integer`;
+    }
+  }
   return checkSession(input.session);
 }
 

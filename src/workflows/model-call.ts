@@ -10,7 +10,7 @@ import {
 } from "@temporalio/workflow";
 import type { AssistantMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
-import type { AgentRunInput, RunSetup } from "../types.js";
+import type { AgentRunInput, ModelContextRef, RunSetup } from "../types.js";
 import type { AgentSinks } from "./definitions.js";
 import type { RunState } from "./run-state.js";
 import { modelSummary } from "./summary.js";
@@ -29,6 +29,15 @@ const MODEL_DEFAULTS: ActivityOptions = {
 
 const { streamAssistantMessage } = proxyActivities<Activities>(MODEL_DEFAULTS);
 const { agent } = proxySinks<AgentSinks>();
+
+/** New messages ride along inline up to this size; beyond it the worker reads them with the query (no big payloads). */
+const APPEND_BUDGET_BYTES = 256 * 1024;
+
+function contextRef(run: RunState): ModelContextRef {
+  const append = run.context.slice(run.workerKnows);
+  if (JSON.stringify(append).length <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append };
+  return { epoch: run.contextEpoch, base: run.context.length, append: [] };
+}
 
 /** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
 export class CancelledDuringModelCall extends Error {
@@ -54,7 +63,7 @@ export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunS
       {
         model,
         systemPrompt: input.systemPrompt,
-        context: { epoch: run.contextEpoch, base: run.workerKnows, append: run.context.slice(run.workerKnows) },
+        context: contextRef(run),
         tools: setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
         turn: run.turn,
       },

@@ -6,7 +6,7 @@
 import { ActivityFailure, condition, isCancellation, proxyActivities, TimeoutFailure, type ActivityOptions } from "@temporalio/workflow";
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
-import type { AgentEvent, AgentRunInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolActivityOptions, ToolSpec } from "../types.js";
+import type { AgentEvent, AgentRunInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolActivityOptions, ToolResultLimits, ToolSpec } from "../types.js";
 import type { ApprovalWait, RunState } from "./run-state.js";
 import { toolSummary } from "./summary.js";
 import { runToolBatch } from "./tool-batch.js";
@@ -108,7 +108,7 @@ async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, cal
       if (run.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
     }
   }
-  return executeCall(spec, call, run.turn, index);
+  return executeCall(spec, call, run.turn, index, input.toolResultLimits);
 }
 
 /** Waits as a workflow condition; returns why the call may not run, or undefined when approved. */
@@ -129,12 +129,12 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
 }
 
 /** One tool call as one activity. */
-async function executeCall(spec: ToolSpec, call: ToolCall, turn: number, index: number): Promise<ExecuteToolOutput> {
+async function executeCall(spec: ToolSpec, call: ToolCall, turn: number, index: number, limits: ToolResultLimits | undefined): Promise<ExecuteToolOutput> {
   const options = activityOverrides(spec.activity, toolSummary(spec.label ?? spec.name, call.arguments));
   // Tool-call ids are the model's; the turn and position keep them unique within the run.
   options.activityId = `tool-${turn}-${index}-${call.id}`.slice(0, 200);
   try {
-    return await executeTool.executeWithOptions(options, [{ toolCallId: call.id, toolName: call.name, args: call.arguments }]);
+    return await executeTool.executeWithOptions(options, [{ toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) }]);
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
     if (err.cause instanceof TimeoutFailure) {
