@@ -84,16 +84,7 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     state: async () => (await closed())?.state ?? (await workflow.query(stateQuery)),
     transcript: async (options) => {
       const view = await closed();
-      if (!view) {
-        if (options?.limit !== undefined) return workflow.query(transcriptQuery, options);
-        const all: AgentMessage[] = [];
-        for (let offset = options?.offset ?? 0; ; ) {
-          const page = await workflow.query(transcriptQuery, { offset });
-          if (page.length === 0) return all;
-          all.push(...page);
-          offset += page.length;
-        }
-      }
+      if (!view) return chainTranscript(client, workflow.workflowId, undefined, Math.max(0, options?.offset ?? 0), options?.limit);
       const offset = Math.max(0, options?.offset ?? 0);
       return view.transcript.slice(offset, options?.limit === undefined ? undefined : offset + options.limit);
     },
@@ -107,6 +98,27 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     approve: (toolCallId) => workflow.executeUpdate(approveUpdate, { args: [toolCallId] }),
     deny: (toolCallId, reason) => workflow.executeUpdate(denyUpdate, { args: [toolCallId, reason ?? ""] }),
   };
+}
+
+/**
+ * Transcript messages [offset, offset + limit) of a run, across continue-as-new:
+ * each run of the chain answers for its own messages and names the run before it.
+ */
+async function chainTranscript(client: Client, workflowId: string, runId: string | undefined, offset: number, limit?: number): Promise<AgentMessage[]> {
+  const handle = client.workflow.getHandle(workflowId, runId);
+  const state = await handle.query(stateQuery);
+  const out: AgentMessage[] = [];
+  const end = limit === undefined ? state.messageCount : Math.min(state.messageCount, offset + limit);
+  if (offset < state.earlierMessages && state.previousRunId) {
+    out.push(...(await chainTranscript(client, workflowId, state.previousRunId, offset, Math.min(end, state.earlierMessages) - offset)));
+  }
+  for (let at = Math.max(offset, state.earlierMessages); at < end; ) {
+    const page = await handle.query(transcriptQuery, { offset: at, limit: end - at });
+    if (page.length === 0) break;
+    out.push(...page);
+    at += page.length;
+  }
+  return out;
 }
 
 function promptSummary(prompt: AgentRunInput["prompt"]): string {

@@ -20,7 +20,7 @@ export async function closedRunView(client: Client, workflow: WorkflowHandle): P
   if (result?.stopReason === "aborted") status = "cancelled";
   return {
     transcript,
-    complete: result?.messagesOmitted === undefined,
+    complete: result?.messagesOmitted === undefined && story.input.continued === undefined,
     state: {
       status,
       phase: "done",
@@ -30,6 +30,7 @@ export async function closedRunView(client: Client, workflow: WorkflowHandle): P
       pendingApprovals: [],
       queuedSteering: 0,
       queuedFollowUps: 0,
+      earlierMessages: 0,
       messageCount: transcript.length,
       stopReason: result?.stopReason,
       errorMessage: result?.errorMessage ?? story.failure,

@@ -179,6 +179,59 @@ export interface AgentRunInput {
   approvalTimeout?: string | number;
   /** Result limits for every tool of the run (a tool's own `resultLimits` win). */
   toolResultLimits?: ToolResultLimits;
+  /** Token budget of the model's context; default the model's context window less room for its answer. */
+  contextBudgetTokens?: number;
+  /**
+   * How the context is brought back under budget: shorten the oldest tool
+   * results (default), or the worker's `compactContext` function (e.g. an LLM
+   * summary), run as its own activity; it falls back to the default on failure.
+   */
+  compaction?: "truncate-tool-results" | "worker";
+  /**
+   * Continue-as-new: always when Temporal suggests it (history ~4 MB / 4k events);
+   * `afterTurns` also after that many model calls in one run (between turns; a
+   * session between prompts). Transparent: same workflow id, same result.
+   */
+  continueAsNew?: { afterTurns?: number };
+  /** Internal: what a run continued-as-new carries over. Never set it yourself. */
+  continued?: ContinuedRun;
+}
+
+/** Internal: a run's state carried across continue-as-new. */
+export interface ContinuedRun {
+  /** Model and tools, resolved once. */
+  setup: RunSetup;
+  /** The model's context (compacted to fit the payload limit if needed). */
+  context: AgentMessage[];
+  /** Transcript messages held by earlier runs of the chain. */
+  earlierMessages: number;
+  /** The chain's new messages so far (only the newest, when they no longer fit). */
+  newMessages: AgentMessage[];
+  /** New messages left out of `newMessages`. */
+  newMessagesOmitted: number;
+  /** Usage so far. */
+  usage: Usage;
+  /** Model calls so far. */
+  turn: number;
+  /** Queued steering and follow-up messages. */
+  steering: UserMessage[];
+  followUps: UserMessage[];
+  /** Where the prompt being processed stands; absent when a session waits for its next prompt. */
+  loop?: PromptLoopState;
+}
+
+/** Internal: the agent loop of one prompt, between two turns. */
+export interface PromptLoopState {
+  /** Index in the chain's new messages where this prompt's messages start. */
+  start: number;
+  /** Model calls made for this prompt. */
+  turns: number;
+  /** The last answer called tools: the loop goes on. */
+  moreToolCalls: boolean;
+  /** Messages to enter before the next model call. */
+  pending: AgentMessage[];
+  /** The last assistant message's stop reason. */
+  lastStop: AssistantMessage["stopReason"];
 }
 
 /** Temporal settings of the model-streaming activity. */
@@ -259,8 +312,12 @@ export interface AgentRunState {
   queuedSteering: number;
   /** Follow-up messages not yet in the transcript. */
   queuedFollowUps: number;
-  /** Messages in the transcript. */
+  /** Messages in the transcript (all runs of a continued-as-new chain). */
   messageCount: number;
+  /** Transcript messages held by earlier runs of the chain (continue-as-new). */
+  earlierMessages: number;
+  /** The run this one continued from, if any. */
+  previousRunId?: string;
   /** Set once the run ended. */
   stopReason?: AgentStopReason;
   /** Set when the run ended on an error. */

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
 import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
-import { createActivities, type ApiKeyResolver } from "./activities/index.js";
+import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
 import type { AgentSinks } from "./workflows/definitions.js";
 
@@ -28,6 +28,8 @@ export interface AgentWorkerOptions {
   onEvent?: AgentEventSink;
   /** Runs whose model context this worker keeps in memory (the rest is read from the workflow); default 100. */
   contextCacheSize?: number;
+  /** Compaction for runs started with `compaction: "worker"` (e.g. an LLM summary). */
+  compactContext?: ContextCompactor;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
   workflowBundle?: { code: string } | { codePath: string };
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
@@ -86,6 +88,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     onEvent,
     client,
     contextCacheSize: options.contextCacheSize,
+    compactContext: options.compactContext,
   });
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {

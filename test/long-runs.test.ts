@@ -1,9 +1,10 @@
 /** Long runs: history grows linearly; a worker without the context cached reads it from the workflow. */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import type { WorkflowHandleWithFirstExecutionRunId } from "@temporalio/client";
 import proto from "@temporalio/proto";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
-import type { AgentTool } from "../src/types.js";
+import type { AgentMessage, AgentTool } from "../src/types.js";
 import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
@@ -143,5 +144,147 @@ describe("no payload over the limit", () => {
     const history = await handle.workflow.fetchHistory();
     const largest = Math.max(...(history.events ?? []).map((e) => proto.temporal.api.history.v1.HistoryEvent.encode(e).finish().length));
     expect(largest).toBeLessThan(512 * 1024);
+  });
+});
+
+describe("continue-as-new", () => {
+  const script = (turns: number) =>
+    Array.from({ length: turns + 1 }, () => (context: Context) => {
+      const done = context.messages.filter((m) => m.role === "toolResult").length;
+      return done < turns ? fauxAssistantMessage([fauxToolCall("fetch_page", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" }) : fauxAssistantMessage(`done after ${done}`);
+    });
+  // Two faux registrations differ in their api id; everything else must match.
+  const strip = (messages: { timestamp?: number; api?: string }[]) => messages.map(({ timestamp: _t, api: _a, ...rest }) => rest);
+
+  it("continues as new every 2 turns with the same transcript and result as a run without it", async () => {
+    const plainFaux = fauxModel(script(6));
+    const chainFaux = fauxModel(script(6));
+    const plain = await testWorker(env, [fetchTool]);
+    const chained = await testWorker(env, [fetchTool]);
+    const a = await startAgentRun(env.client, { taskQueue: plain.taskQueue, workflowId: uniqueId("plain"), model: plainFaux.getModel(), prompt: "read 6 pages" });
+    const b = await startAgentRun(env.client, {
+      taskQueue: chained.taskQueue,
+      workflowId: uniqueId("chain"),
+      model: chainFaux.getModel(),
+      prompt: "read 6 pages",
+      continueAsNew: { afterTurns: 2 },
+    });
+    const one = await plain.worker.runUntil(async () => ({ result: await a.result(), transcript: await a.transcript() }));
+    const two = await chained.worker.runUntil(async () => ({ result: await b.result(), transcript: await b.transcript(), state: await b.state() }));
+
+    expect(two.result.turns).toBe(7);
+    expect(strip(two.result.messages)).toEqual(strip(one.result.messages));
+    expect(two.result.usage).toEqual(one.result.usage);
+    expect(strip(two.transcript)).toEqual(strip(one.transcript));
+    expect(two.state).toMatchObject({ status: "completed", turn: 7, messageCount: 14 });
+    expect(two.state.earlierMessages).toBeGreaterThan(0);
+    // It really continued as new: the first run of the chain ended that way.
+    const firstRun = await env.client.workflow.getHandle(b.workflowId, (b.workflow as WorkflowHandleWithFirstExecutionRunId).firstExecutionRunId).fetchHistory();
+    expect(firstRun.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    // Events kept flowing as one run: one start, one end, a turn_start per turn.
+    const types = chained.events.map((e) => e.type);
+    expect(types.filter((t) => t === "agent_start")).toHaveLength(1);
+    expect(types.filter((t) => t === "agent_end")).toHaveLength(1);
+    expect(types.filter((t) => t === "turn_start")).toHaveLength(7);
+  }, 60000);
+
+  it("continues a session as new between prompts", async () => {
+    const faux = fauxModel(Array.from({ length: 3 }, () => (context: Context) => fauxAssistantMessage(`${context.messages.length} messages so far`)));
+    const { worker, taskQueue } = await testWorker(env, []);
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("session-can"), model: faux.getModel(), prompt: "one", session: true, continueAsNew: { afterTurns: 1 } });
+    const result = await worker.runUntil(async () => {
+      expect(textOf((await handle.prompt("two")).messages[1])).toBe("3 messages so far");
+      expect(textOf((await handle.prompt("three")).messages[1])).toBe("5 messages so far");
+      await handle.close();
+      return handle.result();
+    });
+    expect(result.messages.map((m) => textOf(m))).toEqual(["one", "1 messages so far", "two", "3 messages so far", "three", "5 messages so far"]);
+  }, 60000);
+});
+
+describe("context budget", () => {
+  const shortened = (context: Context) => context.messages.filter((m) => m.role === "toolResult" && textOf(m).startsWith("[Earlier tool result shortened")).length;
+  const paired = (context: Context) => {
+    const calls = context.messages.flatMap((m) => (m.role === "assistant" ? m.content.filter((c) => c.type === "toolCall").map((c) => (c.type === "toolCall" ? c.id : "")) : []));
+    const results = context.messages.flatMap((m) => (m.role === "toolResult" ? [m.toolCallId] : []));
+    return JSON.stringify(calls) === JSON.stringify(results);
+  };
+
+  it("shortens the oldest tool results before a call that would not fit, keeping every call's result", async () => {
+    const contexts: Context[] = [];
+    const faux = fauxModel(
+      Array.from({ length: 9 }, () => (context: Context) => {
+        contexts.push(structuredClone(context));
+        const done = context.messages.filter((m) => m.role === "toolResult").length;
+        return done < 8 ? fauxAssistantMessage([fauxToolCall("fetch_page", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" }) : fauxAssistantMessage("done");
+      }),
+    );
+    const { worker, taskQueue } = await testWorker(env, [fetchTool]);
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("budget"), model: faux.getModel(), prompt: "read 8 pages", contextBudgetTokens: 4000 });
+    const result = await worker.runUntil(handle.result());
+    expect(result.stopReason).toBe("stop");
+    const last = contexts.at(-1)!;
+    expect(shortened(last)).toBeGreaterThan(0);
+    expect(paired(last)).toBe(true);
+    expect(JSON.stringify(last.messages).length / 4).toBeLessThan(4000);
+    // The transcript keeps what the tools returned; only the model's view was shortened.
+    expect(result.messages.filter((m) => m.role === "toolResult").every((m) => textOf(m).includes(CHUNK))).toBe(true);
+  });
+
+  it("answers a context overflow from the provider with one compaction and a retry", async () => {
+    let overflows = 0;
+    const faux = fauxModel(
+      Array.from({ length: 8 }, () => (context: Context) => {
+        const done = context.messages.filter((m) => m.role === "toolResult").length;
+        if (done === 4 && shortened(context) === 0) {
+          overflows++;
+          return fauxAssistantMessage([], { stopReason: "error", errorMessage: "prompt is too long: 250000 tokens > 200000 maximum" });
+        }
+        return done < 4 ? fauxAssistantMessage([fauxToolCall("fetch_page", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" }) : fauxAssistantMessage(`done, ${shortened(context)} shortened`);
+      }),
+    );
+    const { worker, taskQueue } = await testWorker(env, [fetchTool]);
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("overflow"), model: faux.getModel(), prompt: "read 4 pages" });
+    const result = await worker.runUntil(handle.result());
+    expect(overflows).toBe(1);
+    expect(result.stopReason).toBe("stop");
+    expect(textOf(result.messages.at(-1))).toMatch(/^done, [1-9]\d* shortened$/);
+  });
+
+  it("ends with a clear error when the provider still overflows after compacting", async () => {
+    const overflow = () => fauxAssistantMessage([], { stopReason: "error", errorMessage: "prompt is too long: 250000 tokens > 200000 maximum" });
+    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("fetch_page", { n: 1 }, { id: "c1" })], { stopReason: "toolUse" }), fauxAssistantMessage([fauxToolCall("fetch_page", { n: 2 }, { id: "c2" })], { stopReason: "toolUse" }), overflow, overflow, overflow]);
+    const { worker, taskQueue } = await testWorker(env, [fetchTool]);
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("overflow2"), model: faux.getModel(), prompt: "read" });
+    const result = await worker.runUntil(handle.result());
+    expect(result.stopReason).toBe("error");
+    expect(result.errorMessage).toMatch(/^Context overflow: the conversation no longer fits/);
+    expect(faux.state.callCount).toBe(4); // two turns, then the overflow, one compaction, one retry
+  });
+
+  it("uses the worker's own compactor, and falls back to the default when it breaks the structure", async () => {
+    const seen: Context[] = [];
+    const script = () =>
+      Array.from({ length: 7 }, () => (context: Context) => {
+        seen.push(structuredClone(context));
+        const done = context.messages.filter((m) => m.role === "toolResult").length;
+        return done < 6 ? fauxAssistantMessage([fauxToolCall("fetch_page", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" }) : fauxAssistantMessage("done");
+      });
+    const summarize = async (messages: AgentMessage[]) =>
+      messages.map((m) => (m.role === "toolResult" ? { ...m, content: [{ type: "text" as const, text: "[summary]" }] } : m));
+    const good = await testWorker(env, [fetchTool], { compactContext: summarize });
+    const faux = fauxModel(script());
+    const handle = await startAgentRun(env.client, { taskQueue: good.taskQueue, workflowId: uniqueId("worker-compact"), model: faux.getModel(), prompt: "read", contextBudgetTokens: 3000, compaction: "worker" });
+    await good.worker.runUntil(handle.result());
+    expect(seen.some((c) => c.messages.some((m) => m.role === "toolResult" && textOf(m) === "[summary]"))).toBe(true);
+
+    seen.length = 0;
+    const broken = await testWorker(env, [fetchTool], { compactContext: async (messages) => messages.filter((m) => m.role !== "toolResult") });
+    const faux2 = fauxModel(script());
+    const handle2 = await startAgentRun(env.client, { taskQueue: broken.taskQueue, workflowId: uniqueId("worker-compact-bad"), model: faux2.getModel(), prompt: "read", contextBudgetTokens: 3000, compaction: "worker" });
+    const result = await broken.worker.runUntil(handle2.result());
+    expect(result.stopReason).toBe("stop");
+    expect(shortened(seen.at(-1)!)).toBeGreaterThan(0);
+    expect(paired(seen.at(-1)!)).toBe(true);
   });
 });

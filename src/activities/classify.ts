@@ -32,7 +32,7 @@ export interface CallFacts {
   secrets?: (string | undefined)[];
 }
 
-export type ModelOutcome = { retry: ApplicationFailure } | { message: AssistantMessage };
+export type ModelOutcome = { retry: ApplicationFailure } | { message: AssistantMessage; overflow?: true };
 
 const NETWORK_PATTERN =
   /ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|UND_ERR|socket hang up|fetch failed|network|terminated|other side closed|premature close|connection (was )?(reset|closed|error)/i;
@@ -106,7 +106,7 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
 
   if (isContextOverflow({ ...message, errorMessage: raw }, facts.contextWindow)) {
     const window = facts.contextWindow ? ` (${facts.contextWindow} tokens)` : "";
-    return final(`Context overflow: the conversation no longer fits ${where}'s context window${window}. ${http}${raw}`);
+    return { ...final(`Context overflow: the conversation no longer fits ${where}'s context window${window}. ${http}${raw}`), overflow: true };
   }
   if (status === 429) return retry("ModelRateLimited", `${where} rate limited: ${http}${raw}`, delay);
   if (status === 529 || (status === 503 && OVERLOADED_PATTERN.test(raw))) return retry("ModelOverloaded", `${where} overloaded: ${http}${raw}`, delay);

@@ -1,6 +1,8 @@
 /** The activities of the agent loop, bound to one worker's tools, models, keys and event sink. */
+import { ApplicationFailure } from "@temporalio/common";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
-import type { AgentEventSink, AgentTool } from "../types.js";
+import type { AgentEventSink, AgentMessage, AgentTool, ModelContextRef } from "../types.js";
+import { currentRun, withHeartbeats } from "./heartbeat.js";
 import type { Client } from "@temporalio/client";
 import { ContextCache } from "./context-cache.js";
 import { createModelActivity, type ApiKeyResolver } from "./model.js";
@@ -20,7 +22,15 @@ export interface ActivityDeps {
   client?: Client;
   /** Runs whose model context the worker keeps in memory; default 100. */
   contextCacheSize?: number;
+  /** A run's own compaction (`compaction: "worker"`), e.g. an LLM summary; must keep every tool call's result. */
+  compactContext?: ContextCompactor;
 }
+
+/** Shrinks a context to about `budgetTokens`. Contract: keep every tool call with its result, in order. */
+export type ContextCompactor = (
+  messages: AgentMessage[],
+  options: { budgetTokens: number; model: Model<Api>; signal: AbortSignal },
+) => Promise<AgentMessage[]>;
 
 export function createActivities(deps: ActivityDeps) {
   const names = new Set<string>();
@@ -28,13 +38,16 @@ export function createActivities(deps: ActivityDeps) {
     if (names.has(tool.name)) throw new Error(`Two tools are named "${tool.name}": tool names must be unique`);
     names.add(tool.name);
   }
+  const contexts = new ContextCache(() => deps.client, deps.contextCacheSize);
   return {
     resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? []),
-    streamAssistantMessage: createModelActivity(
-      deps.getApiKey ?? ((provider) => getEnvApiKey(provider)),
-      deps.onEvent,
-      new ContextCache(() => deps.client, deps.contextCacheSize),
-    ),
+    streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts),
+    /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
+    async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {
+      if (!deps.compactContext) throw ApplicationFailure.nonRetryable("This worker has no compactContext function", "CompactionUnavailable");
+      const messages = await contexts.resolve(currentRun(), input.context);
+      return withHeartbeats((signal) => deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }));
+    },
     ...createToolActivities(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent),
   };
 }

@@ -88,6 +88,8 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
         secrets: [apiKey],
       });
       if ("retry" in outcome) throw outcome.retry;
+      // The workflow compacts the context and calls again once; its own message if that does not help.
+      if (outcome.overflow) throw ApplicationFailure.nonRetryable(outcome.message.errorMessage ?? "context overflow", "ContextOverflow");
       // The workflow appends exactly this reply (as JSON) to the context: cache the same.
       contexts.remember(run, input.context.epoch, [...messages, JSON.parse(JSON.stringify(outcome.message)) as AssistantMessage]);
       if (!started) emit({ type: "message_start", message: outcome.message });

@@ -18,7 +18,9 @@ import {
 } from "@temporalio/workflow";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
-import type { AgentEvent, AgentMessage, AgentRunInput, AgentRunResult, AgentStopReason, RunSetup } from "../types.js";
+import type { AgentEvent, AgentMessage, AgentRunInput, AgentRunResult, AgentStopReason, PromptLoopState, RunSetup } from "../types.js";
+import { fitContext } from "./context-fit.js";
+import { continueAsNewWith, restoreCarry, shouldContinueAsNew } from "./continue-as-new.js";
 import type { AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
 import { validateRunInput } from "./input.js";
@@ -49,23 +51,34 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   const run = new RunState();
   installHandlers(run, input);
   run.publishDetails();
-  const setup = await resolveSetup(input);
+  const carried = input.continued;
+  const setup = carried ? carried.setup : await resolveSetup(input);
   // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
   const memo = patched(MEMO_PATCH);
   if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
 
   let prompts: AgentMessage[] = [];
-  if (Array.isArray(input.prompt)) run.seed(input.prompt);
+  let resume: PromptLoopState | undefined;
+  if (carried) {
+    restoreCarry(run, carried);
+    resume = carried.loop;
+  } else if (Array.isArray(input.prompt)) run.seed(input.prompt);
   else prompts = [toUserMessage(input.prompt)];
 
-  let promptStart = run.newMessages.length;
+  let promptStart = resume?.start ?? run.newMessages.length;
+  // A continued session that was waiting for its next prompt goes straight back to waiting.
+  let promptDue = !carried || resume !== undefined;
   try {
     for (;;) {
-      const outcome = await runPrompt(input, setup, run, prompts);
-      run.stopReason = outcome.stopReason;
-      run.errorMessage = outcome.errorMessage;
-      answerPrompt(run, promptStart, outcome);
-      const next = input.session ? await nextPrompt(input, run) : undefined;
+      if (promptDue) {
+        const outcome = await runPrompt(input, setup, run, prompts, resume);
+        resume = undefined;
+        run.stopReason = outcome.stopReason;
+        run.errorMessage = outcome.errorMessage;
+        answerPrompt(run, promptStart, outcome);
+      }
+      promptDue = true;
+      const next = input.session ? await nextPrompt(input, setup, run) : undefined;
       if (!next) break;
       promptStart = run.newMessages.length;
       prompts = [next];
@@ -82,7 +95,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   // Non-cancellable: after a cancel request the root scope throws on every new wait.
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   return {
-    ...fitMessages(run.newMessages),
+    ...fitMessages(run.newMessages, run.newMessagesOmitted),
     stopReason: run.stopReason!,
     turns: run.turn,
     usage: run.usage,
@@ -94,9 +107,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
 const RESULT_BUDGET_BYTES = 1_500_000;
 
 /** All messages when they fit; else the final one and how many were left out (the transcript query has them all). */
-export function fitMessages(messages: AgentMessage[]): { messages: AgentMessage[]; messagesOmitted?: number } {
-  if (JSON.stringify(messages).length <= RESULT_BUDGET_BYTES) return { messages };
-  return { messages: messages.slice(-1), messagesOmitted: messages.length - 1 };
+export function fitMessages(messages: AgentMessage[], alreadyOmitted = 0): { messages: AgentMessage[]; messagesOmitted?: number } {
+  if (JSON.stringify(messages).length <= RESULT_BUDGET_BYTES) return alreadyOmitted ? { messages, messagesOmitted: alreadyOmitted } : { messages };
+  return { messages: messages.slice(-1), messagesOmitted: alreadyOmitted + messages.length - 1 };
 }
 
 /** The setup activity resolves the model and tools in the worker; its answer is recorded in history. */
@@ -123,37 +136,43 @@ function enter(run: RunState, messages: AgentMessage[]): void {
  * One prompt's agent loop, as pi-agent-core runs it: turns while the model
  * calls tools or steering is queued; then follow-ups, if any, start more turns.
  */
-async function runPrompt(input: AgentRunInput, setup: RunSetup, run: RunState, prompts: AgentMessage[]): Promise<Outcome> {
+async function runPrompt(input: AgentRunInput, setup: RunSetup, run: RunState, prompts: AgentMessage[], resume?: PromptLoopState): Promise<Outcome> {
   const maxTurns = input.maxTurns ?? DEFAULT_MAX_TURNS;
-  const start = run.newMessages.length;
-  let turns = 0;
-  let lastStop: AssistantMessage["stopReason"] = "stop";
-  emit({ type: "agent_start" });
-  emit({ type: "turn_start" });
-  enter(run, prompts);
-  let first = true;
-  let pending: AgentMessage[] = run.steering.splice(0);
+  const start = resume?.start ?? run.newMessages.length;
+  let turns = resume?.turns ?? 0;
+  let lastStop: AssistantMessage["stopReason"] = resume?.lastStop ?? "stop";
+  let first = !resume;
+  let pending: AgentMessage[] = resume?.pending ?? [];
+  let moreToolCalls = resume?.moreToolCalls ?? true;
+  if (!resume) {
+    emit({ type: "agent_start" });
+    emit({ type: "turn_start" });
+    enter(run, prompts);
+    pending = run.steering.splice(0);
+  }
   const finish = (outcome: Outcome): Outcome => {
     emit({ type: "agent_end", messages: run.newMessages.slice(start) });
     return outcome;
   };
 
   for (;;) {
-    let moreToolCalls = true;
     while (moreToolCalls || pending.length > 0) {
       if (turns >= maxTurns) {
         run.steering.unshift(...(pending as typeof run.steering));
         return finish({ stopReason: "max_turns" });
       }
+      if (!first && shouldContinueAsNew(input, run)) await continueAsNewWith(input, setup, run, { start, turns, moreToolCalls, pending, lastStop });
       if (!first) emit({ type: "turn_start" });
       first = false;
       enter(run, pending);
       pending = [];
       turns++;
       run.turn++;
+      run.turnsThisRun++;
       run.phase = "streaming";
       run.publishDetails();
 
+      await fitContext(input, setup, run, "budget");
       const message = await callModel(input, setup, run);
       run.add(message);
       emit({ type: "message_end", message });
@@ -180,6 +199,7 @@ async function runPrompt(input: AgentRunInput, setup: RunSetup, run: RunState, p
     }
     pending = run.followUps.splice(0);
     if (pending.length === 0) break;
+    moreToolCalls = true;
   }
   return finish({ stopReason: lastStop === "length" ? "length" : "stop" });
 }
@@ -190,13 +210,14 @@ function answerPrompt(run: RunState, start: number, outcome: Outcome): void {
   if (waiting) waiting.result = { ...fitMessages(run.newMessages.slice(start)), ...outcome };
 }
 
-/** Sessions: wait for the next prompt, `close()` or the idle timeout. */
-async function nextPrompt(input: AgentRunInput, run: RunState): Promise<AgentMessage | undefined> {
+/** Sessions: wait for the next prompt, `close()` or the idle timeout; continue-as-new first when it is time. */
+async function nextPrompt(input: AgentRunInput, setup: RunSetup, run: RunState): Promise<AgentMessage | undefined> {
   const idle = typeof input.session === "object" && input.session.idleTimeout !== undefined ? input.session.idleTimeout : DEFAULT_IDLE_TIMEOUT;
+  const untaken = () => run.prompts.find((p) => !p.taken);
+  if (!run.closed && !untaken() && shouldContinueAsNew(input, run)) await continueAsNewWith(input, setup, run);
   run.waitingForPrompt = true;
   run.phase = "done";
   run.publishDetails();
-  const untaken = () => run.prompts.find((p) => !p.taken);
   const woke = await condition(() => untaken() !== undefined || run.closed, idle);
   run.waitingForPrompt = false;
   const next = untaken();
@@ -225,7 +246,6 @@ function endCancelled(run: RunState, err: unknown, promptStart: number): void {
     const output = done ?? errorOutput(ABORTED_BY_CANCEL);
     const message = toolResultMessage(call, output);
     emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: output.result, isError: output.isError });
-    enter(run, []);
     run.add(message);
     emit({ type: "message_start", message });
     emit({ type: "message_end", message });

@@ -54,7 +54,13 @@ function requireApproval(run: RunState, toolCallId: string): void {
 
 export function installHandlers(run: RunState, input: AgentRunInput): void {
   setHandler(stateQuery, () => run.snapshot());
-  setHandler(transcriptQuery, (options) => page(run.transcript, options?.offset, options?.limit));
+  // Offsets count the whole chain; this run answers for its own part (earlier runs answer for theirs).
+  setHandler(transcriptQuery, (options) => {
+    const offset = Math.max(0, (options?.offset ?? 0) - run.earlierMessages);
+    const skipped = Math.max(0, run.earlierMessages - (options?.offset ?? 0));
+    const limit = options?.limit === undefined ? undefined : Math.max(0, options.limit - skipped);
+    return page(run.transcript, offset, limit);
+  });
   setHandler(modelContextQuery, ({ offset, limit }) => ({ epoch: run.contextEpoch, total: run.context.length, messages: page(run.context, offset, limit) }));
 
   setHandler(

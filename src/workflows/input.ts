@@ -78,6 +78,17 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
       if (typeof value !== "number" || !Number.isInteger(value) || value < 1) return `"toolResultLimits.${key}" must be a positive integer`;
     }
   }
+  const budget = input.contextBudgetTokens;
+  if (budget !== undefined && (typeof budget !== "number" || !Number.isInteger(budget) || budget < 1)) return `"contextBudgetTokens" must be a positive integer`;
+  if (input.compaction !== undefined && input.compaction !== "truncate-tool-results" && input.compaction !== "worker") {
+    return `"compaction" must be "truncate-tool-results" or "worker"`;
+  }
+  const can = input.continueAsNew;
+  if (can !== undefined) {
+    if (!isObject(can)) return `"continueAsNew" must be an object`;
+    const n = can.afterTurns;
+    if (n !== undefined && (typeof n !== "number" || !Number.isInteger(n) || n < 1)) return `"continueAsNew.afterTurns" must be a positive integer`;
+  }
   return checkSession(input.session);
 }
 

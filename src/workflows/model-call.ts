@@ -2,6 +2,7 @@
 import {
   ActivityCancellationType,
   ActivityFailure,
+  ApplicationFailure,
   CancelledFailure,
   isCancellation,
   proxyActivities,
@@ -11,6 +12,7 @@ import {
 import type { AssistantMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
 import type { AgentRunInput, ModelContextRef, RunSetup } from "../types.js";
+import { fitContext } from "./context-fit.js";
 import type { AgentSinks } from "./definitions.js";
 import type { RunState } from "./run-state.js";
 import { modelSummary } from "./summary.js";
@@ -55,8 +57,13 @@ function partialOf(err: ActivityFailure): AssistantMessage | undefined {
   return partial && partial.role === "assistant" ? { ...partial, stopReason: "aborted" } : undefined;
 }
 
-/** Streams one assistant message. A call that fails for good becomes a message with stopReason "error". */
-export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunState): Promise<AssistantMessage> {
+const isOverflow = (err: ActivityFailure) => err.cause instanceof ApplicationFailure && err.cause.type === "ContextOverflow";
+
+/**
+ * Streams one assistant message. A context overflow compacts the context and
+ * calls once more; a call that fails for good becomes a message with stopReason "error".
+ */
+export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunState, retriedOverflow = false): Promise<AssistantMessage> {
   const { model } = setup;
   try {
     const message = await streamAssistantMessage.executeWithOptions(activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id)), [
@@ -74,6 +81,7 @@ export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunS
   } catch (err) {
     if (isCancellation(err)) throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
     if (!(err instanceof ActivityFailure)) throw err;
+    if (isOverflow(err) && !retriedOverflow && (await fitContext(input, setup, run, "overflow"))) return callModel(input, setup, run, true);
     const message: AssistantMessage = {
       role: "assistant",
       content: [],
@@ -82,7 +90,7 @@ export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunS
       model: model.id,
       usage: emptyUsage(),
       stopReason: "error",
-      errorMessage: `Model call failed: ${err.cause?.message ?? err.message}`,
+      errorMessage: isOverflow(err) ? (err.cause?.message ?? "Context overflow") : `Model call failed: ${err.cause?.message ?? err.message}`,
       timestamp: Date.now(),
     };
     agent.emit({ type: "message_start", message });

@@ -63,6 +63,14 @@ export class RunState {
   nextPromptId = 1;
   approvals = new Map<string, ApprovalWait>();
   closed = false;
+  /** Continue-as-new: transcript messages earlier runs hold, new messages left behind, the previous run. */
+  earlierMessages = 0;
+  newMessagesOmitted = 0;
+  previousRunId?: string;
+  /** Model calls in this run (continue-as-new counts per run). */
+  turnsThisRun = 0;
+  /** Times the context was compacted. */
+  compactions = 0;
   stopReason?: AgentStopReason;
   errorMessage?: string;
 
@@ -101,7 +109,9 @@ export class RunState {
       pendingApprovals: [...this.approvals.values()].filter((a) => !a.decision).map((a) => ({ ...a.pending })),
       queuedSteering: this.steering.length,
       queuedFollowUps: this.followUps.length,
-      messageCount: this.transcript.length,
+      messageCount: this.earlierMessages + this.transcript.length,
+      earlierMessages: this.earlierMessages,
+      ...(this.previousRunId ? { previousRunId: this.previousRunId } : {}),
       stopReason: this.stopReason,
       errorMessage: this.errorMessage,
     };

@@ -1,0 +1,49 @@
+/** Brings the model's context under its budget before a call, or after the provider said it overflowed. */
+import { ActivityFailure, log, proxyActivities } from "@temporalio/workflow";
+import type { createActivities } from "../activities/index.js";
+import type { AgentMessage, AgentRunInput, RunSetup } from "../types.js";
+import { contextBudget, estimateTokens, shortenToolResults, structureProblem } from "./compaction.js";
+import type { RunState } from "./run-state.js";
+
+type Activities = ReturnType<typeof createActivities>;
+const { compactContext } = proxyActivities<Activities>({ startToCloseTimeout: "10m", heartbeatTimeout: "30s", retry: { maximumAttempts: 3 } });
+
+/**
+ * Compacts when the estimate is over budget ("budget"), or unconditionally to
+ * well under it ("overflow"). Returns whether the context changed. Every tool
+ * call keeps its result; workers see a new epoch and re-read the context.
+ */
+export async function fitContext(input: AgentRunInput, setup: RunSetup, run: RunState, reason: "budget" | "overflow"): Promise<boolean> {
+  const tools = setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+  const estimate = (messages: AgentMessage[]) => estimateTokens(messages, input.systemPrompt, tools);
+  const budget = contextBudget(input, setup.model);
+  const used = estimate(run.context);
+  if (reason === "budget" && (budget === undefined || used <= budget)) return false;
+  const target = Math.floor(Math.min(budget ?? used, used) * (reason === "overflow" ? 0.6 : 0.8));
+
+  let next: AgentMessage[] | undefined;
+  if (input.compaction === "worker") {
+    try {
+      const compacted = await compactContext.executeWithOptions({ summary: `compact context · ${used} → ${target} tokens` }, [
+        { context: { epoch: run.contextEpoch, base: run.context.length, append: [] }, budgetTokens: target, model: setup.model },
+      ]);
+      const problem = structureProblem(compacted);
+      if (problem) log.warn("worker compaction broke the message structure; using the default", { problem });
+      else next = compacted;
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      log.warn("worker compaction failed; using the default", { error: err.cause?.message ?? err.message });
+    }
+  }
+  if (!next) {
+    const { context, shortened } = shortenToolResults(run.context, target, estimate);
+    if (shortened === 0) return false;
+    next = context;
+  }
+  run.context = next;
+  run.contextEpoch++;
+  run.workerKnows = run.context.length;
+  run.compactions++;
+  run.publishDetails(`context compacted (${used} → ${estimate(next)} tokens)`);
+  return true;
+}
