@@ -1,0 +1,104 @@
+/** Shared bench plumbing: a dev server, one worker for every workflow of the bench, scripted models, tables. */
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client, Connection } from "@temporalio/client";
+import { DefaultLogger, NativeConnection, Runtime, Worker, type InjectedSinks } from "@temporalio/worker";
+import proto from "@temporalio/proto";
+import { complete, fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type Api, type Context, type Model } from "@jai/ai";
+import { createActivities } from "../src/activities/index.js";
+import { startDevServer, type DevServer } from "../src/dev-server.js";
+import type { AgentTool } from "../src/types.js";
+import { bundleAgentWorkflows } from "../src/worker.js";
+import type { AgentSinks } from "../src/workflows/definitions.js";
+import type { BenchActivities } from "./naive-workflows.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export interface Bench {
+  server: DevServer;
+  client: Client;
+  connection: NativeConnection;
+  bundle: { code: string };
+  close(): Promise<void>;
+}
+
+export async function openBench(): Promise<Bench> {
+  Runtime.install({ logger: new DefaultLogger("ERROR") });
+  const dir = await mkdtemp(path.join(os.tmpdir(), "jai-bench-"));
+  const server = await startDevServer({ dbFile: path.join(dir, "bench.db"), uiPort: false });
+  const connection = await NativeConnection.connect({ address: server.address });
+  const clientConnection = await Connection.connect({ address: server.address });
+  const bundle = await bundleAgentWorkflows(path.join(here, "workflows.ts"));
+  return {
+    server,
+    client: new Client({ connection: clientConnection }),
+    connection,
+    bundle,
+    async close() {
+      await connection.close();
+      await clientConnection.close();
+      await server.stop();
+    },
+  };
+}
+
+/** A worker that serves the real loop and the bench baselines on one task queue. */
+export async function benchWorker(bench: Bench, taskQueue: string, tools: AgentTool<any>[], models: Model<Api>[], extra: { maxConcurrentWorkflowTaskExecutions?: number } = {}) {
+  const loop = createActivities({ tools, models, client: bench.client });
+  const activities: BenchActivities & typeof loop = {
+    ...loop,
+    async naiveModel({ modelRef, messages, tools: specs }) {
+      const model = models.find((m) => `${m.provider}/${m.id}` === modelRef)!;
+      return complete(model, { messages, tools: specs });
+    },
+    async noop() {},
+  };
+  const sinks: InjectedSinks<AgentSinks> = { agent: { emit: { fn: () => {}, callDuringReplay: false } } };
+  return Worker.create({ connection: bench.connection, taskQueue, activities, workflowBundle: bench.bundle, sinks, maxHeartbeatThrottleInterval: "1s", ...extra });
+}
+
+/** A tool returning `bytes` of text, and a faux model that calls it `calls` times, answering from the context. */
+export function pageScript(name: string, calls: number, bytes: number, options: { perTurn?: number; runs?: number; toolMs?: number } = {}) {
+  const perTurn = options.perTurn ?? 1;
+  const body = "p".repeat(bytes);
+  const tool: AgentTool = {
+    name: "fetch_page",
+    description: "returns a page",
+    parameters: Type.Object({ n: Type.Number() }),
+    execute: async (_id, args: any) => {
+      if (options.toolMs) await new Promise((r) => setTimeout(r, options.toolMs));
+      return { content: [{ type: "text", text: `page ${args.n}: ${body}` }] };
+    },
+  };
+  const faux = registerFauxProvider({ api: `bench-${name}`, provider: "bench", models: [{ id: name, contextWindow: 10_000_000, maxTokens: 1000 }] });
+  const answer = (context: Context) => {
+    const done = context.messages.filter((m) => m.role === "toolResult").length;
+    if (done >= calls * perTurn) return fauxAssistantMessage(`read ${done} pages`);
+    return fauxAssistantMessage(
+      Array.from({ length: perTurn }, (_, i) => fauxToolCall("fetch_page", { n: done + i + 1 }, { id: `c${done + i + 1}` })),
+      { stopReason: "toolUse" },
+    );
+  };
+  // The queue is consumed per call across all runs; every entry answers from its own context.
+  const refill = () => faux.setResponses(Array.from({ length: (calls + 1) * (options.runs ?? 1) * 2 + 10 }, () => answer));
+  refill();
+  return { tool, model: faux.getModel(), ref: `bench/${name}`, refill, answer };
+}
+
+export const eventBytes = (e: proto.temporal.api.history.v1.IHistoryEvent) => proto.temporal.api.history.v1.HistoryEvent.encode(e).finish().length;
+
+export function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+export function table(headers: string[], rows: (string | number)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(" | ")} |`;
+  return [line(headers), `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`, ...rows.map((r) => line(r.map(String)))].join("\n");
+}
+
+export const mb = (n: number) => `${(n / 1024 / 1024).toFixed(2)} MB`;
