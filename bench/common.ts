@@ -29,7 +29,8 @@ export async function openBench(): Promise<Bench> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "jai-bench-"));
   const server = await startDevServer({ dbFile: path.join(dir, "bench.db"), uiPort: false });
   const connection = await NativeConnection.connect({ address: server.address });
-  const clientConnection = await Connection.connect({ address: server.address });
+  // The naive loop's history pages exceed gRPC's default 4 MB message size.
+  const clientConnection = await Connection.connect({ address: server.address, channelArgs: { "grpc.max_receive_message_length": 256 * 1024 * 1024 } });
   const bundle = await bundleAgentWorkflows(path.join(here, "workflows.ts"));
   return {
     server,
