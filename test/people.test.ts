@@ -298,6 +298,7 @@ describe("cancellation", () => {
     const { worker, taskQueue, events } = await testWorker(env, []);
     const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("cancel-stream"), model: faux.getModel(), prompt: "talk" });
     const { result, latencyMs } = await worker.runUntil(cancelledRun(handle, eventSeen(events, (e) => e.type === "message_update" && e.assistantEvent.type === "text_delta")));
+    console.log(`cancel → streaming model aborted and run ended: ${latencyMs} ms`);
     expect(latencyMs).toBeLessThan(2000);
     expect(result.stopReason).toBe("aborted");
     const last = result.messages.at(-1);
@@ -342,6 +343,7 @@ describe("cancellation", () => {
     });
     expect(result.stopReason).toBe("aborted");
     expect(abortedAfterMs).toBeDefined();
+    console.log(`cancel → running tool saw its AbortSignal: ${abortedAfterMs} ms`);
     expect(abortedAfterMs!).toBeLessThan(2000);
     const results = result.messages.filter((m) => m.role === "toolResult");
     expect(results.map((r) => [r.role === "toolResult" && r.toolCallId, textOf(r)])).toEqual([
