@@ -26,10 +26,11 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
     const emit = activityEmitter(onEvent);
     const { model } = input;
     const run = currentRun();
-    const messages = await contexts.resolve(run, input.context);
-    const apiKey = await getApiKey(model.provider);
     const stallMs = stallTimeoutMs(Context.current().info.heartbeatTimeoutMs);
     return withHeartbeats(async (cancelled) => {
+      // Inside the heartbeat timer: a cache miss reads the context from the workflow first.
+      const messages = await contexts.resolve(run, input.context);
+      const apiKey = await getApiKey(model.provider);
       const call = trackProviderCall();
       const controller = new AbortController();
       const onCancel = () => controller.abort(cancelled.reason);

@@ -96,7 +96,7 @@ async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, cal
   if (spec.approval) {
     let needsApproval = spec.approval === "always";
     if (spec.approval === "predicate") {
-      const check = await prepareToolCall.executeWithOptions(activityOverrides(spec.activity, `approval check · ${toolSummary(spec.label ?? spec.name, call.arguments)}`), [
+      const check = await prepareToolCall.executeWithOptions(activityOverrides(spec.activity, `approval check · ${toolSummary(spec.name, call.arguments)}`), [
         { toolCallId: call.id, toolName: call.name, args: call.arguments },
       ]);
       if (check.error) return errorOutput(check.error);
@@ -130,7 +130,7 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
 
 /** One tool call as one activity. */
 async function executeCall(spec: ToolSpec, call: ToolCall, turn: number, index: number, limits: ToolResultLimits | undefined): Promise<ExecuteToolOutput> {
-  const options = activityOverrides(spec.activity, toolSummary(spec.label ?? spec.name, call.arguments));
+  const options = activityOverrides(spec.activity, toolSummary(spec.name, call.arguments));
   // Tool-call ids are the model's; the turn and position keep them unique within the run.
   options.activityId = `tool-${turn}-${index}-${call.id}`.slice(0, 200);
   try {
