@@ -2,13 +2,10 @@
 import { CancelledFailure } from "@temporalio/common";
 import { validateToolArguments } from "@jai/ai";
 import type { AgentEventSink, AgentTool, AgentToolResult, ExecuteToolInput, ExecuteToolOutput, PrepareToolOutput } from "../types.js";
+import { errorOutput } from "../workflows/tool-output.js";
 import { capToolResult } from "./caps.js";
 import { activityEmitter } from "./events.js";
 import { withHeartbeats } from "./heartbeat.js";
-
-function errorOutput(text: string): ExecuteToolOutput {
-  return { result: { content: [{ type: "text", text }] }, isError: true };
-}
 
 /** Checks what a tool returned and makes it plain JSON (it goes into history). */
 export function normalizeToolResult(toolName: string, value: unknown): AgentToolResult {

@@ -26,7 +26,8 @@ import { installHandlers } from "./handlers.js";
 import { validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { RunState, toUserMessage } from "./run-state.js";
-import { ABORTED_BY_CANCEL, errorOutput, runTools, toolResultMessage } from "./tool-calls.js";
+import { ABORTED_BY_CANCEL, runTools, toolResultMessage } from "./tool-calls.js";
+import { errorOutput } from "./tool-output.js";
 
 type Activities = ReturnType<typeof createActivities>;
 

@@ -68,7 +68,7 @@ export function restoreCarry(run: RunState, carry: ContinuedRun): void {
   run.newMessagesOmitted = carry.newMessagesOmitted;
   run.usage = carry.usage;
   run.turn = carry.turn;
-  run.steering = [...carry.steering];
-  run.followUps = [...carry.followUps];
+  run.steering.push(...carry.steering); // in place: the update handlers hold these arrays
+  run.followUps.push(...carry.followUps);
   run.previousRunId = workflowInfo().continuedFromExecutionRunId;
 }

@@ -63,24 +63,21 @@ export function installHandlers(run: RunState, input: AgentRunInput): void {
   });
   setHandler(modelContextQuery, ({ offset, limit }) => ({ epoch: run.contextEpoch, total: run.context.length, messages: page(run.context, offset, limit) }));
 
-  setHandler(
-    steerUpdate,
-    (message) => {
-      run.steering.push(toUserMessage(message));
-      run.publishDetails();
-      return { queued: run.steering.length };
-    },
-    { validator: (message) => (requireOpen(run), requireMessage(message)) },
-  );
-  setHandler(
-    followUpUpdate,
-    (message) => {
-      run.followUps.push(toUserMessage(message));
-      run.publishDetails();
-      return { queued: run.followUps.length };
-    },
-    { validator: (message) => (requireOpen(run), requireMessage(message)) },
-  );
+  // Steering and follow-ups only differ in the queue they join (and when the loop reads it).
+  for (const [update, queue] of [
+    [steerUpdate, run.steering],
+    [followUpUpdate, run.followUps],
+  ] as const) {
+    setHandler(
+      update,
+      (message) => {
+        queue.push(toUserMessage(message));
+        run.publishDetails();
+        return { queued: queue.length };
+      },
+      { validator: (message) => (requireOpen(run), requireMessage(message)) },
+    );
+  }
   setHandler(
     promptUpdate,
     async (message) => {

@@ -9,6 +9,7 @@ import type { createActivities } from "../activities/index.js";
 import type { AgentEvent, AgentRunInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolActivityOptions, ToolResultLimits, ToolSpec } from "../types.js";
 import type { ApprovalWait, RunState } from "./run-state.js";
 import { toolSummary } from "./summary.js";
+import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 
 type Activities = ReturnType<typeof createActivities>;
@@ -32,10 +33,6 @@ export function activityOverrides(override: ToolActivityOptions | undefined, sum
     ...(override?.retry !== undefined ? { retry: override.retry } : {}),
     summary,
   } as ActivityOptions;
-}
-
-export function errorOutput(text: string): ExecuteToolOutput {
-  return { result: { content: [{ type: "text", text }] }, isError: true };
 }
 
 export function toolResultMessage(call: ToolCall, output: ExecuteToolOutput): ToolResultMessage {
