@@ -381,8 +381,23 @@ export interface ModelContextRef {
   epoch: number;
   /** How many context messages precede `append`. */
   base: number;
-  /** Messages added since the previous model call (details stripped). */
-  append: AgentMessage[];
+  /**
+   * Messages added since the previous model call (details stripped). A tool
+   * result an activity returned is already in history once: it rides as a
+   * reference, resolved from the worker's copy of that activity's output or,
+   * failing that, from the `modelContext` query.
+   */
+  append: (AgentMessage | ToolResultRef)[];
+}
+
+/** A tool result in a model call's input, by reference to its tool activity's output. */
+export interface ToolResultRef {
+  /** Marks a reference. */
+  ref: "toolResult";
+  /** The call whose activity output this is. */
+  toolCallId: string;
+  /** The result message's timestamp, so the rebuilt message is the workflow's exactly. */
+  timestamp: number;
 }
 
 /** One page of the `modelContext` query. */

@@ -25,10 +25,12 @@ const fetchTool: AgentTool = {
   },
 };
 
-/** Calls the tool until `turns` results are in, then answers; records the context size of every call. */
-function looping(turns: number, seen: number[]) {
+/** Calls the tool until `turns` results are in, then answers; records the context size of every call and the last result it saw. */
+function looping(turns: number, seen: number[], lastResults: string[] = []) {
   return Array.from({ length: turns + 1 }, () => (context: Context) => {
     seen.push(context.messages.length);
+    const last = context.messages.at(-1);
+    if (last?.role === "toolResult") lastResults.push(`${last.toolCallId}|${last.isError}|${textOf(last)}`);
     const results = context.messages.filter((m) => m.role === "toolResult").length;
     return results < turns
       ? fauxAssistantMessage([fauxToolCall("fetch_page", { n: results + 1 }, { id: `call-${results + 1}` })], { stopReason: "toolUse" })
@@ -50,13 +52,16 @@ function bytesPerTurn(events: proto.temporal.api.history.v1.IHistoryEvent[]): nu
 describe("linear history", () => {
   it("adds about the same bytes at turn 100 as at turn 10 while the transcript grows", async () => {
     const seen: number[] = [];
-    const faux = fauxModel(looping(100, seen));
+    const lastResults: string[] = [];
+    const faux = fauxModel(looping(100, seen, lastResults));
     const { worker, taskQueue } = await testWorker(env, [fetchTool]);
     const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("linear"), model: faux.getModel(), prompt: "read 100 pages", maxTurns: 101 });
     const result = await worker.runUntil(handle.result());
     expect(result.turns).toBe(101);
     // Every call saw the whole conversation: 1 prompt + 2 messages per finished turn.
     expect(seen).toEqual(Array.from({ length: 101 }, (_, k) => 1 + 2 * k));
+    // Each tool result reached the model whole, though the model call's input only referenced it.
+    expect(lastResults).toEqual(Array.from({ length: 100 }, (_, k) => `call-${k + 1}|false|page ${k + 1}: ${CHUNK}`));
     const history = await handle.workflow.fetchHistory();
     const perTurn = bytesPerTurn(history.events ?? []);
     expect(perTurn).toHaveLength(101);
@@ -68,11 +73,14 @@ describe("linear history", () => {
 
   it("reads the context from the workflow when the worker has not cached it", async () => {
     const seen: number[] = [];
-    const faux = fauxModel(looping(4, seen));
+    const lastResults: string[] = [];
+    const faux = fauxModel(looping(4, seen, lastResults));
     const { worker, taskQueue } = await testWorker(env, [fetchTool], { contextCacheSize: 0 });
     const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("miss"), model: faux.getModel(), prompt: "read 4 pages" });
     const result = await worker.runUntil(handle.result());
     expect(seen).toEqual([1, 3, 5, 7, 9]);
+    // Tool results passed by reference were rebuilt from the workflow's copy, content and all.
+    expect(lastResults).toEqual([1, 2, 3, 4].map((n) => `call-${n}|false|page ${n}: ${CHUNK}`));
     expect(textOf(result.messages.at(-1))).toBe("read 4 pages");
   });
 });

@@ -7,7 +7,8 @@
  */
 import type { Client } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
-import type { AgentMessage, ModelContextRef } from "../types.js";
+import type { ToolResultMessage } from "@jai/ai";
+import type { AgentMessage, ExecuteToolOutput, ModelContextRef, ToolResultRef } from "../types.js";
 import { modelContextQuery } from "../workflows/definitions.js";
 
 interface Entry {
@@ -18,8 +19,12 @@ interface Entry {
 /** Messages asked for per query page; the workflow also cuts pages at ~1 MB. */
 const PAGE = 500;
 
+type Run = { workflowId: string; runId: string };
+
 export class ContextCache {
   private entries = new Map<string, Entry>();
+  /** Outputs of the tool activities this worker ran, for model calls that pass them by reference. */
+  private outputs = new Map<string, { toolName: string; output: ExecuteToolOutput }>();
 
   constructor(
     private readonly client: () => Client | undefined,
@@ -43,7 +48,30 @@ export class ContextCache {
       this.stats.misses++;
       prefix = await this.fetch(run, ref, 0);
     }
-    return prefix.concat(ref.append);
+    return prefix.concat(await this.resolveAppend(run, ref));
+  }
+
+  /** Remembers a tool activity's output (as the workflow will receive it). */
+  rememberOutput(run: Run, toolCallId: string, toolName: string, output: ExecuteToolOutput): void {
+    const key = `${run.workflowId}/${run.runId}/${toolCallId}`;
+    this.outputs.delete(key);
+    this.outputs.set(key, { toolName, output: JSON.parse(JSON.stringify(output)) as ExecuteToolOutput });
+    while (this.outputs.size > this.capacity * 20) this.outputs.delete(this.outputs.keys().next().value!);
+  }
+
+  /** Inline messages as they are; references from this worker's outputs, else read from the workflow. */
+  private async resolveAppend(run: Run, ref: ModelContextRef): Promise<AgentMessage[]> {
+    const out: AgentMessage[] = [];
+    for (let i = 0; i < ref.append.length; i++) {
+      const entry = ref.append[i];
+      if (!("ref" in entry)) {
+        out.push(entry);
+        continue;
+      }
+      const known = this.outputs.get(`${run.workflowId}/${run.runId}/${entry.toolCallId}`);
+      out.push(known ? toolResult(entry, known.toolName, known.output) : (await this.fetch(run, { ...ref, base: ref.base + i + 1 }, ref.base + i))[0]);
+    }
+    return out;
   }
 
   /** Remembers a call's context and the reply the workflow will append to it. */
@@ -55,7 +83,7 @@ export class ContextCache {
   }
 
   /** Context messages [from, ref.base) as the workflow holds them. */
-  private async fetch(run: { workflowId: string; runId: string }, ref: ModelContextRef, from: number): Promise<AgentMessage[]> {
+  private async fetch(run: Run, ref: Pick<ModelContextRef, "epoch" | "base">, from: number): Promise<AgentMessage[]> {
     const client = this.client();
     if (!client) throw ApplicationFailure.nonRetryable("The worker has no Temporal client to read a run's context with", "ContextUnavailable");
     const handle = client.workflow.getHandle(run.workflowId, run.runId);
@@ -70,4 +98,9 @@ export class ContextCache {
     }
     return out;
   }
+}
+
+/** The context message the workflow made from a tool activity's output (details stripped). */
+function toolResult(ref: ToolResultRef, toolName: string, output: ExecuteToolOutput): ToolResultMessage {
+  return { role: "toolResult", toolCallId: ref.toolCallId, toolName, content: output.result.content, isError: output.isError, timestamp: ref.timestamp };
 }

@@ -48,7 +48,9 @@ export function createActivities(deps: ActivityDeps) {
       const messages = await contexts.resolve(currentRun(), input.context);
       return withHeartbeats((signal) => deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }));
     },
-    ...createToolActivities(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent),
+    ...createToolActivities(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent, (call, output) =>
+      contexts.rememberOutput(currentRun(), call.toolCallId, call.toolName, output),
+    ),
   };
 }
 

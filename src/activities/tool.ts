@@ -57,7 +57,10 @@ function withGrace<T>(execution: Promise<T>, signal: AbortSignal, graceMs: numbe
   return Promise.race([execution, abandoned]).finally(() => clearTimeout(timer));
 }
 
-export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent: AgentEventSink | undefined) {
+/** Told of every output `executeTool` returns (the model activity passes them by reference). */
+export type ToolOutputListener = (input: ExecuteToolInput, output: ExecuteToolOutput) => void;
+
+export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent: AgentEventSink | undefined, onOutput: ToolOutputListener = () => {}) {
   /** Validates the arguments and asks the tool's approval predicate (only for tools that have one). */
   async function prepareToolCall(input: ExecuteToolInput): Promise<PrepareToolOutput> {
     const tool = tools.get(input.toolName);
@@ -73,6 +76,12 @@ export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent
   }
 
   async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolOutput> {
+    const output = await runTool(input);
+    onOutput(input, output);
+    return output;
+  }
+
+  async function runTool(input: ExecuteToolInput): Promise<ExecuteToolOutput> {
     const tool = tools.get(input.toolName);
     if (!tool) return errorOutput(`Tool ${input.toolName} not found`);
     const checked = validate(tool, input);

@@ -36,7 +36,10 @@ const { agent } = proxySinks<AgentSinks>();
 const APPEND_BUDGET_BYTES = 256 * 1024;
 
 function contextRef(run: RunState): ModelContextRef {
-  const append = run.context.slice(run.workerKnows);
+  // A tool result that is its activity's output is in history already: send a reference, not a second copy.
+  const append = run.context
+    .slice(run.workerKnows)
+    .map((m) => (m.role === "toolResult" && run.fromActivity.has(m.toolCallId) ? { ref: "toolResult" as const, toolCallId: m.toolCallId, timestamp: m.timestamp } : m));
   if (JSON.stringify(append).length <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append };
   return { epoch: run.contextEpoch, base: run.context.length, append: [] };
 }

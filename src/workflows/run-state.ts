@@ -49,6 +49,8 @@ export class RunState {
   contextEpoch = 0;
   /** Context messages the worker that made the last model call holds (it appended its reply). */
   workerKnows = 0;
+  /** Tool calls whose result is exactly their activity's output (model calls pass those by reference). */
+  fromActivity = new Set<string>();
   newMessages: AgentMessage[] = [];
   usage = emptyUsage();
   turn = 0;

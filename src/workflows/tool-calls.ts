@@ -105,7 +105,7 @@ async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, cal
       if (run.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
     }
   }
-  return executeCall(spec, call, run.turn, index, input.toolResultLimits);
+  return executeCall(spec, call, run.turn, index, input.toolResultLimits, run.fromActivity);
 }
 
 /** Waits as a workflow condition; returns why the call may not run, or undefined when approved. */
@@ -126,12 +126,21 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
 }
 
 /** One tool call as one activity. */
-async function executeCall(spec: ToolSpec, call: ToolCall, turn: number, index: number, limits: ToolResultLimits | undefined): Promise<ExecuteToolOutput> {
+async function executeCall(
+  spec: ToolSpec,
+  call: ToolCall,
+  turn: number,
+  index: number,
+  limits: ToolResultLimits | undefined,
+  fromActivity: Set<string>,
+): Promise<ExecuteToolOutput> {
   const options = activityOverrides(spec.activity, toolSummary(spec.name, call.arguments));
   // Tool-call ids are the model's; the turn and position keep them unique within the run.
   options.activityId = `tool-${turn}-${index}-${call.id}`.slice(0, 200);
   try {
-    return await executeTool.executeWithOptions(options, [{ toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) }]);
+    const output = await executeTool.executeWithOptions(options, [{ toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) }]);
+    fromActivity.add(call.id);
+    return output;
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
     if (err.cause instanceof TimeoutFailure) {
