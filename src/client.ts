@@ -5,6 +5,7 @@ import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState, Prompt
 import {
   AGENT_RUN_WORKFLOW,
   approveUpdate,
+  DEFAULT_TASK_QUEUE,
   closeUpdate,
   denyUpdate,
   followUpUpdate,
@@ -15,7 +16,6 @@ import {
   type UserInput,
 } from "./workflows/definitions.js";
 import { validateRunInput } from "./workflows/input.js";
-import { DEFAULT_TASK_QUEUE } from "./worker.js";
 import { closedRunView } from "./history-view.js";
 
 /** Thrown by startAgentRun for input the workflow would reject; nothing is started. */

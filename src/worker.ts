@@ -6,10 +6,9 @@ import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type 
 import type { Api, Model } from "@jai/ai";
 import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
-import type { AgentSinks } from "./workflows/definitions.js";
+import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
-/** The task queue runs and workers use unless told otherwise. */
-export const DEFAULT_TASK_QUEUE = "jai-agent";
+export { DEFAULT_TASK_QUEUE };
 
 export interface AgentWorkerOptions {
   /** Connection to Temporal; default: a new one to TEMPORAL_ADDRESS or localhost:7233 (closed when the worker stops). */

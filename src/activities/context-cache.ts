@@ -31,9 +31,6 @@ export class ContextCache {
     private readonly capacity = 100,
   ) {}
 
-  /** Hit / miss counters, for benchmarks and tests. */
-  readonly stats = { hits: 0, misses: 0 };
-
   /** The full context of a call: cached prefix (or the workflow's, on a miss) plus what the call appends. */
   async resolve(run: { workflowId: string; runId: string }, ref: ModelContextRef): Promise<AgentMessage[]> {
     const key = `${run.workflowId}/${run.runId}`;
@@ -42,10 +39,8 @@ export class ContextCache {
     if (ref.base === 0) prefix = [];
     else if (entry && entry.epoch === ref.epoch && entry.messages.length <= ref.base) {
       // A hit, possibly short of messages that were too big to ride along: read only those.
-      this.stats.hits++;
       prefix = entry.messages.length === ref.base ? entry.messages : entry.messages.concat(await this.fetch(run, ref, entry.messages.length));
     } else {
-      this.stats.misses++;
       prefix = await this.fetch(run, ref, 0);
     }
     return prefix.concat(await this.resolveAppend(run, ref));

@@ -1,11 +1,17 @@
 /** Brings the model's context under its budget before a call, or after the provider said it overflowed. */
 import { ActivityFailure, log, proxyActivities } from "@temporalio/workflow";
+import type { Tool } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
 import type { AgentMessage, AgentRunInput, RunSetup } from "../types.js";
 import { contextBudget, estimateTokens, shortenToolResults, structureProblem } from "./compaction.js";
 import type { RunState } from "./run-state.js";
 
 type Activities = ReturnType<typeof createActivities>;
+
+/** The tools as the model is offered them (no worker-side settings). */
+export function modelTools(setup: RunSetup): Tool[] {
+  return setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+}
 const { compactContext } = proxyActivities<Activities>({ startToCloseTimeout: "10m", heartbeatTimeout: "30s", retry: { maximumAttempts: 3 } });
 
 /**
@@ -14,7 +20,7 @@ const { compactContext } = proxyActivities<Activities>({ startToCloseTimeout: "1
  * call keeps its result; workers see a new epoch and re-read the context.
  */
 export async function fitContext(input: AgentRunInput, setup: RunSetup, run: RunState, reason: "budget" | "overflow"): Promise<boolean> {
-  const tools = setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+  const tools = modelTools(setup);
   const estimate = (messages: AgentMessage[]) => estimateTokens(messages, input.systemPrompt, tools);
   const budget = contextBudget(input, setup.model);
   const used = estimate(run.context);

@@ -3,6 +3,9 @@ import { defineQuery, defineUpdate, type Sinks } from "@temporalio/workflow";
 import type { UserMessage } from "@jai/ai";
 import type { AgentEvent, AgentMessage, AgentRunState, ModelContextPage, PromptResult } from "../types.js";
 
+/** The task queue runs and workers use unless told otherwise. */
+export const DEFAULT_TASK_QUEUE = "jai-agent";
+
 /** Workflow type name of a run. */
 export const AGENT_RUN_WORKFLOW = "agentRun";
 

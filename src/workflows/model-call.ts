@@ -12,7 +12,7 @@ import {
 import type { AssistantMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
 import type { AgentRunInput, ModelContextRef, RunSetup } from "../types.js";
-import { fitContext } from "./context-fit.js";
+import { fitContext, modelTools } from "./context-fit.js";
 import type { AgentSinks } from "./definitions.js";
 import type { RunState } from "./run-state.js";
 import { modelSummary } from "./summary.js";
@@ -74,7 +74,7 @@ export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunS
         model,
         systemPrompt: input.systemPrompt,
         context: contextRef(run),
-        tools: setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+        tools: modelTools(setup),
         turn: run.turn,
       },
     ]);
