@@ -9,6 +9,7 @@ import {
   closeUpdate,
   denyUpdate,
   followUpUpdate,
+  promptAnswerUpdate,
   promptUpdate,
   stateQuery,
   steerUpdate,
@@ -93,7 +94,12 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     },
     steer: (message) => workflow.executeUpdate(steerUpdate, { args: [message] }),
     followUp: (message) => workflow.executeUpdate(followUpUpdate, { args: [message] }),
-    prompt: (message) => workflow.executeUpdate(promptUpdate, { args: [message] }),
+    prompt: async (message) => {
+      let answer = await workflow.executeUpdate(promptUpdate, { args: [message] });
+      // The run continued as new before answering: the newest run of the chain has the answer.
+      while ("continuedAsNew" in answer) answer = await workflow.executeUpdate(promptAnswerUpdate, { args: [answer.promptId] });
+      return answer;
+    },
     close: () => workflow.executeUpdate(closeUpdate),
     approve: (toolCallId) => workflow.executeUpdate(approveUpdate, { args: [toolCallId] }),
     deny: (toolCallId, reason) => workflow.executeUpdate(denyUpdate, { args: [toolCallId, reason ?? ""] }),

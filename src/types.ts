@@ -216,8 +216,42 @@ export interface ContinuedRun {
   /** Queued steering and follow-up messages. */
   steering: UserMessage[];
   followUps: UserMessage[];
+  /** Session prompts not yet taken up, with their ids (their callers wait for them in the next run). */
+  prompts?: { id: number; message: UserMessage }[];
+  /** The next session prompt's id (ids are unique across the chain). */
+  nextPromptId?: number;
+  /** Answers of session prompts whose callers have not received them yet (they ask the next run). */
+  answers?: PromptAnswer[];
+  /** `close()` was called: the session ends once its prompts are answered. */
+  closed?: boolean;
+  /** Accepted messages that will not be processed, and why (they stay visible in the result). */
+  dropped?: DroppedMessage[];
   /** Where the prompt being processed stands; absent when a session waits for its next prompt. */
   loop?: PromptLoopState;
+}
+
+/** Internal: where a session prompt's answer is among the chain's new messages. */
+export interface PromptAnswer {
+  /** The prompt's id. */
+  id: number;
+  /** First of its messages, counted over the chain's new messages. */
+  start: number;
+  /** One past its last message. */
+  end: number;
+  /** How its turns ended. */
+  stopReason: AgentStopReason;
+  /** Set when they ended on an error. */
+  errorMessage?: string;
+}
+
+/** A message a caller sent that was accepted but will never be processed. */
+export interface DroppedMessage {
+  /** Which update sent it. */
+  kind: "steer" | "followUp" | "prompt";
+  /** Its first 200 characters of text. */
+  preview: string;
+  /** Why it was not processed, e.g. "run ended: max_turns". */
+  reason: string;
 }
 
 /** Internal: the agent loop of one prompt, between two turns. */
@@ -230,6 +264,9 @@ export interface PromptLoopState {
   moreToolCalls: boolean;
   /** Messages to enter before the next model call. */
   pending: AgentMessage[];
+  /** The session prompt being answered, if any, and where its messages start among the chain's new messages. */
+  promptId?: number;
+  promptStart?: number;
   /** The last assistant message's stop reason. */
   lastStop: AssistantMessage["stopReason"];
 }
@@ -262,6 +299,11 @@ export interface AgentRunResult {
    * earlier ones are left out. `handle.transcript()` pages through all of them.
    */
   messagesOmitted?: number;
+  /**
+   * Steering, follow-up or prompt messages that were accepted but never
+   * processed (the run ended first), with the reason. Absent when none.
+   */
+  dropped?: DroppedMessage[];
 }
 
 /** Lifecycle of a run as reported by the `state` query. */
@@ -322,6 +364,8 @@ export interface AgentRunState {
   stopReason?: AgentStopReason;
   /** Set when the run ended on an error. */
   errorMessage?: string;
+  /** Accepted messages that will not be processed, and why. */
+  dropped?: DroppedMessage[];
 }
 
 /** Tool metadata the workflow needs; resolved once per run by the setup activity and kept in history. */

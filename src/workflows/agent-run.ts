@@ -25,7 +25,7 @@ import type { AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
 import { validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
-import { RunState, toUserMessage } from "./run-state.js";
+import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { ABORTED_BY_CANCEL, runTools, toolResultMessage } from "./tool-calls.js";
 import { errorOutput } from "./tool-output.js";
 
@@ -47,71 +47,101 @@ interface Outcome {
 
 /** Workflow `agentRun`: one agent run (or session), from prompt to final answer. */
 export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
-  const problem = validateRunInput(input);
-  if (problem) throw ApplicationFailure.nonRetryable(`Invalid run input: ${problem}`, "InvalidRunInput");
   const run = new RunState();
+  const problem = validateRunInput(input);
+  if (problem) failBeforeLoop(`Invalid run input: ${problem}`, "InvalidRunInput");
+  const carried = input.continued;
+  // Before the handlers: updates that arrived with the first task are validated against the carried state.
+  if (carried) restoreCarry(run, carried);
   installHandlers(run, input);
   run.publishDetails();
-  const carried = input.continued;
-  const setup = carried ? carried.setup : await resolveSetup(input);
-  // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
-  const memo = patched(MEMO_PATCH);
-  if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
-
-  let prompts: AgentMessage[] = [];
-  let resume: PromptLoopState | undefined;
-  if (carried) {
-    restoreCarry(run, carried);
-    resume = carried.loop;
-  } else if (Array.isArray(input.prompt)) run.seed(input.prompt);
-  else prompts = [toUserMessage(input.prompt)];
-
-  let promptStart = resume?.start ?? run.newMessages.length;
-  // A continued session that was waiting for its next prompt goes straight back to waiting.
-  let promptDue = !carried || resume !== undefined;
+  let memo = false;
+  let promptStart = 0;
   try {
+    const setup = carried ? carried.setup : await resolveSetup(input);
+    // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
+    memo = patched(MEMO_PATCH);
+    if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
+
+    let prompts: AgentMessage[] = [];
+    let resume: PromptLoopState | undefined;
+    if (carried) {
+      run.everStarted = true;
+      resume = carried.loop;
+    } else if (Array.isArray(input.prompt)) run.seed(input.prompt);
+    else prompts = [toUserMessage(input.prompt)];
+
+    promptStart = resume?.start ?? run.newMessages.length;
+    // A continued session that was waiting for its next prompt goes straight back to waiting.
+    let promptDue = !carried || resume !== undefined;
+    let ended: string;
     for (;;) {
       if (promptDue) {
         const outcome = await runPrompt(input, setup, run, prompts, resume);
         resume = undefined;
         run.stopReason = outcome.stopReason;
         run.errorMessage = outcome.errorMessage;
-        answerPrompt(run, promptStart, outcome);
+        run.answerPrompt(outcome);
       }
       promptDue = true;
-      const next = input.session ? await nextPrompt(input, setup, run) : undefined;
-      if (!next) break;
+      if (!input.session) {
+        ended = `run ended: ${run.stopReason}`;
+        break;
+      }
+      const next = await nextPrompt(input, setup, run);
+      if ("ended" in next) {
+        ended = next.ended;
+        break;
+      }
       promptStart = run.newMessages.length;
-      prompts = [next];
+      prompts = [next.message];
     }
+    run.dropQueued(ended);
   } catch (err) {
-    if (!isCancellation(err) && !(err instanceof CancelledDuringModelCall)) throw err;
-    await CancellationScope.nonCancellable(async () => endCancelled(run, err, promptStart));
+    if (err instanceof SetupFailed) {
+      run.stopReason = "error";
+      run.errorMessage = err.message;
+      run.dropQueued("run ended: error");
+      emit({ type: "agent_start" });
+      emit({ type: "agent_end", messages: [] });
+    } else {
+      if (!isCancellation(err) && !(err instanceof CancelledDuringModelCall)) throw err;
+      await CancellationScope.nonCancellable(async () => endCancelled(run, err, promptStart));
+    }
   }
 
   run.phase = "done";
   run.waitingForPrompt = false;
   run.publishDetails();
   if (memo) upsertMemo({ stopReason: run.stopReason, turns: run.turn, totalTokens: run.usage.totalTokens });
-  // Non-cancellable: after a cancel request the root scope throws on every new wait.
-  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  await CancellationScope.nonCancellable(async () => {
+    // Callers handed over by a continue-as-new come back for their answers: give them a moment before the run closes.
+    if (run.answers.length > 0) await condition(() => run.answers.length === 0, ANSWER_PICKUP);
+    // After a cancel request the root scope throws on every new wait: hence non-cancellable.
+    await condition(allHandlersFinished);
+  });
   return {
     ...fitMessages(run.newMessages, run.newMessagesOmitted),
     stopReason: run.stopReason!,
     turns: run.turn,
     usage: run.usage,
     ...(run.errorMessage !== undefined ? { errorMessage: run.errorMessage } : {}),
+    ...(run.dropped.length > 0 ? { dropped: run.dropped } : {}),
   };
 }
 
-/** Results stay far below Temporal's 2 MB payload limit, however long the run. */
-const RESULT_BUDGET_BYTES = 1_500_000;
+/** How long a finished session waits for callers handed over by continue-as-new to collect their answers. */
+const ANSWER_PICKUP = "30s";
 
-/** All messages when they fit; else the final one and how many were left out (the transcript query has them all). */
-export function fitMessages(messages: AgentMessage[], alreadyOmitted = 0): { messages: AgentMessage[]; messagesOmitted?: number } {
-  if (JSON.stringify(messages).length <= RESULT_BUDGET_BYTES) return alreadyOmitted ? { messages, messagesOmitted: alreadyOmitted } : { messages };
-  return { messages: messages.slice(-1), messagesOmitted: alreadyOmitted + messages.length - 1 };
+/** The run cannot start its loop: its events still open and close, and it fails with a typed, non-retryable error. */
+function failBeforeLoop(message: string, type: string): never {
+  emit({ type: "agent_start" });
+  emit({ type: "agent_end", messages: [] });
+  throw ApplicationFailure.nonRetryable(message, type);
 }
+
+/** The setup activity failed for good (not bad input): the run ends with stopReason "error". */
+class SetupFailed extends Error {}
 
 /** The setup activity resolves the model and tools in the worker; its answer is recorded in history. */
 async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
@@ -119,9 +149,10 @@ async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
   try {
     return await resolveRunSetup.executeWithOptions({ summary: `setup · ${label}` }, [{ model: input.model, tools: input.tools }]);
   } catch (err) {
-    const cause = err instanceof ActivityFailure ? err.cause : err;
-    if (cause instanceof ApplicationFailure && cause.nonRetryable) throw ApplicationFailure.nonRetryable(cause.message, cause.type ?? "InvalidRunInput");
-    throw err;
+    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
+    const cause = err.cause;
+    if (cause instanceof ApplicationFailure && cause.nonRetryable) failBeforeLoop(cause.message, cause.type ?? "InvalidRunInput");
+    throw new SetupFailed(`Setup failed: ${cause?.message ?? err.message}`);
   }
 }
 
@@ -143,30 +174,42 @@ async function runPrompt(input: AgentRunInput, setup: RunSetup, run: RunState, p
   let turns = resume?.turns ?? 0;
   let lastStop: AssistantMessage["stopReason"] = resume?.lastStop ?? "stop";
   let first = !resume;
-  let pending: AgentMessage[] = resume?.pending ?? [];
   let moreToolCalls = resume?.moreToolCalls ?? true;
+  // A resumed loop's agent_start was emitted by the run it continued from.
+  run.loopOpen = true;
   if (!resume) {
+    run.everStarted = true;
     emit({ type: "agent_start" });
     emit({ type: "turn_start" });
     enter(run, prompts);
-    pending = run.steering.splice(0);
+    run.pendingInput.push(...run.steering.splice(0));
   }
   const finish = (outcome: Outcome): Outcome => {
+    run.loopOpen = false;
     emit({ type: "agent_end", messages: run.newMessages.slice(start) });
     return outcome;
   };
 
   for (;;) {
-    while (moreToolCalls || pending.length > 0) {
+    while (moreToolCalls || run.pendingInput.length > 0) {
       if (turns >= maxTurns) {
-        run.steering.unshift(...(pending as typeof run.steering));
+        run.steering.unshift(...(run.pendingInput.splice(0) as typeof run.steering));
         return finish({ stopReason: "max_turns" });
       }
-      if (!first && shouldContinueAsNew(input, run)) await continueAsNewWith(input, setup, run, { start, turns, moreToolCalls, pending, lastStop });
+      if (!first && shouldContinueAsNew(input, run)) {
+        const prompt = run.currentPrompt;
+        await continueAsNewWith(input, setup, run, {
+          start,
+          turns,
+          moreToolCalls,
+          pending: [],
+          lastStop,
+          ...(prompt ? { promptId: prompt.id, promptStart: prompt.start } : {}),
+        });
+      }
       if (!first) emit({ type: "turn_start" });
       first = false;
-      enter(run, pending);
-      pending = [];
+      enter(run, run.pendingInput.splice(0));
       turns++;
       run.turn++;
       run.turnsThisRun++;
@@ -196,37 +239,30 @@ async function runPrompt(input: AgentRunInput, setup: RunSetup, run: RunState, p
       if (terminate) return finish({ stopReason: "terminate" });
       moreToolCalls = toolCalls.length > 0;
       lastStop = message.stopReason;
-      pending = run.steering.splice(0);
+      run.pendingInput.push(...run.steering.splice(0));
     }
-    pending = run.followUps.splice(0);
-    if (pending.length === 0) break;
+    run.pendingInput.push(...run.followUps.splice(0));
+    if (run.pendingInput.length === 0) break;
     moreToolCalls = true;
   }
   return finish({ stopReason: lastStop === "length" ? "length" : "stop" });
 }
 
-/** Hands a session prompt its answer: the messages since it was taken up. */
-function answerPrompt(run: RunState, start: number, outcome: Outcome): void {
-  const waiting = run.prompts.find((p) => p.result === undefined && p.taken);
-  if (waiting) waiting.result = { ...fitMessages(run.newMessages.slice(start)), ...outcome };
-}
-
 /** Sessions: wait for the next prompt, `close()` or the idle timeout; continue-as-new first when it is time. */
-async function nextPrompt(input: AgentRunInput, setup: RunSetup, run: RunState): Promise<AgentMessage | undefined> {
+async function nextPrompt(input: AgentRunInput, setup: RunSetup, run: RunState): Promise<{ message: AgentMessage } | { ended: string }> {
   const idle = typeof input.session === "object" && input.session.idleTimeout !== undefined ? input.session.idleTimeout : DEFAULT_IDLE_TIMEOUT;
-  const untaken = () => run.prompts.find((p) => !p.taken);
-  if (!run.closed && !untaken() && shouldContinueAsNew(input, run)) await continueAsNewWith(input, setup, run);
+  if (!run.closed && shouldContinueAsNew(input, run)) await continueAsNewWith(input, setup, run);
   run.waitingForPrompt = true;
   run.phase = "done";
   run.publishDetails();
-  const woke = await condition(() => untaken() !== undefined || run.closed, idle);
+  const woke = await condition(() => run.prompts.length > 0 || run.closed, idle);
   run.waitingForPrompt = false;
-  const next = untaken();
-  if (!woke || !next) return undefined;
-  next.taken = true;
+  const next = run.prompts.shift();
+  if (!next) return { ended: woke ? "session closed" : `session idle for ${idle}` };
+  run.currentPrompt = { id: next.id, start: run.newMessagesOmitted + run.newMessages.length };
   run.stopReason = undefined;
   run.errorMessage = undefined;
-  return next.message;
+  return { message: next.message };
 }
 
 /**
@@ -256,7 +292,17 @@ function endCancelled(run: RunState, err: unknown, promptStart: number): void {
   run.approvals.clear();
   run.stopReason = "aborted";
   run.errorMessage = "Run cancelled";
-  answerPrompt(run, promptStart, { stopReason: "aborted", errorMessage: run.errorMessage });
-  for (const queued of run.prompts) queued.result ??= { messages: [], stopReason: "aborted", errorMessage: "Session cancelled before this prompt ran" };
-  emit({ type: "agent_end", messages: run.newMessages.slice(promptStart) });
+  run.answerPrompt({ stopReason: "aborted", errorMessage: run.errorMessage });
+  // Prompts not taken up yet get an answer too: their callers are waiting.
+  const end = run.newMessagesOmitted + run.newMessages.length;
+  for (const queued of run.prompts.splice(0)) {
+    run.answers.push({ id: queued.id, start: end, end, stopReason: "aborted", errorMessage: "Session cancelled before this prompt ran" });
+  }
+  run.dropQueued("run cancelled");
+  // Exactly one agent_end per loop: an idle session's last loop has had its own.
+  if (run.loopOpen || !run.everStarted) {
+    if (!run.everStarted) emit({ type: "agent_start" });
+    run.loopOpen = false;
+    emit({ type: "agent_end", messages: run.newMessages.slice(promptStart) });
+  }
 }

@@ -50,7 +50,6 @@ export async function fitContext(input: AgentRunInput, setup: RunSetup, run: Run
   run.contextEpoch++;
   run.fromActivity.clear(); // shortened results are no longer their activity's output
   run.workerKnows = run.context.length;
-  run.compactions++;
   run.publishDetails(`context compacted (${used} → ${estimate(next)} tokens)`);
   return true;
 }

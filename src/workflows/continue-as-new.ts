@@ -1,63 +1,90 @@
 /**
  * Continue-as-new: a long run moves to a fresh history between turns (a
- * session between prompts), carrying what it needs. Same workflow id; the
- * client follows the chain, so `result()` is the chain's result and queries
- * reach the newest run.
+ * session between prompts, or between turns of a long prompt), carrying what
+ * it needs. Same workflow id; the client follows the chain, so `result()` is
+ * the chain's result and queries and updates reach the newest run.
+ *
+ * Two rules keep it safe. It never waits on a caller: update handlers that wait
+ * (session prompts) hand their callers over to the next run, so "all handlers
+ * finished" always comes. And the carry always fits: queued messages are
+ * bounded at the door (see budgets.ts), the rest is sized to what is left.
  */
 import { allHandlersFinished, condition, continueAsNew, log, workflowInfo } from "@temporalio/workflow";
 import type { AgentMessage, AgentRunInput, ContinuedRun, PromptLoopState, RunSetup } from "../types.js";
+import { BUDGETS, jsonBytes } from "./budgets.js";
 import { shortenToolResults } from "./compaction.js";
 import type { RunState } from "./run-state.js";
 
-/** The carried context must leave room in the 2 MB input payload for the rest. */
-const CONTEXT_BYTES = 1_000_000;
-/** New messages carried for the final result; older ones are counted, not carried. */
-const NEW_MESSAGES_BYTES = 400_000;
+/** New messages carried for the final result (older ones are counted, not carried). */
+const NEW_MESSAGES_BYTES = 256_000;
+/** Unclaimed prompt answers carried (each a few numbers); older ones are dropped. */
+const MAX_ANSWERS = 50;
+/** What a continued run's input says in place of the original prompt (the context carries it). */
+export const CONTINUED_PROMPT = "[continued: the prompt is in the first run of this workflow]";
 
 export function shouldContinueAsNew(input: AgentRunInput, run: RunState): boolean {
   const afterTurns = input.continueAsNew?.afterTurns;
   return workflowInfo().continueAsNewSuggested || (afterTurns !== undefined && run.turnsThisRun >= afterTurns);
 }
 
-const bytes = (messages: AgentMessage[]) => JSON.stringify(messages).length;
-
-/** What the next run needs, or undefined when the context cannot be made to fit (the run then goes on as it is). */
-export function buildCarry(setup: RunSetup, run: RunState, loop?: PromptLoopState): ContinuedRun | undefined {
-  let context = run.context;
-  if (bytes(context) > CONTEXT_BYTES) context = shortenToolResults(context, CONTEXT_BYTES / 4, (m) => Math.ceil(bytes(m) / 4)).context;
-  if (bytes(context) > CONTEXT_BYTES) return undefined;
-  // Keep the newest messages that fit, counting the rest as omitted.
-  let keepFrom = run.newMessages.length;
+/** The newest messages within `budget` bytes, and how many older ones were left out. */
+function newest(messages: AgentMessage[], budget: number): { kept: AgentMessage[]; left: number } {
+  let keepFrom = messages.length;
   let size = 2;
   while (keepFrom > 0) {
-    const next = JSON.stringify(run.newMessages[keepFrom - 1]).length + 1;
-    if (size + next > NEW_MESSAGES_BYTES && keepFrom < run.newMessages.length) break;
+    const next = jsonBytes(messages[keepFrom - 1]) + 1;
+    if (size + next > budget) break;
     size += next;
     keepFrom--;
   }
-  return {
+  return { kept: messages.slice(keepFrom), left: keepFrom };
+}
+
+/** What the next run needs, within the carry budget; undefined when the context cannot be made to fit (the run then goes on as it is). */
+export function buildCarry(input: AgentRunInput, setup: RunSetup, run: RunState, loop?: PromptLoopState): ContinuedRun | undefined {
+  const fixed: ContinuedRun = {
     setup,
-    context,
+    context: [],
     earlierMessages: run.earlierMessages + run.transcript.length,
-    newMessages: run.newMessages.slice(keepFrom),
-    newMessagesOmitted: run.newMessagesOmitted + keepFrom,
+    newMessages: [],
+    newMessagesOmitted: 0,
     usage: run.usage,
     turn: run.turn,
     steering: run.steering,
     followUps: run.followUps,
-    ...(loop ? { loop: { ...loop, start: Math.max(0, loop.start - keepFrom) } } : {}),
+    prompts: run.prompts,
+    nextPromptId: run.nextPromptId,
+    answers: run.answers.slice(-MAX_ANSWERS),
+    closed: run.closed,
+    dropped: run.dropped.slice(-100),
+    ...(loop ? { loop: { ...loop, pending: run.pendingInput } } : {}),
   };
+  const inputBytes = jsonBytes({ ...input, prompt: CONTINUED_PROMPT, continued: undefined });
+  let left = BUDGETS.carryBytes - inputBytes - jsonBytes(fixed) - 1000;
+  const { kept, left: omitted } = newest(run.newMessages, Math.min(NEW_MESSAGES_BYTES, Math.max(0, left / 4)));
+  left -= jsonBytes(kept);
+  let context = run.context;
+  if (jsonBytes(context) > left) context = shortenToolResults(context, left / 4, (m) => Math.ceil(jsonBytes(m) / 4)).context;
+  if (jsonBytes(context) > left) return undefined;
+  const carry: ContinuedRun = { ...fixed, context, newMessages: kept, newMessagesOmitted: run.newMessagesOmitted + omitted };
+  if (loop) carry.loop = { ...carry.loop!, start: Math.max(0, loop.start - omitted) };
+  return carry;
 }
 
-/** Continues as new once every update handler is done; returns only when the carry would not fit. */
+/**
+ * Continues as new once every update handler is done (waiting ones are handed
+ * over to the next run first); returns only when the carry would not fit.
+ */
 export async function continueAsNewWith(input: AgentRunInput, setup: RunSetup, run: RunState, loop?: PromptLoopState): Promise<void> {
+  run.continuing = true;
   await condition(allHandlersFinished);
-  const carry = buildCarry(setup, run, loop);
+  const carry = buildCarry(input, setup, run, loop);
   if (!carry) {
+    run.continuing = false;
     log.warn("continue-as-new skipped: the model context does not fit in a run's input even after shortening tool results");
     return;
   }
-  await continueAsNew<(input: AgentRunInput) => Promise<unknown>>({ ...input, continued: carry });
+  await continueAsNew<(input: AgentRunInput) => Promise<unknown>>({ ...input, prompt: CONTINUED_PROMPT, continued: carry });
 }
 
 /** The new run takes over the carried state. */
@@ -68,7 +95,15 @@ export function restoreCarry(run: RunState, carry: ContinuedRun): void {
   run.newMessagesOmitted = carry.newMessagesOmitted;
   run.usage = carry.usage;
   run.turn = carry.turn;
-  run.steering.push(...carry.steering); // in place: the update handlers hold these arrays
+  // In place: the update handlers hold these arrays.
+  run.steering.push(...carry.steering);
   run.followUps.push(...carry.followUps);
+  run.prompts.push(...(carry.prompts ?? []));
+  run.pendingInput.push(...(carry.loop?.pending ?? []));
+  run.answers.push(...(carry.answers ?? []));
+  run.dropped.push(...(carry.dropped ?? []));
+  run.nextPromptId = carry.nextPromptId ?? run.nextPromptId;
+  run.closed = carry.closed ?? false;
+  if (carry.loop?.promptId !== undefined) run.currentPrompt = { id: carry.loop.promptId, start: carry.loop.promptStart ?? 0 };
   run.previousRunId = workflowInfo().continuedFromExecutionRunId;
 }

@@ -35,8 +35,19 @@ export const steerUpdate = defineUpdate<{ queued: number }, [message: UserInput]
 /** Queue a message for when the agent would otherwise stop: the run goes on with another turn. */
 export const followUpUpdate = defineUpdate<{ queued: number }, [message: UserInput]>("followUp");
 
+/**
+ * What the `prompt` and `promptAnswer` updates return: the answer, or, when the
+ * run continued as new before it was ready, the prompt's id to ask the next run
+ * for it with `promptAnswer` (an update handler that waited across
+ * continue-as-new would block it forever). `handle.prompt()` follows it.
+ */
+export type PromptUpdateResult = PromptResult | { continuedAsNew: true; promptId: number };
+
 /** Session runs only: a new prompt; returns once its turns are done, with their messages. */
-export const promptUpdate = defineUpdate<PromptResult, [message: UserInput]>("prompt");
+export const promptUpdate = defineUpdate<PromptUpdateResult, [message: UserInput]>("prompt");
+
+/** Session runs only: waits for the answer of a prompt sent to an earlier run of the chain. */
+export const promptAnswerUpdate = defineUpdate<PromptUpdateResult, [promptId: number]>("promptAnswer");
 
 /** Session runs only: end the session once the current prompt is done. */
 export const closeUpdate = defineUpdate<void>("close");

@@ -10,14 +10,17 @@ import {
   denyUpdate,
   followUpUpdate,
   modelContextQuery,
+  promptAnswerUpdate,
   promptUpdate,
+  type PromptUpdateResult,
   stateQuery,
   steerUpdate,
   transcriptQuery,
   type UserInput,
 } from "./definitions.js";
+import { BUDGETS, jsonBytes } from "./budgets.js";
 import { validateUserInput } from "./input.js";
-import { toUserMessage, type QueuedPrompt, type RunState } from "./run-state.js";
+import { toUserMessage, type RunState } from "./run-state.js";
 
 /** Most bytes one query page carries: under Temporal's 512 KB payload warning, far under the 2 MB limit. */
 const PAGE_BYTES = 400_000;
@@ -28,20 +31,38 @@ function page<T>(items: T[], offset = 0, limit?: number): T[] {
   const out: T[] = [];
   let bytes = 0;
   for (let i = start; i < end; i++) {
-    bytes += JSON.stringify(items[i]).length;
+    bytes += jsonBytes(items[i]);
     if (out.length > 0 && bytes > PAGE_BYTES) break;
     out.push(items[i]);
   }
   return out;
 }
 
-function requireMessage(message: UserInput): void {
+/** A well-formed message within its own budget and the queue's: what is accepted is always carried. */
+function requireMessage(run: RunState, message: UserInput): void {
   const problem = validateUserInput(message);
   if (problem) throw new Error(`Invalid message: ${problem}`);
+  const queued = run.queuedBytes();
+  const size = jsonBytes(message);
+  if (queued + size > BUDGETS.queuedBytes) {
+    throw new Error(
+      `Queue full: ${queued} bytes of messages are waiting and this one is ${size} bytes; a run holds at most ${BUDGETS.queuedBytes} bytes of queued messages. Send it once the run has taken them up.`,
+    );
+  }
 }
 
 function requireOpen(run: RunState): void {
-  if (run.stopReason !== undefined && !run.waitingForPrompt) throw new Error("The run has ended");
+  if (run.stopReason !== undefined && !run.waitingForPrompt) throw new Error(`The run has ended (${run.stopReason})`);
+  if (run.waitingForPrompt) throw new Error("The session is waiting for a prompt: send it with prompt(); steering and follow-ups apply while a prompt runs");
+}
+
+/** Waits for a session prompt's answer; hands the caller over to the next run when this one continues as new first. */
+async function awaitAnswer(run: RunState, id: number): Promise<PromptUpdateResult> {
+  await condition(() => run.answers.some((a) => a.id === id) || run.continuing);
+  const index = run.answers.findIndex((a) => a.id === id);
+  if (index < 0) return { continuedAsNew: true, promptId: id };
+  const [answer] = run.answers.splice(index, 1); // delivered: no later run needs to carry it
+  return run.promptResult(answer);
 }
 
 function requireApproval(run: RunState, toolCallId: string): void {
@@ -75,25 +96,32 @@ export function installHandlers(run: RunState, input: AgentRunInput): void {
         run.publishDetails();
         return { queued: queue.length };
       },
-      { validator: (message) => (requireOpen(run), requireMessage(message)) },
+      { validator: (message) => (requireOpen(run), requireMessage(run, message)) },
     );
   }
   setHandler(
     promptUpdate,
-    async (message) => {
-      const queued: QueuedPrompt = { id: run.nextPromptId++, message: toUserMessage(message) };
-      run.prompts.push(queued);
-      await condition(() => queued.result !== undefined);
-      return queued.result!;
+    (message) => {
+      const id = run.nextPromptId++;
+      run.prompts.push({ id, message: toUserMessage(message) });
+      run.publishDetails();
+      return awaitAnswer(run, id);
     },
     {
       validator: (message) => {
         if (!input.session) throw new Error("This run is not a session: start it with `session: true` to send prompts");
-        if (run.closed || (run.stopReason !== undefined && !run.waitingForPrompt)) throw new Error("The session has ended");
-        requireMessage(message);
+        if (run.closed) throw new Error("The session is closed");
+        if (run.stopReason !== undefined && !run.waitingForPrompt) throw new Error(`The session has ended (${run.stopReason})`);
+        requireMessage(run, message);
       },
     },
   );
+  setHandler(promptAnswerUpdate, (id) => awaitAnswer(run, id), {
+    validator: (id) => {
+      const known = run.answers.some((a) => a.id === id) || run.currentPrompt?.id === id || run.prompts.some((p) => p.id === id);
+      if (!known) throw new Error(`No answer for prompt ${id} is waiting in this run (it was delivered already, or never sent)`);
+    },
+  });
   setHandler(
     closeUpdate,
     () => {
@@ -102,6 +130,7 @@ export function installHandlers(run: RunState, input: AgentRunInput): void {
     {
       validator: () => {
         if (!input.session) throw new Error("This run is not a session");
+        if (run.stopReason !== undefined && !run.waitingForPrompt) throw new Error(`The session has ended (${run.stopReason})`);
       },
     },
   );

@@ -3,6 +3,10 @@
  * runs it first thing and the client runs it before starting, so both reject
  * the same input with the same message naming the field.
  */
+import { compileRetryPolicy, msToNumber } from "@temporalio/common";
+import { BUDGETS, jsonBytes, overBudget } from "./budgets.js";
+import { messageProblem } from "./message-schema.js";
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const ROLES = ["user", "assistant", "toolResult"];
 
@@ -19,40 +23,78 @@ function checkModel(model: unknown): string | undefined {
   return undefined;
 }
 
-function checkContent(content: unknown, field: string): string | undefined {
-  if (typeof content === "string") return undefined;
-  if (!Array.isArray(content)) return `"${field}" must be a string or an array of content blocks`;
-  for (let i = 0; i < content.length; i++) {
-    const block = content[i];
-    if (!isObject(block) || typeof block.type !== "string") return `"${field}[${i}]" must be a content block with a "type"`;
-  }
-  return undefined;
-}
-
-function checkMessage(message: unknown, field: string): string | undefined {
-  if (!isObject(message)) return `"${field}" must be a message object`;
-  if (typeof message.role !== "string" || !ROLES.includes(message.role)) {
-    return `"${field}.role" must be one of ${ROLES.join(", ")}`;
-  }
-  if (message.role === "toolResult" && typeof message.toolCallId !== "string") return `"${field}.toolCallId" must be a string`;
-  return checkContent(message.content, `${field}.content`);
-}
-
 function checkPrompt(prompt: unknown): string | undefined {
   if (typeof prompt === "string") return prompt.length === 0 ? `"prompt" must not be empty` : undefined;
   if (Array.isArray(prompt)) {
     if (prompt.length === 0) return `"prompt" must not be an empty list`;
     for (let i = 0; i < prompt.length; i++) {
-      const problem = checkMessage(prompt[i], `prompt[${i}]`);
+      const problem = messageProblem(prompt[i], `prompt[${i}]`, ROLES);
       if (problem) return problem;
     }
     const last = prompt[prompt.length - 1] as { role: string };
     if (last.role === "assistant") return `"prompt" must not end with an assistant message: the model needs a user message or tool result to answer`;
     return undefined;
   }
-  const problem = checkMessage(prompt, "prompt");
+  return messageProblem(prompt, "prompt");
+}
+
+/**
+ * A duration as Temporal reads it (ms number or an `ms` string like "30s"),
+ * positive and finite: what the SDK would throw on inside the workflow task,
+ * retried forever, is refused here instead.
+ */
+export function checkDuration(value: unknown, field: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" && typeof value !== "number") return `"${field}" must be a duration (milliseconds, or a string like "30s")`;
+  let ms: number;
+  try {
+    ms = msToNumber(value as never);
+  } catch {
+    return `"${field}" is not a duration: ${JSON.stringify(value)} (use milliseconds, or a string like "30s")`;
+  }
+  if (!Number.isFinite(ms) || ms <= 0) return `"${field}" must be a positive duration, got ${JSON.stringify(value)}`;
+  return undefined;
+}
+
+const RETRY_KEYS = ["initialInterval", "backoffCoefficient", "maximumInterval", "maximumAttempts", "nonRetryableErrorTypes"];
+
+/** A retry policy Temporal accepts (its own compileRetryPolicy decides), as plain JSON. */
+export function checkRetry(retry: unknown, field: string): string | undefined {
+  if (retry === undefined) return undefined;
+  if (!isObject(retry)) return `"${field}" must be an object`;
+  for (const key of Object.keys(retry)) if (!RETRY_KEYS.includes(key)) return `"${field}.${key}" is not a retry option`;
+  const problem = checkDuration(retry.initialInterval, `${field}.initialInterval`) ?? checkDuration(retry.maximumInterval, `${field}.maximumInterval`);
   if (problem) return problem;
-  return (prompt as { role: string }).role === "user" ? undefined : `"prompt.role" must be "user" for a single message`;
+  const attempts = retry.maximumAttempts;
+  if (attempts !== undefined && (typeof attempts !== "number" || !Number.isInteger(attempts) || attempts < 1)) {
+    return `"${field}.maximumAttempts" must be a positive integer`;
+  }
+  const coefficient = retry.backoffCoefficient;
+  if (coefficient !== undefined && (typeof coefficient !== "number" || !Number.isFinite(coefficient) || coefficient < 1)) {
+    return `"${field}.backoffCoefficient" must be a number ≥ 1`;
+  }
+  const types = retry.nonRetryableErrorTypes;
+  if (types !== undefined && (!Array.isArray(types) || types.some((t) => typeof t !== "string"))) return `"${field}.nonRetryableErrorTypes" must be a list of strings`;
+  try {
+    compileRetryPolicy(retry as never);
+  } catch (err) {
+    return `"${field}": ${(err as Error).message}`;
+  }
+  return undefined;
+}
+
+/** Timeouts and retry policy of an activity (the model's, or a tool's). */
+export function checkActivityOptions(options: unknown, field: string): string | undefined {
+  if (options === undefined) return undefined;
+  if (!isObject(options)) return `"${field}" must be an object`;
+  for (const key of Object.keys(options)) {
+    if (!["startToCloseTimeout", "heartbeatTimeout", "retry"].includes(key)) return `"${field}.${key}" is not an activity option`;
+  }
+  return (
+    checkDuration(options.startToCloseTimeout, `${field}.startToCloseTimeout`) ??
+    checkDuration(options.heartbeatTimeout, `${field}.heartbeatTimeout`) ??
+    checkRetry(options.retry, `${field}.retry`)
+  );
 }
 
 function checkOptional(input: Record<string, unknown>): string | undefined {
@@ -67,9 +109,8 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
     const n = input.maxTurns;
     if (typeof n !== "number" || !Number.isInteger(n) || n < 1) return `"maxTurns" must be a positive integer`;
   }
-  if (input.modelActivity !== undefined && !isObject(input.modelActivity)) return `"modelActivity" must be an object`;
-  const timeout = input.approvalTimeout;
-  if (timeout !== undefined && typeof timeout !== "string" && typeof timeout !== "number") return `"approvalTimeout" must be a duration`;
+  const activity = checkActivityOptions(input.modelActivity, "modelActivity") ?? checkDuration(input.approvalTimeout, "approvalTimeout");
+  if (activity) return activity;
   const limits = input.toolResultLimits;
   if (limits !== undefined) {
     if (!isObject(limits)) return `"toolResultLimits" must be an object`;
@@ -92,25 +133,28 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
   return checkSession(input.session);
 }
 
-/** Checks a message a person sends in (steer, follow-up, prompt): text or a user message. */
+/** Checks a message a person sends in (steer, follow-up, prompt): text or a user message, within its byte budget. */
 export function validateUserInput(value: unknown, field = "message"): string | undefined {
-  if (typeof value === "string") return value.length === 0 ? `"${field}" must not be empty` : undefined;
-  const problem = checkMessage(value, field);
-  if (problem) return problem;
-  return (value as { role: string }).role === "user" ? undefined : `"${field}.role" must be "user"`;
+  const shape = typeof value === "string" ? (value.length === 0 ? `"${field}" must not be empty` : undefined) : messageProblem(value, field);
+  return shape ?? overBudget(field, jsonBytes(value), BUDGETS.messageBytes);
 }
 
 function checkSession(session: unknown): string | undefined {
   if (session === undefined || typeof session === "boolean") return undefined;
   if (!isObject(session)) return `"session" must be a boolean or { idleTimeout }`;
-  const t = session.idleTimeout;
-  if (t !== undefined && typeof t !== "string" && typeof t !== "number") return `"session.idleTimeout" must be a duration`;
-  return undefined;
+  return checkDuration(session.idleTimeout, "session.idleTimeout");
 }
 
 /** Returns a message naming the first bad field, or undefined when the input is usable. */
 export function validateRunInput(input: unknown): string | undefined {
   if (!isObject(input)) return "run input must be an object";
-  return checkModel(input.model) ?? checkPrompt(input.prompt) ?? checkOptional(input);
+  const { prompt, continued: _continued, ...rest } = input;
+  return (
+    checkModel(input.model) ??
+    checkPrompt(prompt) ??
+    checkOptional(input) ??
+    overBudget("prompt", jsonBytes(prompt), BUDGETS.promptBytes) ??
+    overBudget("run input (without prompt)", jsonBytes(rest), BUDGETS.inputBytes)
+  );
 }
 

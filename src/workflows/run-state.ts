@@ -6,22 +6,38 @@ import type {
   AgentRunState,
   AgentStopReason,
   ApprovalDecision,
+  DroppedMessage,
   ExecuteToolOutput,
   PendingApproval,
   PendingToolCall,
+  PromptAnswer,
   PromptResult,
 } from "../types.js";
+import { jsonBytes } from "./budgets.js";
 import type { UserInput } from "./definitions.js";
 import { runDetails } from "./summary.js";
 import { addUsage, emptyUsage } from "./usage.js";
 
-/** A session prompt waiting to be processed, and where its answer goes. */
+/** A session prompt waiting to be taken up; its caller waits for the answer under its id. */
 export interface QueuedPrompt {
   id: number;
   message: UserMessage;
-  /** The run has taken it up (its turns are running or done). */
-  taken?: boolean;
-  result?: PromptResult;
+}
+
+/** Results stay far below Temporal's 2 MB payload limit, however long the run. */
+const RESULT_BUDGET_BYTES = 1_500_000;
+
+/** All messages when they fit; else the final one and how many were left out (the transcript query has them all). */
+export function fitMessages(messages: AgentMessage[], alreadyOmitted = 0): { messages: AgentMessage[]; messagesOmitted?: number } {
+  if (jsonBytes(messages) <= RESULT_BUDGET_BYTES) return alreadyOmitted ? { messages, messagesOmitted: alreadyOmitted } : { messages };
+  return { messages: messages.slice(-1), messagesOmitted: alreadyOmitted + messages.length - 1 };
+}
+
+/** The text a dropped message is remembered by. */
+function preview(message: AgentMessage): string {
+  const content = message.content;
+  const text = typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
 
 /** One tool call waiting for a person. */
@@ -61,8 +77,23 @@ export class RunState {
   batch?: { toolCallIds: string[]; outputs: (ExecuteToolOutput | undefined)[] };
   steering: UserMessage[] = [];
   followUps: UserMessage[] = [];
+  /** Steering taken from the queue that enters the transcript before the next model call. */
+  pendingInput: AgentMessage[] = [];
+  /** Session prompts not yet taken up. */
   prompts: QueuedPrompt[] = [];
   nextPromptId = 1;
+  /** The session prompt being answered. */
+  currentPrompt?: { id: number; start: number };
+  /** Answers of session prompts (positions among the chain's new messages), until their callers have them. */
+  answers: PromptAnswer[] = [];
+  /** Accepted messages that will never be processed, and why. */
+  dropped: DroppedMessage[] = [];
+  /** Continue-as-new is under way: update handlers that wait hand their callers over to the next run. */
+  continuing = false;
+  /** agent_start was emitted and its agent_end not yet. */
+  loopOpen = false;
+  /** A loop has started in this run or an earlier one of the chain. */
+  everStarted = false;
   approvals = new Map<string, ApprovalWait>();
   closed = false;
   /** Continue-as-new: transcript messages earlier runs hold, new messages left behind, the previous run. */
@@ -71,8 +102,6 @@ export class RunState {
   previousRunId?: string;
   /** Model calls in this run (continue-as-new counts per run). */
   turnsThisRun = 0;
-  /** Times the context was compacted. */
-  compactions = 0;
   stopReason?: AgentStopReason;
   errorMessage?: string;
 
@@ -87,6 +116,41 @@ export class RunState {
     this.context.push(withoutDetails(message));
     this.newMessages.push(message);
     if (message.role === "assistant") this.usage = addUsage(this.usage, message.usage);
+  }
+
+  /** Bytes of everything accepted and not yet in the transcript (all of it is carried across continue-as-new). */
+  queuedBytes(): number {
+    return jsonBytes(this.steering) + jsonBytes(this.followUps) + jsonBytes(this.pendingInput) + jsonBytes(this.prompts.map((p) => p.message));
+  }
+
+  /** Everything still queued will not be processed: record why, so the callers can see it. */
+  dropQueued(reason: string): void {
+    const drop = (kind: DroppedMessage["kind"], messages: AgentMessage[]) => {
+      for (const message of messages) this.dropped.push({ kind, preview: preview(message), reason });
+    };
+    drop("steer", this.pendingInput.splice(0));
+    drop("steer", this.steering.splice(0));
+    drop("followUp", this.followUps.splice(0));
+    drop("prompt", this.prompts.splice(0).map((p) => p.message));
+  }
+
+  /** Records the current session prompt's answer (positions over the chain's new messages). */
+  answerPrompt(outcome: { stopReason: AgentStopReason; errorMessage?: string }): void {
+    const current = this.currentPrompt;
+    if (!current) return;
+    this.currentPrompt = undefined;
+    this.answers.push({ id: current.id, start: current.start, end: this.newMessagesOmitted + this.newMessages.length, ...outcome });
+  }
+
+  /** A prompt's answer as its caller receives it; messages left behind at continue-as-new are counted as omitted. */
+  promptResult(answer: PromptAnswer): PromptResult {
+    const from = answer.start - this.newMessagesOmitted;
+    const messages = this.newMessages.slice(Math.max(0, from), Math.max(0, answer.end - this.newMessagesOmitted));
+    return {
+      ...fitMessages(messages, Math.max(0, Math.min(answer.end, this.newMessagesOmitted) - answer.start)),
+      stopReason: answer.stopReason,
+      ...(answer.errorMessage !== undefined ? { errorMessage: answer.errorMessage } : {}),
+    };
   }
 
   hasResult(toolCallId: string): boolean {
@@ -109,13 +173,14 @@ export class RunState {
       usage: this.usage,
       pendingToolCalls: this.pending.map((p) => ({ ...p })),
       pendingApprovals: [...this.approvals.values()].filter((a) => !a.decision).map((a) => ({ ...a.pending })),
-      queuedSteering: this.steering.length,
+      queuedSteering: this.steering.length + this.pendingInput.length,
       queuedFollowUps: this.followUps.length,
       messageCount: this.earlierMessages + this.transcript.length,
       earlierMessages: this.earlierMessages,
       ...(this.previousRunId ? { previousRunId: this.previousRunId } : {}),
       stopReason: this.stopReason,
       errorMessage: this.errorMessage,
+      ...(this.dropped.length > 0 ? { dropped: [...this.dropped] } : {}),
     };
   }
 
