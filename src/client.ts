@@ -16,7 +16,7 @@ import {
   transcriptQuery,
   type UserInput,
 } from "./workflows/definitions.js";
-import { validateRunInput } from "./workflows/input.js";
+import { validateRunInput, validateUserInput } from "./workflows/input.js";
 import { closedRunView } from "./history-view.js";
 
 /** Thrown by startAgentRun for input the workflow would reject; nothing is started. */
@@ -70,6 +70,17 @@ export interface AgentRunHandle {
   deny(toolCallId: string, reason?: string): Promise<void>;
 }
 
+/**
+ * Checks a message before it is sent: an update over Temporal's payload limit
+ * cannot even be refused by the run without the server failing its task, so
+ * the caller gets a typed error naming the size and the limit instead.
+ */
+function checked<T>(message: T): T {
+  const problem = validateUserInput(message);
+  if (problem) throw new InvalidRunInputError(`Invalid message: ${problem}`);
+  return message;
+}
+
 function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
   // A finished run is answered from its history, so no worker needs to be up to look at it; when its
   // result left messages out (too big), only the transcript query has them all.
@@ -92,10 +103,10 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     cancel: async () => {
       await workflow.cancel();
     },
-    steer: (message) => workflow.executeUpdate(steerUpdate, { args: [message] }),
-    followUp: (message) => workflow.executeUpdate(followUpUpdate, { args: [message] }),
+    steer: async (message) => workflow.executeUpdate(steerUpdate, { args: [checked(message)] }),
+    followUp: async (message) => workflow.executeUpdate(followUpUpdate, { args: [checked(message)] }),
     prompt: async (message) => {
-      let answer = await workflow.executeUpdate(promptUpdate, { args: [message] });
+      let answer = await workflow.executeUpdate(promptUpdate, { args: [checked(message)] });
       // The run continued as new before answering: the newest run of the chain has the answer.
       while ("continuedAsNew" in answer) answer = await workflow.executeUpdate(promptAnswerUpdate, { args: [answer.promptId] });
       return answer;

@@ -2,6 +2,7 @@
 import { ApplicationFailure } from "@temporalio/common";
 import { getApiProvider, getModel, type Api, type KnownProvider, type Model } from "@jai/ai";
 import type { AgentTool, ModelRef, RunSetup, ToolSpec } from "../types.js";
+import { checkActivityOptions, checkDuration } from "../workflows/input.js";
 
 function invalid(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`Invalid run input: ${message}`, "InvalidRunInput");
@@ -46,6 +47,11 @@ export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[
         throw invalid(`"tools": unknown tool${missing.length > 1 ? "s" : ""} ${missing.map((n) => `"${n}"`).join(", ")}; this worker has: ${known}`);
       }
       selected = tools.filter((t) => input.tools!.includes(t.name));
+    }
+    for (const tool of selected) {
+      const problem = checkActivityOptions(tool.activity, `${tool.name}.activity`) ?? checkDuration(tool.approvalTimeout, `${tool.name}.approvalTimeout`);
+      // The worker's configuration, not the caller's input: the run cannot use this tool as configured.
+      if (problem) throw ApplicationFailure.nonRetryable(`Invalid tool configuration in the worker: ${problem}`, "InvalidToolConfig");
     }
     return { model, tools: selected.map(toToolSpec) };
   };

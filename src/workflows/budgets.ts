@@ -42,9 +42,10 @@ export function jsonBytes(value: unknown): number {
   return utf8Bytes(JSON.stringify(value) ?? "");
 }
 
-const format = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+/** 1234567 → "1,234,567" (no Intl in workflow code). */
+export const formatCount = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 
 /** `"prompt" is 3,145,740 bytes (UTF-8 JSON); the limit is 1,000,000 bytes`, or undefined when within. */
 export function overBudget(field: string, bytes: number, limit: number): string | undefined {
-  return bytes > limit ? `"${field}" is ${format(bytes)} bytes (UTF-8 JSON); the limit is ${format(limit)} bytes` : undefined;
+  return bytes > limit ? `"${field}" is ${formatCount(bytes)} bytes (UTF-8 JSON); the limit is ${formatCount(limit)} bytes` : undefined;
 }

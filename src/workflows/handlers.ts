@@ -18,7 +18,7 @@ import {
   transcriptQuery,
   type UserInput,
 } from "./definitions.js";
-import { BUDGETS, jsonBytes } from "./budgets.js";
+import { BUDGETS, formatCount, jsonBytes } from "./budgets.js";
 import { validateUserInput } from "./input.js";
 import { toUserMessage, type RunState } from "./run-state.js";
 
@@ -46,7 +46,7 @@ function requireMessage(run: RunState, message: UserInput): void {
   const size = jsonBytes(message);
   if (queued + size > BUDGETS.queuedBytes) {
     throw new Error(
-      `Queue full: ${queued} bytes of messages are waiting and this one is ${size} bytes; a run holds at most ${BUDGETS.queuedBytes} bytes of queued messages. Send it once the run has taken them up.`,
+      `Queue full: ${formatCount(queued)} bytes of messages are waiting and this one is ${formatCount(size)} bytes; a run holds at most ${formatCount(BUDGETS.queuedBytes)} bytes of queued messages. Send it once the run has taken them up.`,
     );
   }
 }

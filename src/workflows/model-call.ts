@@ -3,6 +3,7 @@ import {
   ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   CancelledFailure,
   isCancellation,
   proxyActivities,
@@ -82,7 +83,10 @@ export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunS
     run.workerKnows = run.context.length + 1;
     return message;
   } catch (err) {
-    if (isCancellation(err)) throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
+    // A cancel whose model worker is dead ends in a heartbeat timeout, not a cancellation: it is still a cancel.
+    if (isCancellation(err) || CancellationScope.current().consideredCancelled) {
+      throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
+    }
     if (!(err instanceof ActivityFailure)) throw err;
     if (isOverflow(err) && !retriedOverflow && (await fitContext(input, setup, run, "overflow"))) return callModel(input, setup, run, true);
     const message: AssistantMessage = {

@@ -3,7 +3,7 @@
  * activity per call. Every call ends with a result in the transcript, in the
  * order the model asked for them.
  */
-import { ActivityFailure, condition, isCancellation, proxyActivities, TimeoutFailure, type ActivityOptions } from "@temporalio/workflow";
+import { ActivityFailure, CancellationScope, condition, isCancellation, proxyActivities, TimeoutFailure, type ActivityOptions } from "@temporalio/workflow";
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
 import type { AgentEvent, AgentRunInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolActivityOptions, ToolResultLimits, ToolSpec } from "../types.js";
@@ -20,7 +20,16 @@ const TOOL_DEFAULTS: ActivityOptions = {
   retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "30s", maximumAttempts: 3 },
 };
 
-const { executeTool, prepareToolCall } = proxyActivities<Activities>(TOOL_DEFAULTS);
+const { executeTool } = proxyActivities<Activities>(TOOL_DEFAULTS);
+/**
+ * The approval predicate is quick worker code: it never heartbeats, so it has
+ * no heartbeat timeout (a tool's would kill it), a short timeout of its own and
+ * few retries; when it still fails, the call ends with an error result.
+ */
+const { prepareToolCall } = proxyActivities<Activities>({
+  startToCloseTimeout: "1m",
+  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumAttempts: 3 },
+});
 
 export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
 export const ABORTED_BY_CANCEL = "Aborted: the run was cancelled before this tool call finished.";
@@ -93,9 +102,7 @@ async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, cal
   if (spec.approval) {
     let needsApproval = spec.approval === "always";
     if (spec.approval === "predicate") {
-      const check = await prepareToolCall.executeWithOptions(activityOverrides(spec.activity, `approval check · ${toolSummary(spec.name, call.arguments)}`), [
-        { toolCallId: call.id, toolName: call.name, args: call.arguments },
-      ]);
+      const check = await checkApproval(spec, call);
       if (check.error) return errorOutput(check.error);
       needsApproval = check.needsApproval;
     }
@@ -106,6 +113,20 @@ async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, cal
     }
   }
   return executeCall(spec, call, run.turn, index, input.toolResultLimits, run.fromActivity);
+}
+
+/** Asks the tool's approval predicate in the worker; its failure is the call's error result, never the run's. */
+async function checkApproval(spec: ToolSpec, call: ToolCall): Promise<{ error?: string; needsApproval: boolean }> {
+  const timeout = spec.activity?.startToCloseTimeout;
+  try {
+    return await prepareToolCall.executeWithOptions(
+      { summary: `approval check · ${toolSummary(spec.name, call.arguments)}`, ...(timeout !== undefined ? { startToCloseTimeout: timeout } : {}) } as ActivityOptions,
+      [{ toolCallId: call.id, toolName: call.name, args: call.arguments }],
+    );
+  } catch (err) {
+    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
+    return { error: `Tool ${call.name}: its approval check failed (${err.cause?.message ?? err.message}), so the call did not run.`, needsApproval: false };
+  }
 }
 
 /** Waits as a workflow condition; returns why the call may not run, or undefined when approved. */
@@ -142,7 +163,8 @@ async function executeCall(
     fromActivity.add(call.id);
     return output;
   } catch (err) {
-    if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    // A cancel whose tool worker is dead ends in a timeout: still a cancel.
+    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
     if (err.cause instanceof TimeoutFailure) {
       const attempts = spec.activity?.retry?.maximumAttempts;
       const why = attempts === 1 ? "it is not idempotent, so it was not run again" : `no attempt finished (${attempts ?? TOOL_DEFAULTS.retry?.maximumAttempts} allowed)`;
