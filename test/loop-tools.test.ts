@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type ToolCall } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
 import type { AgentTool, AgentToolResult, ToolExecutionMode } from "../src/types.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import { deferred, eventTrace, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -178,8 +178,28 @@ describe("scheduling", () => {
     expect(log.indexOf("end:p2")).toBeLessThan(log.indexOf("end:p1"));
     expect(log.slice(4)).toEqual(["start:s", "end:s", "start:p3", "end:p3"]);
     expect(toolResults.map((r) => r.toolName)).toEqual(["p1", "p2", "s", "p3"]);
-    const ends = events.flatMap((e) => (e.type === "tool_execution_end" ? [e.toolName] : []));
-    expect(ends).toEqual(["p1", "p2", "s", "p3"]);
+    // Each call ends when it finishes (p2 before p1); each group's results follow it in source order.
+    const batch = eventTrace(events).filter((t) => t.startsWith("tool_execution") || t.endsWith(":toolResult"));
+    expect(batch).toEqual([
+      "tool_execution_start:p1",
+      "tool_execution_start:p2",
+      "tool_execution_end:p2",
+      "tool_execution_end:p1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "tool_execution_start:s",
+      "tool_execution_end:s",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "tool_execution_start:p3",
+      "tool_execution_end:p3",
+      "message_start:toolResult",
+      "message_end:toolResult",
+    ]);
+    const resultOrder = events.flatMap((e) => (e.type === "message_end" && e.message.role === "toolResult" ? [e.message.toolName] : []));
+    expect(resultOrder).toEqual(["p1", "p2", "s", "p3"]);
   });
 
   it("runs everything one by one when the run's mode is sequential", async () => {
