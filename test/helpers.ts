@@ -92,3 +92,38 @@ export function textOf(message: { content: unknown } | undefined): string {
   if (!Array.isArray(content)) return "";
   return content.filter((c) => c.type === "text").map((c) => c.text).join("");
 }
+
+/**
+ * What breaks pi-agent-core's tool-call structure in a run's events (empty when
+ * clean): each started call ends once, its updates in between; a result message
+ * comes after its call's end, as a start/end pair, while no call is running;
+ * at agent_end every tool call of every assistant message has one result.
+ */
+export function toolEventProblems(events: AgentEvent[]): string[] {
+  const problems: string[] = [];
+  const state = new Map<string, "running" | "ended" | "result">();
+  const calls: string[] = [];
+  events.forEach((e, i) => {
+    if (e.type === "tool_execution_start") {
+      if (state.has(e.toolCallId)) problems.push(`${e.toolCallId} started twice`);
+      state.set(e.toolCallId, "running");
+    } else if (e.type === "tool_execution_update" && state.get(e.toolCallId) !== "running") {
+      problems.push(`${e.toolCallId} updated while not running`);
+    } else if (e.type === "tool_execution_end") {
+      if (state.get(e.toolCallId) !== "running") problems.push(`${e.toolCallId} ended while not running`);
+      state.set(e.toolCallId, "ended");
+    } else if (e.type === "message_end" && e.message.role === "assistant") {
+      for (const c of e.message.content) if (c.type === "toolCall") calls.push(c.id);
+    } else if (e.type === "message_start" && e.message.role === "toolResult") {
+      const id = e.message.toolCallId;
+      const next = events[i + 1];
+      if (next?.type !== "message_end" || next.message.role !== "toolResult" || next.message.toolCallId !== id) problems.push(`${id}'s result message_start is not followed by its message_end`);
+      if (state.get(id) === "result") problems.push(`${id} has two results`);
+      for (const [other, s] of state) if (s === "running") problems.push(`${id}'s result came while ${other} was running`);
+      state.set(id, "result");
+    } else if (e.type === "agent_end") {
+      for (const id of calls) if (state.get(id) !== "result") problems.push(`${id} has no result at agent_end`);
+    }
+  });
+  return problems;
+}

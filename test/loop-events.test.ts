@@ -2,8 +2,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
-import type { AgentTool } from "../src/types.js";
-import { eventTrace, fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "./helpers.js";
+import type { AgentEvent, AgentTool } from "../src/types.js";
+import { ABORTED_BY_CANCEL } from "../src/workflows/tool-calls.js";
+import { deferred, eventTrace, fauxModel, openTestEnv, testWorker, textOf, toolEventProblems, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -161,3 +162,112 @@ describe("transcript", () => {
   });
 });
 
+
+describe("tool events", () => {
+  /** A worker whose events also resolve `seen(match)` promises, so tools can wait for what the UI saw. */
+  async function watchedWorker(tools: AgentTool<any>[]) {
+    const events: AgentEvent[] = [];
+    const waiters: { match: (e: AgentEvent) => boolean; resolve: () => void }[] = [];
+    const w = await testWorker(env, tools, {
+      onEvent: (event) => {
+        events.push(event);
+        for (const waiter of waiters) if (waiter.match(event)) waiter.resolve();
+      },
+    });
+    const seen = (match: (e: AgentEvent) => boolean) => {
+      const d = deferred();
+      if (events.some(match)) d.resolve();
+      else waiters.push({ match, resolve: d.resolve });
+      return within(d.promise, 20000, "an event");
+    };
+    return { ...w, events, seen };
+  }
+  const ended = (id: string) => (e: AgentEvent) => e.type === "tool_execution_end" && e.toolCallId === id;
+  const batchTrace = (events: AgentEvent[]) =>
+    events.flatMap((e) =>
+      e.type.startsWith("tool_execution") ? [`${e.type}:${(e as { toolCallId: string }).toolCallId}`] : (e.type === "message_start" || e.type === "message_end") && e.message.role === "toolResult" ? [`${e.type}:${e.message.toolCallId}`] : [],
+    );
+
+  it("ends each parallel call when it finishes (a slow first call holds no one back); results follow the batch in source order", async () => {
+    const ui: { seen?: (match: (e: AgentEvent) => boolean) => Promise<void> } = {};
+    const slow: AgentTool = {
+      name: "slow",
+      description: "finishes after the UI saw fast end",
+      parameters: Type.Object({}),
+      async execute() {
+        await ui.seen!(ended("f"));
+        return { content: [{ type: "text", text: "slow done" }] };
+      },
+    };
+    const fast: AgentTool = { name: "fast", description: "fast", parameters: Type.Object({}), execute: async () => ({ content: [{ type: "text", text: "fast done" }] }) };
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s" }), fauxToolCall("fast", {}, { id: "f" }), fauxToolCall("nope", {}, { id: "n" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
+    const w = await watchedWorker([slow, fast]);
+    ui.seen = w.seen;
+    const handle = await startAgentRun(env.client, { taskQueue: w.taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "Go" });
+    const result = await w.worker.runUntil(handle.result());
+    expect(result.messages.flatMap((m) => (m.role === "toolResult" ? [m.toolCallId] : []))).toEqual(["s", "f", "n"]);
+    expect(batchTrace(w.events)).toEqual([
+      "tool_execution_start:s",
+      "tool_execution_start:f",
+      "tool_execution_start:n",
+      // The unknown tool ends at once, fast when it finishes, slow last.
+      "tool_execution_end:n",
+      "tool_execution_end:f",
+      "tool_execution_end:s",
+      "message_start:s",
+      "message_end:s",
+      "message_start:f",
+      "message_end:f",
+      "message_start:n",
+      "message_end:n",
+    ]);
+    const turnEnd = w.events.find((e) => e.type === "turn_end");
+    expect(turnEnd?.type === "turn_end" && turnEnd.toolResults.map((r) => r.toolCallId)).toEqual(["s", "f", "n"]);
+    expect(w.events.findIndex((e) => e.type === "turn_end")).toBeGreaterThan(w.events.findIndex((e) => e.type === "message_end" && e.message.role === "toolResult" && e.message.toolCallId === "n"));
+    expect(toolEventProblems(w.events)).toEqual([]);
+  });
+
+  it("closes a cancelled batch cleanly: running calls end, unstarted ones get no execution events, then all results in source order", async () => {
+    const hang: AgentTool = {
+      name: "hang",
+      description: "runs until aborted",
+      parameters: Type.Object({}),
+      execute: (_id, _args, signal) => new Promise((_, reject) => signal?.addEventListener("abort", () => reject(new Error("aborted")))),
+    };
+    const quick: AgentTool = { name: "quick", description: "quick", parameters: Type.Object({}), execute: async () => ({ content: [{ type: "text", text: "quick done" }] }) };
+    const later: AgentTool = { name: "later", description: "after the others", parameters: Type.Object({}), executionMode: "sequential", execute: async () => ({ content: [{ type: "text", text: "never" }] }) };
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("quick", {}, { id: "q" }), fauxToolCall("hang", {}, { id: "h" }), fauxToolCall("later", {}, { id: "l" })], { stopReason: "toolUse" }),
+    ]);
+    const w = await watchedWorker([hang, quick, later]);
+    const handle = await startAgentRun(env.client, { taskQueue: w.taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "Go" });
+    const result = await w.worker.runUntil(async () => {
+      await w.seen(ended("q"));
+      await handle.cancel();
+      return handle.result();
+    });
+    expect(result.stopReason).toBe("aborted");
+    expect(result.messages.flatMap((m) => (m.role === "toolResult" ? [`${m.toolCallId}:${textOf(m)}`] : []))).toEqual([
+      "q:quick done",
+      `h:${ABORTED_BY_CANCEL}`,
+      `l:${ABORTED_BY_CANCEL}`,
+    ]);
+    expect(batchTrace(w.events)).toEqual([
+      "tool_execution_start:q",
+      "tool_execution_start:h",
+      "tool_execution_end:q",
+      "tool_execution_end:h",
+      "message_start:q",
+      "message_end:q",
+      "message_start:h",
+      "message_end:h",
+      "message_start:l",
+      "message_end:l",
+    ]);
+    expect(w.events.at(-1)?.type).toBe("agent_end");
+    expect(toolEventProblems(w.events)).toEqual([]);
+  });
+});

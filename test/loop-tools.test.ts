@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type ToolCall } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
-import type { AgentTool, AgentToolResult, ToolExecutionMode } from "../src/types.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import type { AgentEvent, AgentTool, AgentToolResult, ToolExecutionMode } from "../src/types.js";
+import { deferred, eventTrace, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -14,10 +14,12 @@ afterAll(async () => {
 });
 
 /** Runs one batch of tool calls then a final text answer; returns the result and events. */
-async function runBatch(tools: AgentTool<any>[], calls: ToolCall[], extra: { toolExecution?: ToolExecutionMode } = {}) {
+async function runBatch(tools: AgentTool<any>[], calls: ToolCall[], extra: { toolExecution?: ToolExecutionMode; onEvent?: (event: AgentEvent) => void } = {}) {
+  const { onEvent, ...input } = extra;
   const faux = fauxModel([fauxAssistantMessage(calls, { stopReason: "toolUse" }), fauxAssistantMessage("finished")]);
-  const { worker, taskQueue, events } = await testWorker(env, tools);
-  const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "go", ...extra });
+  const events: AgentEvent[] = [];
+  const { worker, taskQueue } = await testWorker(env, tools, { onEvent: (event) => void (events.push(event), onEvent?.(event)) });
+  const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "go", ...input });
   const result = await worker.runUntil(handle.result());
   const toolResults = result.messages.flatMap((m) => (m.role === "toolResult" ? [m] : []));
   return { result, events, toolResults, faux };
@@ -164,22 +166,44 @@ describe("scheduling", () => {
 
   it("never overlaps a sequential call with another, and keeps results in source order", async () => {
     const log: string[] = [];
-    // p1 finishes only after p2 has finished, so completion order differs from source order.
+    // p1 finishes only after the workflow reported p2's end, so completion order differs from source order.
+    const p2Reported = deferred();
     const p2 = recorder("p2", undefined, log);
-    const p1 = recorder("p1", undefined, log, () => p2.ended.promise);
+    const p1 = recorder("p1", undefined, log, () => p2Reported.promise);
     const s = recorder("s", "sequential", log);
     const p3 = recorder("p3", undefined, log);
     const { toolResults, events } = await runBatch(
       [p1.tool, p2.tool, s.tool, p3.tool],
       [fauxToolCall("p1", {}), fauxToolCall("p2", {}), fauxToolCall("s", {}), fauxToolCall("p3", {})],
+      { onEvent: (e) => void (e.type === "tool_execution_end" && e.toolName === "p2" && p2Reported.resolve()) },
     );
     // p1 and p2 run first (the worker may pick either up first), p2 ends first; then s alone; then p3.
     expect(log.slice(0, 4).sort()).toEqual(["end:p1", "end:p2", "start:p1", "start:p2"]);
     expect(log.indexOf("end:p2")).toBeLessThan(log.indexOf("end:p1"));
     expect(log.slice(4)).toEqual(["start:s", "end:s", "start:p3", "end:p3"]);
     expect(toolResults.map((r) => r.toolName)).toEqual(["p1", "p2", "s", "p3"]);
-    const ends = events.flatMap((e) => (e.type === "tool_execution_end" ? [e.toolName] : []));
-    expect(ends).toEqual(["p1", "p2", "s", "p3"]);
+    // Each call ends when it finishes (p2 before p1); each group's results follow it in source order.
+    const batch = eventTrace(events).filter((t) => t.startsWith("tool_execution") || t.endsWith(":toolResult"));
+    expect(batch).toEqual([
+      "tool_execution_start:p1",
+      "tool_execution_start:p2",
+      "tool_execution_end:p2",
+      "tool_execution_end:p1",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "tool_execution_start:s",
+      "tool_execution_end:s",
+      "message_start:toolResult",
+      "message_end:toolResult",
+      "tool_execution_start:p3",
+      "tool_execution_end:p3",
+      "message_start:toolResult",
+      "message_end:toolResult",
+    ]);
+    const resultOrder = events.flatMap((e) => (e.type === "message_end" && e.message.role === "toolResult" ? [e.message.toolName] : []));
+    expect(resultOrder).toEqual(["p1", "p2", "s", "p3"]);
   });
 
   it("runs everything one by one when the run's mode is sequential", async () => {

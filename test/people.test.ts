@@ -5,7 +5,7 @@ import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai"
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import type { AgentEvent, AgentTool } from "../src/types.js";
 import { ABORTED_BY_CANCEL, SKIPPED_BY_STEERING } from "../src/workflows/tool-calls.js";
-import { deferred, eventTrace, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import { deferred, eventTrace, fauxModel, openTestEnv, testWorker, textOf, toolEventProblems, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -81,6 +81,7 @@ describe("steering", () => {
     expect(result.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "toolResult", "toolResult", "user", "assistant"]);
     expect(textOf(result.messages.at(-1))).toBe("ok: stop, do something else");
     expect(contexts[0].messages.at(-1)).toMatchObject({ role: "user", content: "stop, do something else" });
+    expect(toolEventProblems(events)).toEqual([]);
     expect(eventTrace(events).slice(-9)).toEqual([
       "turn_end",
       "turn_start",
@@ -351,5 +352,6 @@ describe("cancellation", () => {
       ["s1", ABORTED_BY_CANCEL],
     ]);
     expect(events.at(-1)?.type).toBe("agent_end");
+    expect(toolEventProblems(events)).toEqual([]);
   });
 });

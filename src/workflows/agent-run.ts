@@ -26,8 +26,7 @@ import { installHandlers } from "./handlers.js";
 import { validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
-import { ABORTED_BY_CANCEL, runTools, toolResultMessage } from "./tool-calls.js";
-import { errorOutput } from "./tool-output.js";
+import { closeCancelledBatch, runTools } from "./tool-calls.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -276,19 +275,7 @@ function endCancelled(run: RunState, err: unknown, promptStart: number): void {
     emit({ type: "turn_end", message: err.partial, toolResults: [] });
   }
   const last = [...run.transcript].reverse().find((m): m is AssistantMessage => m.role === "assistant");
-  const batch = run.batch;
-  for (const call of last?.content.filter((c): c is ToolCall => c.type === "toolCall") ?? []) {
-    if (run.hasResult(call.id)) continue;
-    const done = batch?.outputs[batch.toolCallIds.indexOf(call.id)];
-    const output = done ?? errorOutput(ABORTED_BY_CANCEL);
-    const message = toolResultMessage(call, output);
-    emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: output.result, isError: output.isError });
-    run.add(message);
-    emit({ type: "message_start", message });
-    emit({ type: "message_end", message });
-  }
-  run.pending = [];
-  run.batch = undefined;
+  closeCancelledBatch(run, last?.content.filter((c): c is ToolCall => c.type === "toolCall") ?? [], emit);
   run.approvals.clear();
   run.stopReason = "aborted";
   run.errorMessage = "Run cancelled";

@@ -3,44 +3,58 @@
  * sequential call waits for every running call, runs alone, and the calls
  * after it wait for it. Unlike pi-agent-core, one sequential tool does not make
  * the whole batch sequential.
+ *
+ * The batch splits into groups: each run of consecutive parallel calls is one
+ * group, each sequential call a group of its own. A group is what pi-agent-core
+ * calls a batch: every call reports when it finishes, and only when the whole
+ * group has finished are its results handed over, in source order. So an
+ * all-parallel batch behaves as pi's parallel batch and an all-sequential one
+ * as pi's sequential batch (each call's result right after it finishes).
  */
 import type { ToolExecutionMode } from "../types.js";
 
 export interface BatchHooks<R> {
   /** Runs call `index`; never rejects (failures are results). */
   run(index: number): Promise<R>;
+  /** Called as each call finishes, in the order they finish: when a UI may show it as done. */
+  finished?(index: number, result: R): void;
   /**
-   * Called once per call, in source order, as soon as that call and every call
-   * before it have settled: this is when a result may enter the transcript.
+   * Called once per group, after all of its calls finished, with their indices
+   * in source order: this is when results enter the transcript.
    */
-  settledInOrder?(index: number, result: R): void;
+  groupFinished?(indices: number[], results: R[]): void;
 }
 
 /** Runs the calls with the given modes and returns their results in source order. */
 export async function runToolBatch<R>(modes: ToolExecutionMode[], hooks: BatchHooks<R>): Promise<R[]> {
   const results: R[] = new Array(modes.length);
-  const settled: boolean[] = modes.map(() => false);
-  let nextInOrder = 0;
-  const onSettled = (index: number, result: R) => {
-    results[index] = result;
-    settled[index] = true;
-    while (nextInOrder < modes.length && settled[nextInOrder]) {
-      hooks.settledInOrder?.(nextInOrder, results[nextInOrder]);
-      nextInOrder++;
-    }
-  };
-  const start = (index: number) => hooks.run(index).then((result) => onSettled(index, result));
-
+  let group: number[] = [];
   let running: Promise<void>[] = [];
+  const start = (index: number) => {
+    group.push(index);
+    running.push(
+      hooks.run(index).then((result) => {
+        results[index] = result;
+        hooks.finished?.(index, result);
+      }),
+    );
+  };
+  const closeGroup = async () => {
+    await Promise.all(running);
+    if (group.length > 0) hooks.groupFinished?.(group, group.map((i) => results[i]));
+    group = [];
+    running = [];
+  };
+
   for (let index = 0; index < modes.length; index++) {
     if (modes[index] === "sequential") {
-      await Promise.all(running);
-      running = [];
-      await start(index);
+      await closeGroup();
+      start(index);
+      await closeGroup();
     } else {
-      running.push(start(index));
+      start(index);
     }
   }
-  await Promise.all(running);
+  await closeGroup();
   return results;
 }

@@ -56,7 +56,14 @@ export function toolResultMessage(call: ToolCall, output: ExecuteToolOutput): To
   };
 }
 
-/** Runs the batch; returns each call's output and result message in source order. */
+/**
+ * Runs the batch; returns each call's output and result message in source order.
+ *
+ * Events follow pi-agent-core: `tool_execution_end` the moment a call finishes
+ * (the order Temporal records the completions), and once its group (see
+ * tool-batch.ts) has finished, the result messages in source order, each
+ * entering the transcript as its message_end is emitted.
+ */
 export async function runTools(
   input: AgentRunInput,
   setup: RunSetup,
@@ -71,6 +78,8 @@ export async function runTools(
   const batch = run.batch;
   const modes = calls.map((c) => specs.get(c.name)?.executionMode ?? input.toolExecution ?? "parallel");
   const messages: ToolResultMessage[] = [];
+  // After a cancellation the batch is closed by closeCancelledBatch; a late completion must not add to it.
+  const current = () => run.batch === batch;
 
   const outputs = await runToolBatch(modes, {
     run: async (index) => {
@@ -78,22 +87,53 @@ export async function runTools(
       entries[index].started = true;
       emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
       const output = run.steering.length > 0 ? errorOutput(SKIPPED_BY_STEERING) : await processCall(input, specs.get(call.name), call, run, index);
-      batch.outputs[index] = output;
+      if (current()) batch.outputs[index] = output;
       return output;
     },
-    settledInOrder: (index, output) => {
+    finished: (index, output) => {
+      if (!current()) return;
       const call = calls[index];
-      const message = toolResultMessage(call, output);
-      emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: output.result, isError: output.isError });
-      messages[index] = message;
-      run.add(message);
       run.pending = run.pending.filter((p) => p !== entries[index]);
-      emit({ type: "message_start", message });
-      emit({ type: "message_end", message });
+      emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: output.result, isError: output.isError });
+    },
+    groupFinished: (indices, results) => {
+      if (!current()) return;
+      indices.forEach((index, i) => {
+        messages[index] = toolResultMessage(calls[index], results[i]);
+        enterResult(run, messages[index], emit);
+      });
     },
   });
   run.batch = undefined;
   return outputs.map((output, i) => ({ output, message: messages[i] }));
+}
+
+function enterResult(run: RunState, message: ToolResultMessage, emit: (event: AgentEvent) => void): void {
+  run.add(message);
+  emit({ type: "message_start", message });
+  emit({ type: "message_end", message });
+}
+
+/**
+ * Cancellation: every call of the last assistant message gets a result, with
+ * the same structure as a finished batch. Calls that were running end now
+ * (aborted), calls that never started get no execution events; then the
+ * missing result messages follow in source order.
+ */
+export function closeCancelledBatch(run: RunState, calls: ToolCall[], emit: (event: AgentEvent) => void): void {
+  const batch = run.batch;
+  const open = calls.filter((call) => !run.hasResult(call.id));
+  const outputs = open.map((call) => batch?.outputs[batch.toolCallIds.indexOf(call.id)]);
+  open.forEach((call, i) => {
+    if (outputs[i]) return; // finished before the cancellation: its end was emitted then
+    outputs[i] = errorOutput(ABORTED_BY_CANCEL);
+    if (run.pending.some((p) => p.toolCallId === call.id && p.started)) {
+      emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: outputs[i]!.result, isError: true });
+    }
+  });
+  open.forEach((call, i) => enterResult(run, toolResultMessage(call, outputs[i]!), emit));
+  run.pending = [];
+  run.batch = undefined;
 }
 
 /** Approval (when the tool asks for it), then execution. */
