@@ -189,10 +189,11 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
 }
 
 /**
- * Transcript messages [offset, offset + limit) of a run, across continue-as-new:
- * each run of the chain answers for its own messages and names the run before it.
+ * Transcript messages [offset, offset + limit) of a run, across continue-as-new,
+ * by query (a worker must be up): each run of the chain answers for its own
+ * messages and names the run before it.
  */
-async function chainTranscript(client: Client, workflowId: string, runId: string | undefined, offset: number, limit?: number): Promise<AgentMessage[]> {
+export async function chainTranscript(client: Client, workflowId: string, runId: string | undefined, offset: number, limit?: number): Promise<AgentMessage[]> {
   const handle = client.workflow.getHandle(workflowId, runId);
   const state = await handle.query(stateQuery);
   const out: AgentMessage[] = [];

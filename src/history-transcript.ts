@@ -42,7 +42,7 @@ export interface RunStory {
   items: StoryItem[];
   /** The loop's steps, for rebuilding the transcript. */
   steps: RunStep[];
-  /** Workflow time of the run's first workflow task (when a string prompt became a message). */
+  /** Workflow time when a string prompt became a message (the task that took up the setup activity's answer). */
   startedAt?: number;
   usage: AgentRunResult["usage"];
   status: "running" | "completed" | "failed" | "cancelled" | "terminated" | "timed_out" | "continued";
@@ -137,6 +137,8 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
         story.usage = addUsage(story.usage, message.usage);
         story.items.push({ kind: "message", message, eventId });
         story.steps.push({ kind: "reply", message });
+      } else if (activity?.type === "resolveRunSetup") {
+        story.startedAt = times.next[index]; // a string prompt becomes a message once the setup is in
       } else if (activity?.type === "executeTool") {
         const call = activity.input as ExecuteToolInput;
         const output = result as ExecuteToolOutput;
@@ -233,8 +235,13 @@ export function runMessages(story: RunStory): { messages: AgentMessage[]; exact:
         let append = context.append;
         // The first call of a continued run re-sends the carried context: not this run's messages.
         if (firstCall && carried) append = append.slice(carried.context.length);
-        // On the first call of a fresh run, the opening messages are already out.
-        if (firstCall && !carried) append = append.slice(out.length);
+        // On the first call of a fresh run the append opens with the prompt: exact as the loop made it,
+        // but a seeded transcript's details are stripped there, so those come from the input.
+        if (firstCall && !carried) {
+          const seeded = Array.isArray(story.input?.prompt) ? out.length : 0;
+          out.length = seeded;
+          append = append.slice(seeded);
+        }
         const pool = outputs(since);
         for (const m of append) {
           if ("ref" in m) {
