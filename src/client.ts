@@ -1,6 +1,7 @@
 /** startAgentRun / getAgentRun: typed handles on agent runs for any @temporalio/client Client. */
 import { randomUUID } from "node:crypto";
-import type { Client, WorkflowHandle } from "@temporalio/client";
+import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
+import { WorkflowNotFoundError } from "@temporalio/common";
 import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState, PromptResult } from "./types.js";
 import {
   AGENT_RUN_WORKFLOW,
@@ -17,7 +18,7 @@ import {
   type UserInput,
 } from "./workflows/definitions.js";
 import { validateRunInput, validateUserInput } from "./workflows/input.js";
-import { closedRunView } from "./history-view.js";
+import { closedRunStateOnly, closedRunView } from "./history-view.js";
 
 /** Thrown by startAgentRun for input the workflow would reject; nothing is started. */
 export class InvalidRunInputError extends Error {
@@ -25,6 +26,89 @@ export class InvalidRunInputError extends Error {
     super(message);
     this.name = "InvalidRunInputError";
   }
+}
+
+/** Thrown by updates and `cancel()` on a run that has already ended; nothing was sent to it. */
+export class RunFinishedError extends Error {
+  constructor(
+    /** Workflow id of the run. */
+    readonly workflowId: string,
+    /** How it ended: its stopReason when it returned a result, else Temporal's status (e.g. "terminated"). */
+    readonly outcome: string,
+  ) {
+    super(`run ${workflowId} finished with ${outcome}`);
+    this.name = "RunFinishedError";
+  }
+}
+
+/** Thrown when a run refuses an update (its validator's reason, e.g. no such pending approval), or the update is too big to send. */
+export class RunUpdateRejectedError extends Error {
+  constructor(
+    /** The update: "steer", "followUp", "prompt", "close", "approve" or "deny". */
+    readonly update: string,
+    /** Why, in the run's (or the server's) words. */
+    readonly reason: string,
+  ) {
+    super(`${update} rejected: ${reason}`);
+    this.name = "RunUpdateRejectedError";
+  }
+}
+
+/** Temporal's default payload size limit: a bigger start input or update is refused by the server (an update even terminates the run). */
+export const TEMPORAL_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
+
+const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? "", "utf8");
+const mb = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+/** Server errors that mean "too big", whatever RPC carried them. */
+const TOO_BIG = /size exceeds limit|exceeds size limit|larger than max|payload.*too large|message too large/i;
+const errorText = (err: unknown) => (err instanceof Error ? `${err.message} ${err.cause instanceof Error ? err.cause.message : ""}` : String(err));
+
+/** How a closed run ended, for RunFinishedError. */
+async function finishedOutcome(workflow: WorkflowHandle): Promise<string | undefined> {
+  const status = (await workflow.describe()).status.name;
+  if (status === "RUNNING") return undefined;
+  if (status !== "COMPLETED") return status.toLowerCase();
+  try {
+    return ((await workflow.result()) as AgentRunResult).stopReason;
+  } catch {
+    return "completed";
+  }
+}
+
+/** Sends an update, turning what the caller got wrong into typed errors. */
+async function sendUpdate<R>(workflow: WorkflowHandle, name: string, args: unknown[], send: () => Promise<R>): Promise<R> {
+  const bytes = jsonBytes(args);
+  if (bytes > TEMPORAL_PAYLOAD_LIMIT_BYTES) {
+    throw new RunUpdateRejectedError(name, `its input is ${mb(bytes)} (${bytes} bytes), over Temporal's payload limit of ${mb(TEMPORAL_PAYLOAD_LIMIT_BYTES)}`);
+  }
+  try {
+    return await send();
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) throw new RunUpdateRejectedError(name, err.cause?.message ?? err.message);
+    if (err instanceof WorkflowNotFoundError) {
+      const outcome = await finishedOutcome(workflow).catch(() => undefined);
+      if (outcome) throw new RunFinishedError(workflow.workflowId, outcome);
+    }
+    if (TOO_BIG.test(errorText(err))) {
+      throw new RunUpdateRejectedError(name, `its input is ${mb(bytes)} (${bytes} bytes), over the server's payload limit: ${errorText(err).trim()}`);
+    }
+    throw err;
+  }
+}
+
+/** The biggest field of a run input, to name in a size error. */
+function biggestField(input: AgentRunInput): { field: string; bytes: number } {
+  return Object.entries(input)
+    .map(([field, value]) => ({ field, bytes: jsonBytes(value) }))
+    .reduce((a, b) => (b.bytes > a.bytes ? b : a), { field: "input", bytes: 0 });
+}
+
+function tooBigInput(input: AgentRunInput, detail?: string): InvalidRunInputError {
+  const total = jsonBytes(input);
+  const { field, bytes } = biggestField(input);
+  return new InvalidRunInputError(
+    `Invalid run input: ${field} is ${mb(bytes)} (${bytes} bytes); the whole input is ${total} bytes, over Temporal's payload limit of ${mb(TEMPORAL_PAYLOAD_LIMIT_BYTES)} (${TEMPORAL_PAYLOAD_LIMIT_BYTES} bytes)${detail ? `: ${detail}` : ""}`,
+  );
 }
 
 export interface StartAgentRunOptions extends AgentRunInput {
@@ -75,53 +159,59 @@ export interface AgentRunHandle {
  * cannot even be refused by the run without the server failing its task, so
  * the caller gets a typed error naming the size and the limit instead.
  */
-function checked<T>(message: T): T {
+function checked<T>(update: string, message: T): T {
   const problem = validateUserInput(message);
-  if (problem) throw new InvalidRunInputError(`Invalid message: ${problem}`);
+  if (problem) throw new RunUpdateRejectedError(update, `Invalid message: ${problem}`);
   return message;
 }
 
 function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
-  // A finished run is answered from its history, so no worker needs to be up to look at it; when its
-  // result left messages out (too big), only the transcript query has them all.
-  const closed = async () => {
-    if ((await workflow.describe()).status.name === "RUNNING") return undefined;
-    const view = await closedRunView(client, workflow);
-    return view.complete ? view : undefined;
-  };
+  // A finished run is answered from the histories of its runs, so no worker needs to be up to look at it
+  // (queries on a closed workflow wait for one); a running one from its queries.
+  const running = async () => (await workflow.describe()).status.name === "RUNNING";
+  const id = workflow.workflowId;
   return {
-    workflowId: workflow.workflowId,
+    workflowId: id,
     workflow,
     result: () => workflow.result() as Promise<AgentRunResult>,
-    state: async () => (await closed())?.state ?? (await workflow.query(stateQuery)),
+    state: async () => ((await running()) ? workflow.query(stateQuery) : closedRunStateOnly(client, id)),
     transcript: async (options) => {
-      const view = await closed();
-      if (!view) return chainTranscript(client, workflow.workflowId, undefined, Math.max(0, options?.offset ?? 0), options?.limit);
       const offset = Math.max(0, options?.offset ?? 0);
-      return view.transcript.slice(offset, options?.limit === undefined ? undefined : offset + options.limit);
+      if (await running()) return chainTranscript(client, id, undefined, offset, options?.limit);
+      const { transcript } = await closedRunView(client, id);
+      return transcript.slice(offset, options?.limit === undefined ? undefined : offset + options.limit);
     },
     cancel: async () => {
-      await workflow.cancel();
+      const outcome = await finishedOutcome(workflow);
+      if (outcome) throw new RunFinishedError(id, outcome);
+      try {
+        await workflow.cancel();
+      } catch (err) {
+        const after = err instanceof WorkflowNotFoundError ? await finishedOutcome(workflow).catch(() => undefined) : undefined;
+        throw after ? new RunFinishedError(id, after) : err;
+      }
     },
-    steer: async (message) => workflow.executeUpdate(steerUpdate, { args: [checked(message)] }),
-    followUp: async (message) => workflow.executeUpdate(followUpUpdate, { args: [checked(message)] }),
-    prompt: async (message) => {
-      let answer = await workflow.executeUpdate(promptUpdate, { args: [checked(message)] });
-      // The run continued as new before answering: the newest run of the chain has the answer.
-      while ("continuedAsNew" in answer) answer = await workflow.executeUpdate(promptAnswerUpdate, { args: [answer.promptId] });
-      return answer;
-    },
-    close: () => workflow.executeUpdate(closeUpdate),
-    approve: (toolCallId) => workflow.executeUpdate(approveUpdate, { args: [toolCallId] }),
-    deny: (toolCallId, reason) => workflow.executeUpdate(denyUpdate, { args: [toolCallId, reason ?? ""] }),
+    steer: async (message) => sendUpdate(workflow, "steer", [checked("steer", message)], () => workflow.executeUpdate(steerUpdate, { args: [message] })),
+    followUp: async (message) => sendUpdate(workflow, "followUp", [checked("followUp", message)], () => workflow.executeUpdate(followUpUpdate, { args: [message] })),
+    prompt: async (message) =>
+      sendUpdate(workflow, "prompt", [checked("prompt", message)], async () => {
+        let answer = await workflow.executeUpdate(promptUpdate, { args: [message] });
+        // The run continued as new before answering: the newest run of the chain has the answer.
+        while ("continuedAsNew" in answer) answer = await workflow.executeUpdate(promptAnswerUpdate, { args: [answer.promptId] });
+        return answer;
+      }),
+    close: () => sendUpdate(workflow, "close", [], () => workflow.executeUpdate(closeUpdate)),
+    approve: (toolCallId) => sendUpdate(workflow, "approve", [toolCallId], () => workflow.executeUpdate(approveUpdate, { args: [toolCallId] })),
+    deny: (toolCallId, reason) => sendUpdate(workflow, "deny", [toolCallId, reason ?? ""], () => workflow.executeUpdate(denyUpdate, { args: [toolCallId, reason ?? ""] })),
   };
 }
 
 /**
- * Transcript messages [offset, offset + limit) of a run, across continue-as-new:
- * each run of the chain answers for its own messages and names the run before it.
+ * Transcript messages [offset, offset + limit) of a run, across continue-as-new,
+ * by query (a worker must be up): each run of the chain answers for its own
+ * messages and names the run before it.
  */
-async function chainTranscript(client: Client, workflowId: string, runId: string | undefined, offset: number, limit?: number): Promise<AgentMessage[]> {
+export async function chainTranscript(client: Client, workflowId: string, runId: string | undefined, offset: number, limit?: number): Promise<AgentMessage[]> {
   const handle = client.workflow.getHandle(workflowId, runId);
   const state = await handle.query(stateQuery);
   const out: AgentMessage[] = [];
@@ -151,15 +241,22 @@ export async function startAgentRun(client: Client, options: StartAgentRunOption
   const { taskQueue, workflowId, workflowTaskTimeout, ...input } = options;
   const problem = validateRunInput(input);
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
+  // Backstop for the byte budgets of validateRunInput: never let the server refuse the input with a raw error.
+  if (jsonBytes(input) > TEMPORAL_PAYLOAD_LIMIT_BYTES) throw tooBigInput(input);
   const model = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
-  const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
-    taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
-    workflowId: workflowId ?? `agent-${randomUUID()}`,
-    args: [input],
-    staticSummary: `${model} · ${promptSummary(input.prompt)}`,
-    ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
-  });
-  return handleFor(client, workflow);
+  try {
+    const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
+      taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
+      workflowId: workflowId ?? `agent-${randomUUID()}`,
+      args: [input],
+      staticSummary: `${model} · ${promptSummary(input.prompt)}`,
+      ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
+    });
+    return handleFor(client, workflow);
+  } catch (err) {
+    if (TOO_BIG.test(errorText(err))) throw tooBigInput(input, errorText(err).trim());
+    throw err;
+  }
 }
 
 /** A handle on an existing run, running or finished. */

@@ -2,12 +2,12 @@
  * A run's story read from its Temporal history alone (no worker): the input,
  * every model answer and tool result the activities returned, what people sent
  * in through updates, failures, usage and the outcome. `npm run show` prints it;
- * the client uses it to answer for finished runs.
+ * the client uses it (with history-chain.ts) to answer for finished runs.
  */
 import type { PayloadConverter } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
-import type { AssistantMessage, ToolResultMessage } from "@jai/ai";
-import type { AgentMessage, AgentRunInput, AgentRunResult, ExecuteToolInput, ExecuteToolOutput } from "./types.js";
+import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
+import type { AgentMessage, AgentRunInput, AgentRunResult, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "./types.js";
 import { addUsage, emptyUsage } from "./workflows/usage.js";
 
 type Event = temporal.api.history.v1.IHistoryEvent;
@@ -19,12 +19,36 @@ export type StoryItem =
   | { kind: "update"; name: string; args: unknown[]; eventId: number }
   | { kind: "failure"; activity: string; summary?: string; message: string; eventId: number };
 
+/**
+ * What the loop recorded between two model answers, in history order; the
+ * transcript of the run is rebuilt from these steps (see runMessages).
+ */
+export type RunStep =
+  /** A model call was scheduled: `context` names the messages added since the previous call. */
+  | { kind: "call"; context: StreamAssistantInput["context"] }
+  /** A model answer (the activity's result, as the loop took it). */
+  | { kind: "reply"; message: AssistantMessage }
+  /** A tool activity's output; `at` is the workflow time when the loop took it up. */
+  | { kind: "toolOutput"; toolCallId: string; toolName: string; output: ExecuteToolOutput; at: number }
+  /** A user message sent in through steer, followUp or prompt; `at` is the workflow time of the handler. */
+  | { kind: "userInput"; name: string; message: AgentMessage };
+
 export interface RunStory {
   input?: AgentRunInput;
+  /** This run's id, the run it continued from (continue-as-new) and the chain's first run. */
+  runId?: string;
+  previousRunId?: string;
+  firstRunId?: string;
   items: StoryItem[];
+  /** The loop's steps, for rebuilding the transcript. */
+  steps: RunStep[];
+  /** Workflow time when a string prompt became a message (the task that took up the setup activity's answer). */
+  startedAt?: number;
   usage: AgentRunResult["usage"];
   status: "running" | "completed" | "failed" | "cancelled" | "terminated" | "timed_out" | "continued";
   result?: AgentRunResult;
+  /** The next run's input, when this run continued as new. */
+  continuedAs?: AgentRunInput;
   failure?: string;
   events: number;
 }
@@ -38,25 +62,71 @@ const CLOSE: [keyof Event, RunStory["status"]][] = [
   ["workflowExecutionContinuedAsNewEventAttributes", "continued"],
 ];
 
+/** Date.now() inside a workflow task is the task's start time, in whole milliseconds. */
+function eventMs(event: Event | undefined): number {
+  const t = event?.eventTime;
+  return t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
+}
+
+/**
+ * For each event, the start of the workflow task that ran the code it woke
+ * (the first task after it that completed) and of the task whose commands it
+ * records (the last started before it). Failed or timed-out task attempts do not count.
+ */
+function taskTimes(events: Event[]): { next: number[]; previous: number[] } {
+  const completedStart: number[] = []; // indexes of WorkflowTaskStarted events whose task completed
+  for (let i = 0; i < events.length; i++) {
+    if (!events[i].workflowTaskCompletedEventAttributes) continue;
+    let s = i - 1;
+    while (s >= 0 && !events[s].workflowTaskStartedEventAttributes) s--;
+    if (s >= 0) completedStart.push(s);
+  }
+  const next: number[] = new Array(events.length).fill(0);
+  const previous: number[] = new Array(events.length).fill(0);
+  let k = completedStart.length - 1;
+  for (let i = events.length - 1; i >= 0; i--) {
+    while (k > 0 && completedStart[k - 1] > i) k--;
+    next[i] = completedStart[k] !== undefined && completedStart[k] > i ? eventMs(events[completedStart[k]]) : 0;
+  }
+  let last = 0;
+  for (let i = 0; i < events.length; i++) {
+    previous[i] = last;
+    if (completedStart.includes(i)) last = eventMs(events[i]);
+  }
+  return { next, previous };
+}
+
+function userMessage(input: unknown, at: number): AgentMessage {
+  return typeof input === "string" ? { role: "user", content: input, timestamp: at } : (input as AgentMessage);
+}
+
 export function storyFromHistory(history: { events?: Event[] | null }, converter: PayloadConverter): RunStory {
   const events = history.events ?? [];
   const decode = <T>(payload: Payload | null | undefined): T | undefined => (payload ? converter.fromPayload<T>(payload as never) : undefined);
   const scheduled = new Map<number, { type: string; input: unknown; summary?: string }>();
-  const story: RunStory = { items: [], usage: emptyUsage(), status: "running", events: events.length };
+  const story: RunStory = { items: [], steps: [], usage: emptyUsage(), status: "running", events: events.length };
+  const times = taskTimes(events);
 
-  for (const event of events) {
+  events.forEach((event, index) => {
     const eventId = Number(event.eventId);
     const started = event.workflowExecutionStartedEventAttributes;
     if (started) {
       story.input = decode<AgentRunInput>(started.input?.payloads?.[0]);
+      story.runId = started.originalExecutionRunId ?? undefined;
+      story.previousRunId = started.continuedExecutionRunId || undefined;
+      story.firstRunId = started.firstExecutionRunId ?? undefined;
+      story.startedAt = times.next[index];
       const prompt = story.input?.prompt;
-      const at = Number(event.eventTime?.seconds ?? 0) * 1000;
-      const opening: AgentMessage[] = Array.isArray(prompt) ? prompt : prompt ? [typeof prompt === "string" ? { role: "user", content: prompt, timestamp: at } : prompt] : [];
-      for (const message of opening) story.items.push({ kind: "message", message, eventId });
+      if (!story.input?.continued) {
+        const opening: AgentMessage[] = Array.isArray(prompt) ? prompt : prompt ? [userMessage(prompt, story.startedAt)] : [];
+        for (const message of opening) story.items.push({ kind: "message", message, eventId });
+      }
     }
     const sched = event.activityTaskScheduledEventAttributes;
     if (sched) {
-      scheduled.set(eventId, { type: sched.activityType?.name ?? "?", input: decode(sched.input?.payloads?.[0]), summary: decode<string>(event.userMetadata?.summary) });
+      const activity = { type: sched.activityType?.name ?? "?", input: decode(sched.input?.payloads?.[0]), summary: decode<string>(event.userMetadata?.summary) };
+      scheduled.set(eventId, activity);
+      if (activity.type === "streamAssistantMessage") story.steps.push({ kind: "call", context: (activity.input as StreamAssistantInput).context });
     }
     const done = event.activityTaskCompletedEventAttributes;
     if (done) {
@@ -66,19 +136,15 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
         const message = result as AssistantMessage;
         story.usage = addUsage(story.usage, message.usage);
         story.items.push({ kind: "message", message, eventId });
+        story.steps.push({ kind: "reply", message });
+      } else if (activity?.type === "resolveRunSetup") {
+        story.startedAt = times.next[index]; // a string prompt becomes a message once the setup is in
       } else if (activity?.type === "executeTool") {
         const call = activity.input as ExecuteToolInput;
         const output = result as ExecuteToolOutput;
-        const message: ToolResultMessage = {
-          role: "toolResult",
-          toolCallId: call.toolCallId,
-          toolName: call.toolName,
-          content: output.result.content,
-          ...(output.result.details !== undefined ? { details: output.result.details } : {}),
-          isError: output.isError,
-          timestamp: Number(event.eventTime?.seconds ?? 0) * 1000,
-        };
-        story.items.push({ kind: "message", message, eventId });
+        const at = times.next[index];
+        story.items.push({ kind: "message", message: toolMessage(call.toolCallId, call.toolName, output, at), eventId });
+        story.steps.push({ kind: "toolOutput", toolCallId: call.toolCallId, toolName: call.toolName, output, at });
       }
     }
     const failed = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
@@ -88,21 +154,147 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
     }
     const update = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input;
     if (update) {
-      story.items.push({ kind: "update", name: update.name ?? "?", args: (update.args?.payloads ?? []).map((p) => decode(p)), eventId });
+      const args = (update.args?.payloads ?? []).map((p) => decode(p));
+      const name = update.name ?? "?";
+      story.items.push({ kind: "update", name, args, eventId });
+      if (name === "steer" || name === "followUp" || name === "prompt") story.steps.push({ kind: "userInput", name, message: userMessage(args[0], times.previous[index]) });
     }
     for (const [key, status] of CLOSE) {
-      const attrs = event[key] as { result?: { payloads?: Payload[] }; failure?: { message?: string } } | undefined;
+      const attrs = event[key] as { result?: { payloads?: Payload[] }; failure?: { message?: string }; input?: { payloads?: Payload[] } } | undefined;
       if (!attrs) continue;
       story.status = status;
-      story.result = decode<AgentRunResult>(attrs.result?.payloads?.[0]);
+      if (status === "continued") story.continuedAs = decode<AgentRunInput>(attrs.input?.payloads?.[0]);
+      else story.result = decode<AgentRunResult>(attrs.result?.payloads?.[0]);
       story.failure = attrs.failure?.message ?? undefined;
     }
-  }
+  });
   return story;
 }
 
-/** The transcript of a story: the result's messages when the run completed (exact), else what activities returned. */
+function toolMessage(toolCallId: string, toolName: string, output: ExecuteToolOutput, at: number): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId,
+    toolName,
+    content: output.result.content,
+    ...(output.result.details !== undefined ? { details: output.result.details } : {}),
+    isError: output.isError,
+    timestamp: at,
+  };
+}
+
+/** The transcript of one run (no continue-as-new): the result's messages when it kept them all, else rebuilt from the steps. */
 export function storyTranscript(story: RunStory): AgentMessage[] {
-  if (story.result) return [...(Array.isArray(story.input?.prompt) ? story.input!.prompt : []), ...story.result.messages];
-  return story.items.flatMap((i) => (i.kind === "message" ? [i.message] : []));
+  const seed = !story.input?.continued && Array.isArray(story.input?.prompt) ? story.input.prompt : [];
+  if (story.result && story.result.messagesOmitted === undefined && !story.input?.continued) return [...seed, ...story.result.messages];
+  return runMessages(story).messages;
+}
+
+/**
+ * This run's own transcript messages (the part the transcript query of this
+ * run answers for), rebuilt from its steps:
+ * - what entered before a model call is that call's `context.append`, exact
+ *   (tool results by reference resolve to their activity's output, details included);
+ * - when a call carried no append (context compacted just before it, or the
+ *   new messages were too big to ride along), the tool outputs and user
+ *   messages recorded since the previous answer stand in for it: `exact` is then false;
+ * - after the last answer come that batch's tool results (the caller may know
+ *   them exactly from the next run's carry or the result: see history-chain.ts).
+ */
+export function runMessages(story: RunStory): { messages: AgentMessage[]; exact: boolean; tailFrom: number; tailExact: boolean } {
+  const out: AgentMessage[] = [];
+  let exact = true;
+  const carried = story.input?.continued;
+  // The context the worker knows after each answer; -1: the next call must start from scratch.
+  let known = 0;
+  let epoch: number | undefined;
+  let firstCall = true;
+  let since: RunStep[] = []; // outputs and inputs since the last answer
+  let lastReply: AssistantMessage | undefined;
+  let tailFrom = 0;
+  if (!carried) {
+    const prompt = story.input?.prompt;
+    const opening = Array.isArray(prompt) ? prompt : prompt !== undefined ? [userMessage(prompt, story.startedAt ?? 0)] : [];
+    out.push(...opening);
+  }
+  const outputs = (steps: RunStep[]) => steps.filter((s): s is Extract<RunStep, { kind: "toolOutput" }> => s.kind === "toolOutput");
+  const stand_in = (steps: RunStep[]): AgentMessage[] => {
+    const results = toolResultsFor(lastReply, outputs(steps));
+    const inputs = steps.flatMap((s) => (s.kind === "userInput" ? [s.message] : []));
+    return [...results, ...inputs];
+  };
+  let awaitingFirstCallAfterReply = true;
+  for (const step of story.steps) {
+    if (step.kind === "call") {
+      if (!awaitingFirstCallAfterReply) continue; // a retry after a context overflow: the same messages
+      awaitingFirstCallAfterReply = false;
+      const { context } = step;
+      const sameEpoch = epoch === undefined || context.epoch === epoch;
+      const complete = firstCall ? context.base === 0 && sameEpoch : sameEpoch && context.base === known;
+      if (complete) {
+        let append = context.append;
+        // The first call of a continued run re-sends the carried context: not this run's messages.
+        if (firstCall && carried) append = append.slice(carried.context.length);
+        // On the first call of a fresh run the append opens with the prompt: exact as the loop made it,
+        // but a seeded transcript's details are stripped there, so those come from the input.
+        if (firstCall && !carried) {
+          const seeded = Array.isArray(story.input?.prompt) ? out.length : 0;
+          out.length = seeded;
+          append = append.slice(seeded);
+        }
+        const pool = outputs(since);
+        for (const m of append) {
+          if ("ref" in m) {
+            const found = pool.find((o) => o.toolCallId === m.toolCallId);
+            if (found) pool.splice(pool.indexOf(found), 1);
+            out.push(found ? toolMessage(found.toolCallId, found.toolName, found.output, m.timestamp) : missingResult(m.toolCallId, m.timestamp));
+            if (!found) exact = false;
+          } else out.push(m as AgentMessage);
+        }
+      } else {
+        out.push(...stand_in(since));
+        exact = false;
+      }
+      epoch = context.epoch;
+      known = context.base + context.append.length;
+      firstCall = false;
+      since = [];
+    } else if (step.kind === "reply") {
+      out.push(step.message);
+      lastReply = step.message;
+      known += 1;
+      since = [];
+      awaitingFirstCallAfterReply = true;
+      tailFrom = out.length;
+    } else since.push(step);
+  }
+  const tail = lastReply || !firstCall ? toolResultsFor(lastReply, outputs(since)) : [];
+  out.push(...tail);
+  return { messages: out, exact, tailFrom, tailExact: !tail.some(isMissing) };
+}
+
+/** The batch's results as far as activities produced them; calls without one get a placeholder. */
+function toolResultsFor(reply: AssistantMessage | undefined, outputs: Extract<RunStep, { kind: "toolOutput" }>[]): AgentMessage[] {
+  const calls = (reply?.content ?? []).filter((c): c is ToolCall => c.type === "toolCall");
+  const pool = [...outputs];
+  return calls.map((call) => {
+    const found = pool.find((o) => o.toolCallId === call.id);
+    if (!found) return missingResult(call.id, 0, call.name);
+    pool.splice(pool.indexOf(found), 1);
+    return toolMessage(found.toolCallId, found.toolName, found.output, found.at);
+  });
+}
+
+const MISSING = "(no tool activity output in history: the loop made this result; see the run's events)";
+const isMissing = (m: AgentMessage) => m.role === "toolResult" && m.content[0]?.type === "text" && m.content[0].text === MISSING;
+
+function missingResult(toolCallId: string, timestamp: number, toolName = "?"): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId,
+    toolName,
+    content: [{ type: "text", text: MISSING }],
+    isError: true,
+    timestamp,
+  };
 }

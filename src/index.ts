@@ -2,11 +2,11 @@
 export * from "./types.js";
 export { createAgentWorker, bundleAgentWorkflows, DEFAULT_TASK_QUEUE } from "./worker.js";
 export type { AgentWorker, AgentWorkerOptions } from "./worker.js";
-export { startAgentRun, getAgentRun, InvalidRunInputError } from "./client.js";
+export { startAgentRun, getAgentRun, InvalidRunInputError, RunFinishedError, RunUpdateRejectedError, TEMPORAL_PAYLOAD_LIMIT_BYTES } from "./client.js";
 export type { AgentRunHandle, StartAgentRunOptions } from "./client.js";
 export { classifyModelOutcome, keyEnvVar, retryAfterMs } from "./activities/index.js";
 export type { ApiKeyResolver, ContextCompactor } from "./activities/index.js";
-export { readHistoryFile, replayHistory, replayOptions, type ReplayOutcome } from "./replay.js";
+export { readHistoryFile, replayHistory, replayOptions, checkAgentHistory, ReplayInputError, type ReplayOutcome } from "./replay.js";
 export { storyFromHistory, storyTranscript, type RunStory, type StoryItem } from "./history-transcript.js";
 export { startDevServer, findTemporalCli, type DevServer, type DevServerOptions } from "./dev-server.js";
 export { createFileTools } from "./tools/fs-tools.js";

@@ -6,7 +6,7 @@ import { readFile } from "node:fs/promises";
 import { historyFromJSON } from "@temporalio/common/lib/proto-utils.js";
 import type { temporal } from "@temporalio/proto";
 import { Worker, type InjectedSinks, type ReplayWorkerOptions } from "@temporalio/worker";
-import type { AgentSinks } from "./workflows/definitions.js";
+import { AGENT_RUN_WORKFLOW, type AgentSinks } from "./workflows/definitions.js";
 import { bundleAgentWorkflows } from "./worker.js";
 
 export type History = temporal.api.history.v1.IHistory;
@@ -18,10 +18,46 @@ export interface ReplayOutcome {
   error?: { message: string; eventId?: number; event?: string; nondeterminism: boolean };
 }
 
-/** Reads a history exported by the Temporal UI or `temporal workflow show --output json`. */
+/** A history that cannot be replayed as an agent run: unreadable, empty, or another workflow's. `source` names the file or workflow. */
+export class ReplayInputError extends Error {
+  constructor(
+    readonly source: string,
+    readonly reason: string,
+  ) {
+    super(`${source}: ${reason}`);
+    this.name = "ReplayInputError";
+  }
+}
+
+/** Reads a history exported by the Temporal UI or `temporal workflow show --output json`; ReplayInputError names the file when it cannot. */
 export async function readHistoryFile(file: string): Promise<History> {
-  const json = JSON.parse(await readFile(file, "utf8")) as { events?: unknown[] } | unknown[];
-  return historyFromJSON(Array.isArray(json) ? { events: json } : json);
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    throw new ReplayInputError(file, `cannot read the file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  let json: { events?: unknown[] } | unknown[];
+  try {
+    json = JSON.parse(text) as { events?: unknown[] } | unknown[];
+  } catch (err) {
+    throw new ReplayInputError(file, `not a JSON history (${(err as Error).message})`);
+  }
+  try {
+    return historyFromJSON(Array.isArray(json) ? { events: json } : json);
+  } catch (err) {
+    throw new ReplayInputError(file, `not a Temporal history (${(err as Error).message})`);
+  }
+}
+
+/** Checks that a history is an agent run's, so a replay result means something. */
+export function checkAgentHistory(history: History, source: string): void {
+  const events = history.events ?? [];
+  if (events.length === 0) throw new ReplayInputError(source, "the history has no events");
+  const started = events[0].workflowExecutionStartedEventAttributes;
+  if (!started) throw new ReplayInputError(source, "the history does not start with WorkflowExecutionStarted");
+  const type = started.workflowType?.name;
+  if (type !== AGENT_RUN_WORKFLOW) throw new ReplayInputError(source, `not an agent run: workflow type "${type ?? "?"}", expected "${AGENT_RUN_WORKFLOW}"`);
 }
 
 type Event = NonNullable<History["events"]>[number];
@@ -89,8 +125,9 @@ export function replayOptions(workflowBundle: { code: string }): ReplayWorkerOpt
   return { workflowBundle, sinks };
 }
 
-/** Replays one history; never throws for a divergence, it reports it. */
+/** Replays one agent run's history; never throws for a divergence, it reports it. ReplayInputError when it is not an agent run's history. */
 export async function replayHistory(history: History, workflowId = "replay", bundle?: { code: string }): Promise<ReplayOutcome> {
+  checkAgentHistory(history, workflowId);
   const events = history.events?.length ?? 0;
   const options = replayOptions(bundle ?? (await bundleAgentWorkflows()));
   try {

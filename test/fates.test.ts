@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { WorkflowFailedError } from "@temporalio/client";
 import { Worker } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { InvalidRunInputError, startAgentRun } from "../src/client.js";
+import { InvalidRunInputError, RunUpdateRejectedError, startAgentRun } from "../src/client.js";
 import type { AgentEvent, AgentRunInput, AgentTool } from "../src/types.js";
 import { AGENT_RUN_WORKFLOW, promptUpdate } from "../src/workflows/definitions.js";
 import { readLog, startChildWorker, waitFor } from "./crash/harness.js";
@@ -184,7 +184,7 @@ describe("malformed messages never poison a session", () => {
     const answer = await worker.runUntil(async () => {
       for (const [what, message] of bad) {
         // Our client refuses it before sending; a raw client is refused by the run's validator.
-        await expect(handle.prompt(message as never)).rejects.toThrow(InvalidRunInputError);
+        await expect(handle.prompt(message as never)).rejects.toThrow(RunUpdateRejectedError);
         const raw = await rejection(handle.workflow.executeUpdate(promptUpdate, { args: [message as never] }));
         expect([what, raw]).toEqual([what, expect.stringMatching(/Invalid message: "message/)]);
       }

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { InvalidRunInputError, startAgentRun } from "../src/client.js";
+import { InvalidRunInputError, RunUpdateRejectedError, startAgentRun } from "../src/client.js";
 import type { AgentTool } from "../src/types.js";
 import { jsonBytes, utf8Bytes } from "../src/workflows/budgets.js";
 import { followUpUpdate, steerUpdate } from "../src/workflows/definitions.js";
@@ -98,7 +98,7 @@ describe("byte budgets", () => {
     const result = await worker.runUntil(async () => {
       await within(g.entered.promise, 20000, "the gate");
       // The client refuses it before sending, with a typed error naming the size and the limit.
-      await expect(handle.steer(big)).rejects.toThrow(InvalidRunInputError);
+      await expect(handle.steer(big)).rejects.toThrow(RunUpdateRejectedError);
       expect(await rejection(handle.steer(big))).toMatch(/"message" is 2,306,86\d bytes .*the limit is 256,000 bytes/);
       expect(await rejection(handle.followUp({ role: "user", content: big, timestamp: 1 }))).toMatch(/the limit is 256,000 bytes/);
       expect(await rejection(handle.prompt(big))).toMatch(/the limit is 256,000 bytes/);

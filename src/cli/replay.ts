@@ -1,13 +1,15 @@
 /**
  * `npm run replay -- <workflowId>` or `npm run replay -- --file history.json`:
  * replays a run's history against the current workflow code. Exit 0 when
- * deterministic, 1 on a divergence, 2 on bad usage.
+ * deterministic, 1 on a divergence, 2 when there is nothing to judge (bad
+ * usage; a file that cannot be read; a history that is empty or not an agent
+ * run's), with a message naming the file or workflow and why.
  */
 import path from "node:path";
 import { DefaultLogger, Runtime } from "@temporalio/worker";
 import { bundleAgentWorkflows } from "../worker.js";
 import { flag, connectClient } from "./connect.js";
-import { readHistoryFile, replayHistory, type History } from "../replay.js";
+import { checkAgentHistory, readHistoryFile, replayHistory, ReplayInputError, type History } from "../replay.js";
 
 const USAGE =
   "usage: npm run replay -- <workflowId> [--run-id ID] [--address host:port] [--workflows path]\n" +
@@ -23,16 +25,20 @@ async function main(): Promise<number> {
     console.error(USAGE);
     return 2;
   }
+  const source = file ?? `workflow ${workflowId}`;
   let history: History;
   if (file) history = await readHistoryFile(file);
   else {
     const { client, close } = await connectClient(args);
     try {
       history = await client.workflow.getHandle(workflowId!, flag(args, "--run-id")).fetchHistory();
+    } catch (err) {
+      throw new ReplayInputError(source, `cannot fetch its history (${err instanceof Error ? err.message : String(err)})`);
     } finally {
       await close();
     }
   }
+  checkAgentHistory(history, source); // before bundling: nothing to replay
   const workflows = flag(args, "--workflows");
   const outcome = await replayHistory(history, workflowId ?? "replay", workflows ? await bundleAgentWorkflows(path.resolve(workflows)) : undefined);
   if (!outcome.error) {
@@ -47,7 +53,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err) => {
-    console.error(err instanceof Error ? err.message : err);
+    console.error(err instanceof ReplayInputError ? `cannot replay ${err.message}` : `replay failed: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(2);
   },
 );

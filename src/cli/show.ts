@@ -1,6 +1,11 @@
-/** `npm run show -- <workflowId>`: a run's transcript, read from its history alone (no worker needed). */
+/**
+ * `npm run show -- <workflowId>`: a run's transcript, read from its history
+ * alone (no worker needed): every run of a continue-as-new chain, oldest first.
+ */
 import type { AgentMessage } from "../types.js";
-import { storyFromHistory, type StoryItem } from "../history-transcript.js";
+import type { RunStory, StoryItem } from "../history-transcript.js";
+import { readStory } from "../history-view.js";
+import { addUsage, emptyUsage } from "../workflows/usage.js";
 import { connectClient, flag } from "./connect.js";
 
 const clip = (text: string, max = 400) => (text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text);
@@ -36,15 +41,22 @@ async function main(): Promise<number> {
   }
   const { client, close } = await connectClient(args);
   try {
-    const history = await client.workflow.getHandle(workflowId, flag(args, "--run-id")).fetchHistory();
-    const story = storyFromHistory(history, client.options.loadedDataConverter.payloadConverter);
+    // Newest run first, then back along the chain.
+    const chain: RunStory[] = [await readStory(client, workflowId, flag(args, "--run-id"))];
+    while (chain[0].previousRunId) chain.unshift(await readStory(client, workflowId, chain[0].previousRunId));
+    const story = chain[chain.length - 1];
     const model = story.input?.model;
-    console.log(`run ${workflowId} · ${typeof model === "string" ? model : `${model?.provider}/${model?.id}`} · ${story.status} · ${story.events} events`);
+    const events = chain.reduce((n, s) => n + s.events, 0);
+    const runs = chain.length > 1 ? ` · ${chain.length} runs (continue-as-new)` : "";
+    console.log(`run ${workflowId} · ${typeof model === "string" ? model : `${model?.provider}/${model?.id}`} · ${story.status} · ${events} events${runs}`);
     if (story.input?.systemPrompt) console.log(`system: ${clip(story.input.systemPrompt)}`);
-    for (const item of story.items) console.log(formatItem(item));
-    const usage = story.result?.usage ?? story.usage;
+    for (const run of chain) {
+      if (chain.length > 1) console.log(`── run ${run.runId}${run.previousRunId ? ` (continued from ${run.previousRunId})` : ""} · ${run.status} · ${run.events} events`);
+      for (const item of run.items) console.log(formatItem(item));
+    }
+    const usage = story.result?.usage ?? chain.reduce((sum, run) => addUsage(sum, run.usage), emptyUsage());
     console.log(`usage: ${usage.input} in / ${usage.output} out / ${usage.totalTokens} tokens · $${usage.cost.total.toFixed(4)}`);
-    if (story.result) console.log(`result: ${story.result.stopReason} after ${story.result.turns} turns${story.result.errorMessage ? ` · ${story.result.errorMessage}` : ""}`);
+    if (story.result) console.log(`result: ${story.result.stopReason} after ${story.result.turns} turns${story.result.messagesOmitted ? ` · ${story.result.messagesOmitted} messages not in the result (all shown above)` : ""}${story.result.errorMessage ? ` · ${story.result.errorMessage}` : ""}`);
     if (story.failure) console.log(`failure: ${story.failure}`);
     return 0;
   } finally {
