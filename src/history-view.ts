@@ -126,6 +126,8 @@ export function closedRunState(last: RunStory, messageCount: number): AgentRunSt
     ...(last.previousRunId ? { previousRunId: last.previousRunId } : {}),
     stopReason: result?.stopReason,
     errorMessage: result?.errorMessage ?? last.failure,
+    // Nothing stays queued at the end: what was not processed is in the result's `dropped`.
+    ...(result?.dropped ? { dropped: result.dropped } : {}),
   };
 }
 

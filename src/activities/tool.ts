@@ -1,4 +1,5 @@
 /** The tool activity: validates and coerces arguments, then runs the tool's `execute` once. */
+import { Context } from "@temporalio/activity";
 import { CancelledFailure } from "@temporalio/common";
 import { validateToolArguments } from "@jai/ai";
 import type { AgentEventSink, AgentTool, AgentToolResult, ExecuteToolInput, ExecuteToolOutput, PrepareToolOutput } from "../types.js";
@@ -68,11 +69,13 @@ export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent
     const checked = validate(tool, input);
     if ("error" in checked) return { error: checked.error, needsApproval: false };
     const rule = tool.requiresApproval;
-    try {
-      return { needsApproval: typeof rule === "function" ? Boolean(await rule(checked.args as never, input.toolCallId)) : Boolean(rule) };
-    } catch {
-      return { needsApproval: true }; // a predicate that fails asks a person rather than letting the call through
-    }
+    if (typeof rule !== "function") return { needsApproval: Boolean(rule) };
+    // A predicate that fails asks a person rather than letting the call through.
+    const decided = Promise.resolve()
+      .then(() => rule(checked.args as never, input.toolCallId))
+      .then(Boolean, () => true);
+    // A predicate that never settles must not hold the worker (its shutdown waits for running activities).
+    return { needsApproval: await withGrace(decided, Context.current().cancellationSignal, 0, `${input.toolName}'s approval predicate`) };
   }
 
   async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolOutput> {
