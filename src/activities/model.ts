@@ -29,7 +29,7 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
     const stallMs = stallTimeoutMs(Context.current().info.heartbeatTimeoutMs);
     return withHeartbeats(async (cancelled) => {
       // Inside the heartbeat timer: a cache miss reads the context from the workflow first.
-      const messages = await contexts.resolve(run, input.context);
+      const messages = await contexts.resolve(run, input.context, (why) => Context.current().log.warn(why));
       const apiKey = await getApiKey(model.provider);
       const call = trackProviderCall();
       const controller = new AbortController();
