@@ -24,8 +24,6 @@ const worker = await createAgentWorker({
   tools: crashTools(logFile),
   models: [model],
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
-  // A dead worker's sticky tasks move to the shared queue after 1 s instead of 10 s.
-  workerOptions: { stickyQueueScheduleToStartTimeout: "1s" },
   onEvent: (event) => {
     if (event.type === "message_start" && event.message.role === "assistant") announce = true;
     if (announce && event.type === "message_update" && event.assistantEvent.type === "text_delta") {
