@@ -132,6 +132,25 @@ describe.each([
     expect(server.requests[1].at - server.requests[0].at).toBeLessThan(6000);
   });
 
+  it("ends the run with the provider's message on a permanent error inside the stream, without retrying", async () => {
+    const { result, attempts } = await run(makeModel(server), [
+      { ...answer, fault: { kind: "streamError", afterChunks: 3, type: "invalid_request_error", message: "messages.2.content: tool_use ids must be unique" } },
+    ]);
+    expect(result.stopReason).toBe("error");
+    expect(result.errorMessage).toContain("messages.2.content: tool_use ids must be unique");
+    expect(result.errorMessage).not.toMatch(/Controller|Invalid state/);
+    expect(server.requests).toHaveLength(1);
+    expect(attempts).toEqual([1]);
+  });
+
+  it("retries a transient error inside the stream through Temporal", async () => {
+    const transient = makeModel(server).api === "anthropic-messages" ? { type: "overloaded_error", message: "Overloaded" } : { type: "server_error", message: "The server had an error while processing your request. Sorry about that!" };
+    const { result, attempts, lastFailures } = await run(makeModel(server), [{ ...answer, fault: { kind: "streamError", afterChunks: 3, ...transient } }, answer]);
+    expect(textOf(result.messages.at(-1))).toBe("Ciao means hello.");
+    expect(attempts).toEqual([2]);
+    expect(lastFailures).toEqual([makeModel(server).api === "anthropic-messages" ? "ModelOverloaded" : "ModelUnavailable"]);
+  });
+
   it("ends the turn on a 400 with the provider's message, without retrying", async () => {
     const { result } = await run(makeModel(server), [{ fault: { kind: "status", status: 400, message: "messages.0: unexpected field" } }]);
     expect(result.stopReason).toBe("error");
