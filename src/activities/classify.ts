@@ -252,13 +252,13 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
   if (status !== undefined) return final(`${where} rejected the request (${what})`);
 
   // A response arrived (or none was seen) and the stream broke or reported an error inside it.
+  if (kind === "unavailable") return retry("ModelUnavailable", `${where} unavailable: ${what}`, delay);
+  if (kind === "invalid") return final(`${where} rejected the request (${what})`);
   if (NETWORK_PATTERN.test(raw)) return retry("ModelStreamInterrupted", `stream from ${where} interrupted: ${raw}`);
   if (OVERLOADED_PATTERN.test(raw)) return retry("ModelOverloaded", `${where} overloaded: ${raw}`);
   if (RATE_LIMIT_PATTERN.test(raw)) return retry("ModelRateLimited", `${where} rate limited: ${raw}`);
   if (SERVER_ERROR_PATTERN.test(raw)) return retry("ModelUnavailable", `${where} unavailable: ${raw}`);
   if (facts.status === 200 && MALFORMED_PATTERN.test(raw)) return retry("ModelStreamInterrupted", `malformed stream from ${where}: ${raw}`);
-  if (kind === "unavailable") return retry("ModelUnavailable", `${where} unavailable: ${what}`, delay);
-  if (kind === "invalid") return final(`${where} rejected the request (${what})`);
   if (said?.inStream) return final(`${where} reported an error in the stream: ${what}`);
   return final(raw);
 }
