@@ -68,7 +68,7 @@ describe("classifyModelOutcome by what the provider says", () => {
     ["anthropic", undefined, anthropic("overloaded_error", "Overloaded"), "retry ModelOverloaded", /in the stream/],
     ["anthropic", undefined, anthropic("api_error", "Internal server error"), "retry ModelUnavailable", /in the stream/],
     ["anthropic", undefined, anthropic("invalid_request_error", "messages.1.content.0: unexpected tool_use_id"), "final", /rejected the request \(in the stream: .*unexpected tool_use_id/],
-  ] as const)("%s HTTP %s %j → %s", (provider, status, body, expected, message) => {
+  ] as [("openai" | "anthropic"), number | undefined, unknown, string, RegExp][])("%s HTTP %s %j → %s", (provider, status, body, expected, message) => {
     const o = classify(provider, status, body);
     expect(outcome(o)).toBe(expected);
     expect(text(o)).toMatch(message);
