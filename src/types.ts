@@ -416,9 +416,11 @@ export interface StreamAssistantInput {
 
 /**
  * The model's context as a delta. Contract: the full context is the run's
- * `modelContext` messages [0, base) at `epoch`, followed by `append`. A worker
- * whose cache does not hold exactly that prefix reads it from the workflow
- * with the `modelContext` query (Temporal stays the only source of truth).
+ * `modelContext` messages [0, base) at `epoch`, followed by `append`, and its
+ * digest is `digest`. A worker whose cache does not hold exactly that prefix
+ * reads it from the workflow with the `modelContext` query (Temporal stays the
+ * only source of truth); a worker never calls the model with a context of
+ * another digest.
  */
 export interface ModelContextRef {
   /** Bumped whenever earlier messages of the context are rewritten (compaction, continue-as-new). */
@@ -432,13 +434,23 @@ export interface ModelContextRef {
    * failing that, from the `modelContext` query.
    */
   append: (AgentMessage | ToolResultRef)[];
+  /**
+   * SHA-256 digest of the whole context as the workflow recorded it (see
+   * `contextDigest`). Absent only in calls recorded before it existed.
+   */
+  digest?: string;
 }
 
 /** A tool result in a model call's input, by reference to its tool activity's output. */
 export interface ToolResultRef {
   /** Marks a reference. */
   ref: "toolResult";
-  /** The call whose activity output this is. */
+  /**
+   * The tool activity whose output this is (`tool-<turn>-<index>-<toolCallId>`),
+   * unique in the run. Absent only in calls recorded before it existed (the worker then reads the result from the workflow).
+   */
+  activityId?: string;
+  /** The model's id of the call (models may reuse ids: never a key). */
   toolCallId: string;
   /** The result message's timestamp, so the rebuilt message is the workflow's exactly. */
   timestamp: number;

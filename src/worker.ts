@@ -10,6 +10,9 @@ import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js"
 
 export { DEFAULT_TASK_QUEUE };
 
+/** How long a run's workflow task (or query) waits for the worker that holds it cached before any worker takes it. */
+export const DEFAULT_STICKY_TIMEOUT = "1s";
+
 export interface AgentWorkerOptions {
   /** Connection to Temporal; default: a new one to TEMPORAL_ADDRESS or localhost:7233 (closed when the worker stops). */
   connection?: NativeConnection;
@@ -110,6 +113,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       sinks,
       // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s, not 80% of the heartbeat timeout.
       maxHeartbeatThrottleInterval: "1s",
+      // A killed worker's sticky queue holds its runs' next workflow task, and the context query of the worker that
+      // takes over its model call, until this timeout (Temporal's default: 10 s). At 1 s a run recovers within its
+      // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
+      stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
       ...options.workerOptions,
     });
   } catch (err) {

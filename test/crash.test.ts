@@ -9,7 +9,20 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { bundleAgentWorkflows } from "../src/worker.js";
-import { completedToolCalls, normalizeTranscript, runScenario, type HarnessConfig, type LogEntry, type ScenarioRun } from "./crash/harness.js";
+import {
+  completedToolCalls,
+  normalizeTranscript,
+  readLog,
+  runScenario,
+  seenContexts,
+  startChildWorker,
+  startScenarioRun,
+  waitFor,
+  type HarnessConfig,
+  type LogEntry,
+  type ScenarioRun,
+} from "./crash/harness.js";
+import { contextMismatches } from "./context-check.js";
 import { openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
@@ -47,6 +60,8 @@ afterAll(async () => {
 function expectRecovered(name: string, run: ScenarioRun): void {
   expect(run.result.stopReason).toBe("stop");
   expect(normalizeTranscript(run.result.messages)).toEqual(normalizeTranscript(baseline.result.messages));
+  // Every model call, on either process, saw exactly the context history holds.
+  expect(contextMismatches(seenContexts(run.log), run.result.messages)).toEqual([]);
   const reExecuted = run.completedBeforeKill.filter((id) => starts(run.log, id).length !== 1);
   expect(reExecuted).toEqual([]);
   // Recovery waits for the heartbeat timeout, not the 10-minute start-to-close timeout.
@@ -116,3 +131,49 @@ describe("kill -9 of the worker", () => {
   });
 });
 
+
+describe("recovery with default options (issue 9, row 10)", () => {
+  it("kill -9 during a model call: the call is requested again within the heartbeat timeout + 3 s", async () => {
+    // Temporal's default workflow task timeout and the worker's default sticky queue timeout.
+    const run = await runScenario(env.client, config(), (log) => has(log, "streaming"), { heartbeatTimeout: "3s", workflowTaskTimeout: null });
+    expect(run.result.stopReason).toBe("stop");
+    expect(normalizeTranscript(run.result.messages)).toEqual(normalizeTranscript(baseline.result.messages));
+    expect(contextMismatches(seenContexts(run.log), run.result.messages)).toEqual([]);
+    expect(run.sinceKillMs).toBeDefined();
+    // A generous bound that still fails at Temporal's 10 s sticky default (~3 + 10 s); the measured time is reported.
+    expect(run.sinceKillMs!).toBeLessThan(3000 + 5000);
+    report.push(`default options, heartbeat 3 s: seconds-kill-to-model-call-requested-again=${(run.sinceKillMs! / 1000).toFixed(1)}`);
+  });
+});
+
+describe("a worker paused past its heartbeat timeout (issue 9, row 5)", () => {
+  it("its late tool output is never served: the next model call, on that worker, sees the re-run's recorded output", async () => {
+    const base = config();
+    const a = await startChildWorker({ ...base, tag: "A" });
+    const handle = await startScenarioRun(env.client, base);
+    const b = await (async () => {
+      await waitFor(() => has(readLog(base.logFile), "tool_start", "t1-c"), 30000, "A running the slow tool");
+      a.pause(); // a GC pause, a frozen VM: the connections stay open, nothing moves
+      return startChildWorker({ ...base, tag: "B" });
+    })();
+    try {
+      const byPid = (pid: number, event: string) => () => readLog(base.logFile).some((e) => e.event === event && e.toolCallId === "t1-c" && e.pid === pid);
+      await waitFor(byPid(b.pid, "tool_start"), 30000, "B re-running the slow tool after A's heartbeat timeout");
+      a.resume();
+      await waitFor(byPid(a.pid, "tool_end"), 30000, "A finishing its late attempt (and caching its output)");
+      await waitFor(async () => (await completedToolCalls(handle)).includes("t1-c"), 30000, "B's output recorded");
+      await b.kill(); // the next model call can only land on A
+      const result = await handle.result();
+      const log = readLog(base.logFile);
+      expect(result.stopReason).toBe("stop");
+      expect(textOf(result.messages.find((m) => m.role === "toolResult" && m.toolCallId === "t1-c"))).toBe("slow(c) ok [B]");
+      expect(log.some((e) => e.event === "model_call" && e.results === 3 && e.pid === a.pid)).toBe(true);
+      expect(contextMismatches(seenContexts(log), result.messages)).toEqual([]);
+      expect(textOf(result.messages.at(-1))).toContain("slow:slow(c) ok [B]");
+      report.push("SIGSTOP past the heartbeat timeout mid-tool, re-run elsewhere, resumed: wrong contexts=0");
+    } finally {
+      await b.kill();
+      await a.stop();
+    }
+  });
+});

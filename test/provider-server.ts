@@ -11,7 +11,13 @@ import type { AddressInfo } from "node:net";
 import type { Api, Model } from "@jai/ai";
 
 export type Fault =
-  | { kind: "status"; status: number; message?: string; headers?: Record<string, string> }
+  /** An error response; `body` replaces the generated error body (e.g. one copied from a provider's documentation). */
+  | { kind: "status"; status: number; message?: string; headers?: Record<string, string>; body?: unknown }
+  /**
+   * HTTP 200, then after some chunks an error inside the stream, as each provider sends it:
+   * `data: {"error": …}` (OpenAI-compatible) or `event: error` (Anthropic). `body` replaces the generated error object.
+   */
+  | { kind: "streamError"; afterChunks: number; type: string; message: string; code?: string; body?: unknown }
   | { kind: "reset"; afterChunks: number }
   | { kind: "stall"; afterChunks: number; ms: number }
   | { kind: "malformed"; afterChunks: number };
@@ -92,7 +98,17 @@ function errorBody(path: string, status: number, message: string): string {
     const type = status === 529 ? "overloaded_error" : status === 429 ? "rate_limit_error" : status === 401 ? "authentication_error" : status >= 500 ? "api_error" : "invalid_request_error";
     return JSON.stringify({ type: "error", error: { type, message } });
   }
-  return JSON.stringify({ error: { message, type: status === 429 ? "rate_limit_exceeded" : "invalid_request_error", code: null } });
+  return JSON.stringify({ error: { message, type: status === 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error", code: null } });
+}
+
+/** An error inside an SSE stream, in the request's wire format. */
+function streamErrorEvent(path: string, fault: Extract<Fault, { kind: "streamError" }>): string {
+  if (path.endsWith("/messages")) {
+    const body = fault.body ?? { type: "error", error: { type: fault.type, message: fault.message } };
+    return `event: error\ndata: ${JSON.stringify(body)}\n\n`;
+  }
+  const body = fault.body ?? { error: { message: fault.message, type: fault.type, param: null, code: fault.code ?? null } };
+  return `data: ${JSON.stringify(body)}\n\n`;
 }
 
 export class ProviderServer {
@@ -147,7 +163,8 @@ export class ProviderServer {
     }
     const fault = step.fault;
     if (fault?.kind === "status") {
-      res.writeHead(fault.status, { "content-type": "application/json", ...fault.headers }).end(errorBody(path, fault.status, fault.message ?? `scripted ${fault.status}`));
+      const body = fault.body !== undefined ? JSON.stringify(fault.body) : errorBody(path, fault.status, fault.message ?? `scripted ${fault.status}`);
+      res.writeHead(fault.status, { "content-type": "application/json", ...fault.headers }).end(body);
       return;
     }
     const model = String((JSON.parse(raw || "{}") as { model?: string }).model ?? "test");
@@ -162,6 +179,11 @@ export class ProviderServer {
         if (fault.kind === "stall") {
           await new Promise((r) => setTimeout(r, fault.ms));
           if (req.socket.destroyed) return;
+        }
+        if (fault.kind === "streamError") {
+          res.write(streamErrorEvent(path, fault));
+          res.end();
+          return;
         }
         if (fault.kind === "malformed") {
           res.write(path.endsWith("/messages") ? `event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0,,}\n\n` : `data: {"choices": [,,]}\n\n`);

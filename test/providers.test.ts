@@ -37,9 +37,9 @@ const lookup: AgentTool = {
 };
 
 /** One run against the local server with fast retries and a short heartbeat. */
-async function run(model: Model<Api>, steps: Step[], options: { maxAttempts?: number; heartbeat?: string } = {}) {
+async function run(model: Model<Api>, steps: Step[], options: { maxAttempts?: number; heartbeat?: string; apiKey?: string } = {}) {
   server.script(steps);
-  const { worker, taskQueue, events } = await testWorker(env, [lookup], { getApiKey: () => SENTINEL });
+  const { worker, taskQueue, events } = await testWorker(env, [lookup], { getApiKey: () => options.apiKey ?? SENTINEL });
   const handle = await startAgentRun(env.client, {
     taskQueue,
     workflowId: uniqueId("provider"),
@@ -132,6 +132,25 @@ describe.each([
     expect(server.requests[1].at - server.requests[0].at).toBeLessThan(6000);
   });
 
+  it("ends the run with the provider's message on a permanent error inside the stream, without retrying", async () => {
+    const { result, attempts } = await run(makeModel(server), [
+      { ...answer, fault: { kind: "streamError", afterChunks: 3, type: "invalid_request_error", message: "messages.2.content: tool_use ids must be unique" } },
+    ]);
+    expect(result.stopReason).toBe("error");
+    expect(result.errorMessage).toContain("messages.2.content: tool_use ids must be unique");
+    expect(result.errorMessage).not.toMatch(/Controller|Invalid state/);
+    expect(server.requests).toHaveLength(1);
+    expect(attempts).toEqual([1]);
+  });
+
+  it("retries a transient error inside the stream through Temporal", async () => {
+    const transient = makeModel(server).api === "anthropic-messages" ? { type: "overloaded_error", message: "Overloaded" } : { type: "server_error", message: "The server had an error while processing your request. Sorry about that!" };
+    const { result, attempts, lastFailures } = await run(makeModel(server), [{ ...answer, fault: { kind: "streamError", afterChunks: 3, ...transient } }, answer]);
+    expect(textOf(result.messages.at(-1))).toBe("Ciao means hello.");
+    expect(attempts).toEqual([2]);
+    expect(lastFailures).toEqual([makeModel(server).api === "anthropic-messages" ? "ModelOverloaded" : "ModelUnavailable"]);
+  });
+
   it("ends the turn on a 400 with the provider's message, without retrying", async () => {
     const { result } = await run(makeModel(server), [{ fault: { kind: "status", status: 400, message: "messages.0: unexpected field" } }]);
     expect(result.stopReason).toBe("error");
@@ -181,6 +200,26 @@ describe("failures around the provider", () => {
     expect(logs.some((l) => l.includes("slow down"))).toBe(true); // the failure was logged...
     expect(everything).not.toContain("SENTINEL"); // ...without the key
     expect(String(server.requests[0].headers["x-api-key"])).toBe(SENTINEL);
+  });
+
+  it("redacts the resolved key whatever its shape: pieces of it and its base64 echoed in an error body never reach history, events or logs", async () => {
+    const key = "gsk_R8tWq2LmZ5xV9nB3cK7pY1sD4fH6jG0a";
+    const b64 = Buffer.from(key).toString("base64");
+    const echo = `Invalid API Key ending in ${key.slice(-12)} (sent as Basic ${b64}; header ${Buffer.from(`Bearer ${key}`).toString("base64")})`;
+    const { result, history, events } = await run(
+      server.openAIModel({ provider: "groq" }),
+      [{ fault: { kind: "status", status: 429, message: `retry later, key ${encodeURIComponent(key)}` } }, { fault: { kind: "status", status: 400, message: echo } }],
+      { apiKey: key },
+    );
+    expect(result.stopReason).toBe("error");
+    expect(result.errorMessage).toContain("Invalid API Key ending in [redacted]");
+    expect(String(server.requests[0].headers.authorization)).toBe(`Bearer ${key}`);
+    const historyText = JSON.stringify(history).replace(/"data":"([A-Za-z0-9+/=]+)"/g, (_m, data: string) => Buffer.from(data, "base64").toString("utf8"));
+    expect(historyText).toContain("Invalid API Key ending in"); // the decoding works
+    const everything = historyText + JSON.stringify(events as AgentEvent[]) + logs.join("\n");
+    expect(logs.some((l) => l.includes("retry later"))).toBe(true); // the retried failure was logged...
+    for (let i = 0; i + 8 <= key.length; i++) expect(everything).not.toContain(key.slice(i, i + 8)); // ...without any piece of the key
+    for (let i = 4; i + 12 <= b64.length - 4; i += 4) expect(everything).not.toContain(b64.slice(i, i + 12));
   });
 
   it("keeps Anthropic thinking blocks, with their signature, in the transcript and the next request", async () => {

@@ -1,4 +1,5 @@
 /** The activities of the agent loop, bound to one worker's tools, models, keys and event sink. */
+import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
 import type { AgentEventSink, AgentMessage, AgentTool, ModelContextRef } from "../types.js";
@@ -45,11 +46,11 @@ export function createActivities(deps: ActivityDeps) {
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {
       if (!deps.compactContext) throw ApplicationFailure.nonRetryable("This worker has no compactContext function", "CompactionUnavailable");
-      const messages = await contexts.resolve(currentRun(), input.context);
+      const messages = await contexts.resolve(currentRun(), input.context, (why) => Context.current().log.warn(why));
       return withHeartbeats((signal) => deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }));
     },
     ...createToolActivities(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent, (call, output) =>
-      contexts.rememberOutput(currentRun(), call.toolCallId, call.toolName, output),
+      contexts.rememberOutput(currentRun(), Context.current().info.activityId, call.toolName, output),
     ),
   };
 }

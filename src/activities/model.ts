@@ -1,9 +1,9 @@
 /** The model activity: streams one assistant message through @jai/ai and returns it whole. */
 import { Context } from "@temporalio/activity";
-import { ApplicationFailure, CancelledFailure } from "@temporalio/common";
+import { CancelledFailure } from "@temporalio/common";
 import { stream, type AssistantMessage, type AssistantMessageEventStream, type ProviderResponse } from "@jai/ai";
 import type { AgentEventSink, StreamAssistantInput } from "../types.js";
-import { classifyModelOutcome } from "./classify.js";
+import { classifyModelOutcome, overflowFailure, stalledFailure, unsupportedModelFailure } from "./classify.js";
 import { activityEmitter } from "./events.js";
 import type { ContextCache } from "./context-cache.js";
 import { currentRun, withHeartbeats } from "./heartbeat.js";
@@ -29,7 +29,7 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
     const stallMs = stallTimeoutMs(Context.current().info.heartbeatTimeoutMs);
     return withHeartbeats(async (cancelled) => {
       // Inside the heartbeat timer: a cache miss reads the context from the workflow first.
-      const messages = await contexts.resolve(run, input.context);
+      const messages = await contexts.resolve(run, input.context, (why) => Context.current().log.warn(why));
       const apiKey = await getApiKey(model.provider);
       const call = trackProviderCall();
       const controller = new AbortController();
@@ -55,8 +55,8 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
             { apiKey, signal: controller.signal, headers: call.headers, onResponse: (r) => void (response = r) },
           );
         } catch (err) {
-          // stream() throws only for a model the worker cannot serve (no provider for its api): permanent.
-          throw ApplicationFailure.nonRetryable(`Cannot call model ${model.provider}/${model.id}: ${(err as Error).message}`, "ModelUnsupported");
+          // stream() throws only for a model the worker cannot serve (no provider for its api).
+          throw unsupportedModelFailure(model.provider, model.id, err, [apiKey]);
         }
         for await (const event of events) {
           lastEventAt = Date.now();
@@ -75,9 +75,7 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
       }
       // Cancelled: report it, handing the workflow what had streamed so far.
       if (cancelled.aborted) throw new CancelledFailure(`model call cancelled`, [{ ...message, stopReason: "aborted" }]);
-      if (stalled) {
-        throw ApplicationFailure.retryable(`no data from ${model.provider}/${model.id} for ${stallMs} ms: stream stalled`, "ModelStreamInterrupted");
-      }
+      if (stalled) throw stalledFailure(model.provider, model.id, stallMs);
       const outcome = classifyModelOutcome(message, {
         provider: model.provider,
         modelId: model.id,
@@ -86,11 +84,12 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
         headers: call.record.headers ?? response?.headers,
         networkError: call.record.networkError,
         bodyError: call.record.bodyError,
+        providerError: call.record.providerError,
         secrets: [apiKey],
       });
       if ("retry" in outcome) throw outcome.retry;
       // The workflow compacts the context and calls again once; its own message if that does not help.
-      if (outcome.overflow) throw ApplicationFailure.nonRetryable(outcome.message.errorMessage ?? "context overflow", "ContextOverflow");
+      if (outcome.overflow) throw overflowFailure(outcome.message);
       // The workflow appends exactly this reply (as JSON) to the context: cache the same.
       contexts.remember(run, input.context.epoch, [...messages, JSON.parse(JSON.stringify(outcome.message)) as AssistantMessage]);
       if (!started) emit({ type: "message_start", message: outcome.message });

@@ -7,8 +7,13 @@
  * a wrapper around global fetch records status, headers and the time of the
  * last byte, and marks every error response `x-should-retry: false` so that
  * only Temporal retries. A connection failure becomes a synthetic 503 with the
- * same mark, for the same reason.
+ * same mark, for the same reason. The provider's own error object is recorded
+ * too, from an error response's body or an error event inside a stream
+ * (`data: {"error": …}`, `event: error`), since the SDKs keep only its message.
+ * Nothing here decides what a failure means: classify.ts does.
  */
+import { providerErrorOf, type ProviderError } from "./classify.js";
+
 export const CALL_HEADER = "x-jai-model-call";
 
 export interface ProviderCallRecord {
@@ -22,6 +27,8 @@ export interface ProviderCallRecord {
   lastByteAt?: number;
   /** Set when the response body broke off (connection reset mid-stream). */
   bodyError?: string;
+  /** The provider's error object, from an error body or an error event in the stream. */
+  providerError?: ProviderError;
 }
 
 const calls = new Map<string, ProviderCallRecord>();
@@ -63,26 +70,85 @@ function install(): void {
     record.headers = toRecord(response.headers);
     record.lastByteAt = Date.now();
     const marked = new Headers(response.headers);
-    if (!response.ok) marked.set("x-should-retry", "false");
+    if (!response.ok) {
+      marked.set("x-should-retry", "false");
+      // Error bodies are small: read it whole, keep the provider's error object, hand the SDK the same text.
+      const text = await response.text().catch(() => "");
+      record.providerError = providerErrorOf(parseJson(text));
+      return new Response(text, { status: response.status, statusText: response.statusText, headers: marked });
+    }
     const reader = response.body?.getReader();
+    const sniffer = new StreamErrorSniffer(record);
+    // Once the SDK cancelled the body (it stops reading after an error event), nothing more is read, written or recorded.
+    let cancelled = false;
     const body =
       reader &&
       new ReadableStream<Uint8Array>({
         async pull(controller) {
           try {
             const { done, value } = await reader.read();
+            if (cancelled) return;
             if (done) return controller.close();
             record.lastByteAt = Date.now();
+            sniffer.push(value);
             controller.enqueue(value);
           } catch (err) {
-            record.bodyError = describe(err);
+            if (cancelled) return;
+            // Our own abort (cancellation, the stall watchdog) is not the provider's stream breaking.
+            if (!init?.signal?.aborted) record.bodyError = describe(err);
             controller.error(err);
           }
         },
-        cancel: (reason) => reader.cancel(reason),
+        cancel: (reason) => {
+          cancelled = true;
+          return reader.cancel(reason);
+        },
       });
     return new Response(body ?? null, { status: response.status, statusText: response.statusText, headers: marked });
   } as typeof fetch;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Largest SSE event kept while waiting for its end; longer ones (big deltas) cannot be error events worth reading. */
+const MAX_EVENT_CHARS = 256 * 1024;
+
+/** Watches an SSE body for the provider's error events, without changing a byte. */
+class StreamErrorSniffer {
+  private decoder = new TextDecoder();
+  private pending = "";
+
+  constructor(private readonly record: ProviderCallRecord) {}
+
+  push(chunk: Uint8Array): void {
+    if (this.record.providerError) return;
+    this.pending += this.decoder.decode(chunk, { stream: true });
+    const events = this.pending.split(/\r?\n\r?\n/);
+    this.pending = events.pop() ?? "";
+    if (this.pending.length > MAX_EVENT_CHARS) this.pending = "";
+    for (const event of events) {
+      // Cheap test first: only events that mention an error are parsed.
+      if (!event.includes("error")) continue;
+      let name = "";
+      const data: string[] = [];
+      for (const line of event.split(/\r?\n/)) {
+        if (line.startsWith("event:")) name = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+      }
+      const parsed = parseJson(data.join("\n"));
+      const error = (name === "error" || (parsed as { error?: unknown } | undefined)?.error !== undefined) && providerErrorOf(parsed, true);
+      if (error) {
+        this.record.providerError = error;
+        return;
+      }
+    }
+  }
 }
 
 /** Starts tracking one model call; pass `headers` to pi-ai's stream options and `dispose` when done. */

@@ -4,6 +4,7 @@ import type { Tool } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
 import type { AgentMessage, AgentRunInput, RunSetup } from "../types.js";
 import { contextBudget, estimateTokens, shortenToolResults, structureProblem } from "./compaction.js";
+import { wholeContextRef } from "./context-ref.js";
 import type { RunState } from "./run-state.js";
 
 type Activities = ReturnType<typeof createActivities>;
@@ -31,7 +32,7 @@ export async function fitContext(input: AgentRunInput, setup: RunSetup, run: Run
   if (input.compaction === "worker") {
     try {
       const compacted = await compactContext.executeWithOptions({ summary: `compact context · ${used} → ${target} tokens` }, [
-        { context: { epoch: run.contextEpoch, base: run.context.length, append: [] }, budgetTokens: target, model: setup.model },
+        { context: wholeContextRef(run), budgetTokens: target, model: setup.model },
       ]);
       const problem = structureProblem(compacted);
       if (problem) log.warn("worker compaction broke the message structure; using the default", { problem });

@@ -12,7 +12,8 @@ import {
 } from "@temporalio/workflow";
 import type { AssistantMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
-import type { AgentRunInput, ModelContextRef, RunSetup } from "../types.js";
+import type { AgentRunInput, RunSetup } from "../types.js";
+import { modelContextRef } from "./context-ref.js";
 import { fitContext, modelTools } from "./context-fit.js";
 import type { AgentSinks } from "./definitions.js";
 import type { RunState } from "./run-state.js";
@@ -32,18 +33,6 @@ const MODEL_DEFAULTS: ActivityOptions = {
 
 const { streamAssistantMessage } = proxyActivities<Activities>(MODEL_DEFAULTS);
 const { agent } = proxySinks<AgentSinks>();
-
-/** New messages ride along inline up to this size; beyond it the worker reads them with the query (no big payloads). */
-const APPEND_BUDGET_BYTES = 256 * 1024;
-
-function contextRef(run: RunState): ModelContextRef {
-  // A tool result that is its activity's output is in history already: send a reference, not a second copy.
-  const append = run.context
-    .slice(run.workerKnows)
-    .map((m) => (m.role === "toolResult" && run.fromActivity.has(m.toolCallId) ? { ref: "toolResult" as const, toolCallId: m.toolCallId, timestamp: m.timestamp } : m));
-  if (JSON.stringify(append).length <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append };
-  return { epoch: run.contextEpoch, base: run.context.length, append: [] };
-}
 
 /** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
 export class CancelledDuringModelCall extends Error {
@@ -74,7 +63,7 @@ export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunS
       {
         model,
         systemPrompt: input.systemPrompt,
-        context: contextRef(run),
+        context: modelContextRef(run),
         tools: modelTools(setup),
         turn: run.turn,
       },

@@ -65,8 +65,12 @@ export class RunState {
   contextEpoch = 0;
   /** Context messages the worker that made the last model call holds (it appended its reply). */
   workerKnows = 0;
-  /** Tool calls whose result is exactly their activity's output (model calls pass those by reference). */
-  fromActivity = new Set<string>();
+  /**
+   * Tool results that are exactly their activity's output, by their content
+   * (the very array the activity returned), with that activity's id: model
+   * calls pass those by reference. Not by tool-call id: models reuse ids.
+   */
+  fromActivity = new Map<unknown, string>();
   newMessages: AgentMessage[] = [];
   usage = emptyUsage();
   turn = 0;

@@ -193,14 +193,14 @@ async function executeCall(
   turn: number,
   index: number,
   limits: ToolResultLimits | undefined,
-  fromActivity: Set<string>,
+  fromActivity: Map<unknown, string>,
 ): Promise<ExecuteToolOutput> {
   const options = activityOverrides(spec.activity, toolSummary(spec.name, call.arguments));
   // Tool-call ids are the model's; the turn and position keep them unique within the run.
   options.activityId = `tool-${turn}-${index}-${call.id}`.slice(0, 200);
   try {
     const output = await executeTool.executeWithOptions(options, [{ toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) }]);
-    fromActivity.add(call.id);
+    fromActivity.set(output.result.content, options.activityId!);
     return output;
   } catch (err) {
     // A cancel whose tool worker is dead ends in a timeout: still a cancel.

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { Client } from "@temporalio/client";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentMessage, AgentRunResult } from "../../src/types.js";
-import { MODEL_REF } from "./scenario.js";
+import { MODEL_REF, type Variant } from "./scenario.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
@@ -22,6 +22,8 @@ export interface LogEntry {
   toolCallId?: string;
   results?: number;
   turn?: number;
+  /** model_call: the messages the model was given. */
+  seen?: AgentMessage[];
   pid: number;
   at: number;
 }
@@ -48,6 +50,10 @@ export interface ChildWorker {
   readyAt: number;
   kill(): Promise<void>;
   stop(): Promise<void>;
+  /** SIGSTOP: the process freezes (a GC pause, a frozen VM) without its connections closing. */
+  pause(): void;
+  /** SIGCONT. */
+  resume(): void;
 }
 
 export interface HarnessConfig {
@@ -55,7 +61,13 @@ export interface HarnessConfig {
   bundlePath: string;
   logFile: string;
   taskQueue: string;
-  variant: "main" | "non-idempotent";
+  variant: Variant;
+  /** Marks this worker's tool outputs and replies (`[tag]`), to tell two executions apart. */
+  tag?: string;
+  /** How long the `slow` and `write` tools take; default 3000. */
+  slowMs?: number;
+  /** The faux model's speed; default 60 tokens/s. */
+  tokensPerSecond?: number;
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -74,6 +86,9 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       CRASH_LOG: config.logFile,
       CRASH_TASK_QUEUE: config.taskQueue,
       CRASH_VARIANT: config.variant,
+      CRASH_TAG: config.tag ?? "",
+      CRASH_SLOW_MS: String(config.slowMs ?? 3000),
+      CRASH_TOKENS_PER_SECOND: String(config.tokensPerSecond ?? 60),
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -91,9 +106,12 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       await exited(child);
     },
     async stop() {
+      child.kill("SIGCONT");
       child.kill("SIGTERM");
       await exited(child);
     },
+    pause: () => void child.kill("SIGSTOP"),
+    resume: () => void child.kill("SIGCONT"),
   };
 }
 
@@ -133,6 +151,35 @@ export interface ScenarioRun {
   recoveryMs?: number;
   /** New worker ready -> its first model call or tool start (the run moving again). */
   progressMs?: number;
+  /** kill -9 -> the new worker's first model call or tool start. */
+  sinceKillMs?: number;
+}
+
+/** How the scenario's run is started: the crash tests' short timeouts, or Temporal's and the loop's defaults. */
+export interface StartOptions {
+  /** The model activity's heartbeat timeout; default "2s". */
+  heartbeatTimeout?: string;
+  /** The run's workflow task timeout; default "2s", `null` for Temporal's default (10 s). */
+  workflowTaskTimeout?: string | null;
+}
+
+/** Starts the scenario's run on `config`'s task queue. */
+export function startScenarioRun(client: Client, config: HarnessConfig, options: StartOptions = {}): Promise<AgentRunHandle> {
+  const workflowTaskTimeout = options.workflowTaskTimeout === undefined ? "2s" : options.workflowTaskTimeout;
+  return startAgentRun(client, {
+    taskQueue: config.taskQueue,
+    workflowId: `crash-${config.taskQueue}`,
+    model: MODEL_REF,
+    prompt: "Run the crash scenario",
+    maxTurns: 30,
+    modelActivity: { heartbeatTimeout: options.heartbeatTimeout ?? "2s", retry: { initialInterval: "200ms" } },
+    ...(workflowTaskTimeout ? { workflowTaskTimeout } : {}),
+  });
+}
+
+/** The contexts the model was given, per call in log order (every process, retried calls included). */
+export function seenContexts(log: LogEntry[]): AgentMessage[][] {
+  return log.filter((e) => e.event === "model_call" && e.seen).map((e) => e.seen!);
 }
 
 /** Runs the scenario; when `killWhen` is given, kills the first worker once it holds and lets a second one finish. */
@@ -140,17 +187,10 @@ export async function runScenario(
   client: Client,
   config: HarnessConfig,
   killWhen?: (log: LogEntry[], handle: AgentRunHandle) => boolean | Promise<boolean>,
+  start: StartOptions = {},
 ): Promise<ScenarioRun> {
   const first = await startChildWorker(config);
-  const handle = await startAgentRun(client, {
-    taskQueue: config.taskQueue,
-    workflowId: `crash-${config.taskQueue}`,
-    model: MODEL_REF,
-    prompt: "Run the crash scenario",
-    maxTurns: 10,
-    modelActivity: { heartbeatTimeout: "2s", retry: { initialInterval: "200ms" } },
-    workflowTaskTimeout: "2s",
-  });
+  const handle = await startScenarioRun(client, config, start);
   if (!killWhen) {
     const result = await handle.result();
     await first.stop();
@@ -158,6 +198,7 @@ export async function runScenario(
   }
   await waitFor(() => killWhen(readLog(config.logFile), handle), 30000, "the kill point");
   await first.kill();
+  const killedAt = Date.now();
   const completedBeforeKill = await completedToolCalls(handle);
   const second = await startChildWorker(config);
   const result = await handle.result();
@@ -166,5 +207,6 @@ export async function runScenario(
   const log = readLog(config.logFile);
   const firstMove = log.find((e) => e.pid === second.pid && (e.event === "model_call" || e.event === "tool_start"));
   const progressMs = firstMove ? firstMove.at - second.readyAt : undefined;
-  return { result, handle, log, firstPid: first.pid, secondPid: second.pid, completedBeforeKill, recoveryMs, progressMs };
+  const sinceKillMs = firstMove ? firstMove.at - killedAt : undefined;
+  return { result, handle, log, firstPid: first.pid, secondPid: second.pid, completedBeforeKill, recoveryMs, progressMs, sinceKillMs };
 }

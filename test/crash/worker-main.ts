@@ -4,7 +4,7 @@
  */
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { createAgentWorker } from "../../src/worker.js";
-import { crashTools, logLine, registerScriptedModel } from "./scenario.js";
+import { crashTools, logLine, registerScriptedModel, type Variant } from "./scenario.js";
 
 const env = (name: string) => {
   const value = process.env[name];
@@ -14,18 +14,17 @@ const env = (name: string) => {
 
 Runtime.install({ logger: new DefaultLogger("ERROR") });
 const logFile = env("CRASH_LOG");
-const model = registerScriptedModel(env("CRASH_VARIANT") as "main" | "non-idempotent", logFile);
+const tag = process.env.CRASH_TAG ? ` [${process.env.CRASH_TAG}]` : "";
+const model = registerScriptedModel(env("CRASH_VARIANT") as Variant, logFile, Number(process.env.CRASH_TOKENS_PER_SECOND || 60), tag);
 const connection = await NativeConnection.connect({ address: env("TEMPORAL_ADDRESS") });
 let turns = 0;
 let announce = false;
 const worker = await createAgentWorker({
   connection,
   taskQueue: env("CRASH_TASK_QUEUE"),
-  tools: crashTools(logFile),
+  tools: crashTools(logFile, Number(process.env.CRASH_SLOW_MS || 3000), tag),
   models: [model],
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
-  // A dead worker's sticky tasks move to the shared queue after 1 s instead of 10 s.
-  workerOptions: { stickyQueueScheduleToStartTimeout: "1s" },
   onEvent: (event) => {
     if (event.type === "message_start" && event.message.role === "assistant") announce = true;
     if (announce && event.type === "message_update" && event.assistantEvent.type === "text_delta") {

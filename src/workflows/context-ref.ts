@@ -1,0 +1,46 @@
+/**
+ * What a model call (or a compaction) says about the context it means: a delta
+ * over what the worker that made the last call holds, tool results by
+ * reference to the activity that produced them, and the digest of the whole
+ * context as recorded. The worker serves the call only with a context of that
+ * digest, so no cache, late attempt or reused tool-call id can change what the
+ * model sees.
+ */
+import type { AgentMessage, ModelContextRef, ToolResultRef } from "../types.js";
+import { combineDigests, messageDigest } from "./context-digest.js";
+import type { RunState } from "./run-state.js";
+
+/** New messages ride along inline up to this size; beyond it the worker reads them with the query (no big payloads). */
+const APPEND_BUDGET_BYTES = 256 * 1024;
+
+// Context messages are never changed in place (compaction makes new ones), so a message's digest is computed once.
+const digests = new WeakMap<object, string>();
+
+/** The digest of the context as the workflow holds it. */
+export function recordedDigest(messages: AgentMessage[]): string {
+  return combineDigests(
+    messages.map((m) => {
+      let digest = digests.get(m);
+      if (digest === undefined) digests.set(m, (digest = messageDigest(m)));
+      return digest;
+    }),
+  );
+}
+
+/** The context of the next model call, as a delta over what the last call's worker holds. */
+export function modelContextRef(run: RunState): ModelContextRef {
+  const digest = recordedDigest(run.context);
+  // A tool result that is its activity's output is in history already: send a reference, not a second copy.
+  // Keyed by the activity's id, unique in the run, never by the model's tool-call id (models reuse those).
+  const append = run.context.slice(run.workerKnows).map((m): AgentMessage | ToolResultRef => {
+    const activityId = m.role === "toolResult" ? run.fromActivity.get(m.content) : undefined;
+    return m.role === "toolResult" && activityId !== undefined ? { ref: "toolResult", activityId, toolCallId: m.toolCallId, timestamp: m.timestamp } : m;
+  });
+  if (JSON.stringify(append).length <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append, digest };
+  return wholeContextRef(run, digest);
+}
+
+/** The whole context, read by the worker from its cache or the `modelContext` query. */
+export function wholeContextRef(run: RunState, digest = recordedDigest(run.context)): ModelContextRef {
+  return { epoch: run.contextEpoch, base: run.context.length, append: [], digest };
+}
