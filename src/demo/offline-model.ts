@@ -72,6 +72,13 @@ export function registerDemoModel(): Model<Api> {
     }
     return fauxAssistantMessage(summarize(listings[0], reads));
   };
-  faux.setResponses(Array.from({ length: 20 }, () => answer));
+  // A worker process serves the demo for as long as it runs: every call queues one more answer. The queue
+  // is taken from synchronously at the call and refilled when the answer is made, so keep a margin for
+  // concurrent calls.
+  const endless = (context: Context) => {
+    faux.appendResponses([endless]);
+    return answer(context);
+  };
+  faux.setResponses(Array.from({ length: 1000 }, () => endless));
   return faux.getModel();
 }
