@@ -49,6 +49,9 @@ function summarize(listing: string, files: Seen[]): string {
 export function registerDemoModel(): Model<Api> {
   const faux = registerFauxProvider({
     provider: "demo",
+    // The run records the model, api included, and any worker process may make its next call: one fixed
+    // api id in every process (the faux default is random per process).
+    api: "jai-demo-offline",
     models: [{ id: "offline-scripted", name: DEMO_LABEL, contextWindow: 32000, maxTokens: 2000 }],
     tokensPerSecond: 150,
   });
