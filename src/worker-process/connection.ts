@@ -4,6 +4,7 @@
  * TEMPORAL_TLS_*, TEMPORAL_PROFILE + temporal.toml / TEMPORAL_CONFIG_FILE), so a
  * local server, a self-hosted cluster with mTLS and Temporal Cloud need no code change.
  */
+import { existsSync } from "node:fs";
 import { loadClientConnectConfig } from "@temporalio/envconfig";
 import type { NativeConnectionOptions } from "@temporalio/worker";
 
@@ -18,14 +19,15 @@ export interface TemporalTarget {
 
 /** Reads Temporal's environment configuration; `overrides` (e.g. from flags) win. */
 export function temporalTarget(env: NodeJS.ProcessEnv = process.env, overrides: { address?: string; namespace?: string } = {}): TemporalTarget {
+  // The library reads a missing TEMPORAL_CONFIG_FILE as "no file": a typo would silently mean localhost.
+  if (env.TEMPORAL_CONFIG_FILE && !existsSync(env.TEMPORAL_CONFIG_FILE)) {
+    throw new Error(`Temporal environment configuration: TEMPORAL_CONFIG_FILE=${env.TEMPORAL_CONFIG_FILE} does not exist`);
+  }
   let loaded;
   try {
     loaded = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
   } catch (err) {
-    const missingDefaultFile = (err as NodeJS.ErrnoException).code === "ENOENT" && !env.TEMPORAL_CONFIG_FILE;
-    if (!missingDefaultFile) throw new Error(`Temporal environment configuration: ${(err as Error).message}`);
-    // No temporal.toml in the default place: environment variables alone.
-    loaded = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string>, disableFile: true });
+    throw new Error(`Temporal environment configuration: ${(err as Error).message}`);
   }
   const address = overrides.address ?? loaded.connectionOptions.address ?? "localhost:7233";
   const namespace = overrides.namespace ?? loaded.namespace ?? "default";
