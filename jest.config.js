@@ -7,6 +7,8 @@ export default {
   },
   moduleNameMapper: { "^(\\.{1,2}/.*)\\.js$": "$1" },
   testMatch: ["<rootDir>/test/**/*.test.ts"],
+  // The cluster suite brings up its own PostgreSQL and Temporal server: `npm run test:cluster`.
+  testPathIgnorePatterns: ["/node_modules/", "<rootDir>/test/cluster.test.ts"],
   globalSetup: "<rootDir>/test/global-setup.js",
   globalTeardown: "<rootDir>/test/global-teardown.js",
   testTimeout: 60000,

@@ -10,3 +10,7 @@ export { readHistoryFile, replayHistory, replayOptions, checkAgentHistory, Repla
 export { storyFromHistory, storyTranscript, type RunStory, type StoryItem } from "./history-transcript.js";
 export { startDevServer, findTemporalCli, type DevServer, type DevServerOptions } from "./dev-server.js";
 export { createFileTools } from "./tools/fs-tools.js";
+export { AgentPlugin, type AgentPluginOptions } from "./plugin.js";
+export { runWorkerProcess, type WorkerProcessOptions } from "./worker-process/run.js";
+export { defineConfig, type AgentServiceConfig } from "./worker-process/config.js";
+export { temporalTarget, type TemporalTarget } from "./worker-process/connection.js";

@@ -45,7 +45,7 @@ export function agentWorkflowsPath(): string {
 }
 
 // Workflow sources import "./x.js" as Node ESM wants; webpack must map that to "./x.ts" when bundling sources.
-const webpackConfigHook = (config: any) => {
+export const webpackConfigHook = (config: any) => {
   config.resolve = { ...config.resolve, extensionAlias: { ".js": [".ts", ".js"] } };
   return config;
 };

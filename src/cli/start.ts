@@ -1,9 +1,12 @@
 /**
- * `npm start -- "<prompt>"`: one agent run, printed as it happens. Uses the dev
- * server of `npm run temporal` when it is up, else an embedded one on the same
- * SQLite file, so every run stays visible in the UI afterwards.
+ * `npm start -- "<prompt>"`: one agent run, printed as it happens. Uses the
+ * server at --address / TEMPORAL_ADDRESS, else the dev server of `npm run
+ * temporal` when it is up, else an embedded one on the same SQLite file, so
+ * every run stays visible in the UI afterwards. Ctrl-C cancels the run (a
+ * second Ctrl-C terminates it): the run never outlives this process's worker.
  */
 import { randomUUID } from "node:crypto";
+import { parseArgs } from "node:util";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
@@ -15,7 +18,7 @@ import type { AgentEvent, ModelRef } from "../types.js";
 import { createAgentWorker } from "../worker.js";
 import { dbFile, runningServer } from "./server-state.js";
 
-const USAGE = `usage: npm start -- "<prompt>"   (model: JAI_MODEL=provider/modelId with its API key; else the offline demo)`;
+const USAGE = `usage: npm start -- [--address host:port] "<prompt>"   (server: --address, TEMPORAL_ADDRESS, \`npm run temporal\`, else an embedded one; model: JAI_MODEL=provider/modelId with its API key, else the offline demo)`;
 
 function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } {
   const wanted = process.env.JAI_MODEL;
@@ -55,16 +58,19 @@ function printer(event: AgentEvent): void {
 }
 
 async function main(): Promise<void> {
-  const prompt = process.argv.slice(2).join(" ").trim();
+  const { values, positionals } = parseArgs({ args: process.argv.slice(2), options: { address: { type: "string" } }, allowPositionals: true });
+  const prompt = positionals.join(" ").trim();
   if (!prompt) {
     console.error(USAGE);
     process.exit(2);
   }
-  Runtime.install({ logger: new DefaultLogger("WARN") });
+  // Ctrl-C is ours (cancel the run), not the Temporal runtime's (which would stop the worker under the run).
+  Runtime.install({ logger: new DefaultLogger("WARN"), shutdownSignals: [] });
   const { model, models, note } = chooseModel();
 
   let embedded: DevServer | undefined;
-  let server = await runningServer();
+  const wanted = values.address ?? process.env.TEMPORAL_ADDRESS;
+  let server = wanted ? { address: wanted, uiUrl: undefined as string | undefined } : await runningServer();
   if (!server) {
     console.log("No `npm run temporal` server is up: starting an embedded dev server on .jai/temporal.db ...");
     const uiPort = (await portInUse(8233)) ? undefined : 8233;
@@ -75,23 +81,45 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: server.address });
   const clientConnection = await Connection.connect({ address: server.address });
   const client = new Client({ connection: clientConnection });
+  // A queue of this process alone: no other process's worker picks this run up, and this worker serves no other run.
   const taskQueue = `jai-start-${randomUUID().slice(0, 8)}`;
   const worker = await createAgentWorker({ connection, taskQueue, tools: createFileTools(process.env.JAI_WORKSPACE ?? process.cwd()), models, onEvent: printer });
   const handle = await startAgentRun(client, { taskQueue, model, prompt, systemPrompt: "You are a helpful assistant with read-only access to a workspace." });
   const { runId } = await handle.workflow.describe();
-  const link = `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history`;
-  console.log(`Run ${handle.workflowId} · ${note}\nWatch it in the Temporal UI: ${link}`);
+  const link = server.uiUrl ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history` : undefined;
+  console.log(`Run ${handle.workflowId} · ${note}${link ? `\nWatch it in the Temporal UI: ${link}` : ""}`);
 
-  const result = await worker.runUntil(handle.result());
-  console.log(`\nDone: ${result.stopReason} after ${result.turns} turn(s), ${result.usage.totalTokens} tokens, $${result.usage.cost.total.toFixed(4)}.`);
-  await connection.close();
+  let interrupts = 0;
+  const interrupt = () => {
+    interrupts++;
+    if (interrupts === 1) {
+      console.log("\nCancelling the run (Ctrl-C again to terminate it at once)...");
+      handle.cancel().catch((err) => console.error(`cancel failed: ${String(err)}`));
+    } else if (interrupts === 2) {
+      console.log("Terminating the run...");
+      handle.workflow.terminate("npm start was interrupted twice").catch((err) => console.error(`terminate failed: ${String(err)}`));
+    }
+  };
+  process.on("SIGINT", interrupt);
+  process.on("SIGTERM", interrupt);
+
+  // The worker keeps serving until the run is closed, however it closes.
+  const outcome = await worker.runUntil(handle.result().then((result) => ({ result }), (error: unknown) => ({ error })));
+  if ("result" in outcome) {
+    const { result } = outcome;
+    console.log(`\nDone: ${result.stopReason} after ${result.turns} turn(s), ${result.usage.totalTokens} tokens, $${result.usage.cost.total.toFixed(4)}.`);
+  } else {
+    console.log(`\nThe run ended without a result: ${outcome.error instanceof Error ? outcome.error.message : String(outcome.error)}`);
+  }
   await clientConnection.close();
+  await connection.close();
   if (embedded) {
     await embedded.stop();
     console.log(`The embedded server has stopped. Run \`npm run temporal\` to browse this run again at\n  http://localhost:8233/namespaces/default/workflows/${handle.workflowId}/${runId}/history`);
   } else {
-    console.log(`Run history: ${link}`);
+    console.log(link ? `Run history: ${link}` : `Run history: temporal workflow show --address ${server.address} --workflow-id ${handle.workflowId}`);
   }
+  process.exit(0);
 }
 
 main().catch((err) => {

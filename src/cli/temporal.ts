@@ -1,17 +1,45 @@
-/** `npm run temporal`: a Temporal dev server with its Web UI on the project's SQLite file, until Ctrl-C. */
+/**
+ * `npm run temporal [-- --port 7233 --ui-port 8233 --ip 127.0.0.1]`: a Temporal dev server with its Web UI on
+ * the project's SQLite file, until Ctrl-C. Without --port, TEMPORAL_ADDRESS's port, else 7233 when free.
+ */
+import { parseArgs } from "node:util";
 import { portInUse, startDevServer } from "../dev-server.js";
 import { clearServerState, dbFile, runningServer, writeServerState } from "./server-state.js";
+
+const { values } = parseArgs({ args: process.argv.slice(2), options: { port: { type: "string" }, "ui-port": { type: "string" }, ip: { type: "string" } } });
+const fromEnv = process.env.TEMPORAL_ADDRESS?.match(/^(.*):(\d+)$/);
+const ip = values.ip ?? (fromEnv && fromEnv[1] !== "localhost" ? fromEnv[1] : "127.0.0.1");
+const asPort = (value: string | undefined, name: string) => {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0 || n > 65535) {
+    console.error(`${name} must be a port number, got "${value}"`);
+    process.exit(2);
+  }
+  return n;
+};
+const askedPort = asPort(values.port, "--port") ?? asPort(fromEnv?.[2], "TEMPORAL_ADDRESS's port");
+const askedUiPort = asPort(values["ui-port"], "--ui-port");
 
 const existing = await runningServer();
 if (existing) {
   console.log(`A dev server is already running at ${existing.address}; Web UI: ${existing.uiUrl}`);
   process.exit(0);
 }
+for (const [port, what] of [
+  [askedPort, "--port"],
+  [askedUiPort, "--ui-port"],
+] as const) {
+  if (port !== undefined && (await portInUse(port, ip))) {
+    console.error(`Port ${port} (${what}) is in use on ${ip}: pick another one.`);
+    process.exit(1);
+  }
+}
 
-const port = (await portInUse(7233)) ? undefined : 7233;
-const uiPort = (await portInUse(8233)) ? undefined : 8233;
+const port = askedPort ?? ((await portInUse(7233)) ? undefined : 7233);
+const uiPort = askedUiPort ?? ((await portInUse(8233)) ? undefined : 8233);
 console.log("Starting the Temporal dev server...");
-const server = await startDevServer({ dbFile: dbFile(), port, uiPort, log: (line) => console.log(line) });
+const server = await startDevServer({ dbFile: dbFile(), ip, port, uiPort, log: (line) => console.log(line) });
 writeServerState({ address: server.address, uiUrl: server.uiUrl, pid: server.pid });
 console.log(`Temporal dev server: ${server.address} (namespace "default")`);
 console.log(`Web UI:              ${server.uiUrl}`);

@@ -49,6 +49,9 @@ function summarize(listing: string, files: Seen[]): string {
 export function registerDemoModel(): Model<Api> {
   const faux = registerFauxProvider({
     provider: "demo",
+    // The run records the model, api included, and any worker process may make its next call: one fixed
+    // api id in every process (the faux default is random per process).
+    api: "jai-demo-offline",
     models: [{ id: "offline-scripted", name: DEMO_LABEL, contextWindow: 32000, maxTokens: 2000 }],
     tokensPerSecond: 150,
   });
@@ -72,6 +75,13 @@ export function registerDemoModel(): Model<Api> {
     }
     return fauxAssistantMessage(summarize(listings[0], reads));
   };
-  faux.setResponses(Array.from({ length: 20 }, () => answer));
+  // A worker process serves the demo for as long as it runs: every call queues one more answer. The queue
+  // is taken from synchronously at the call and refilled when the answer is made, so keep a margin for
+  // concurrent calls.
+  const endless = (context: Context) => {
+    faux.appendResponses([endless]);
+    return answer(context);
+  };
+  faux.setResponses(Array.from({ length: 1000 }, () => endless));
   return faux.getModel();
 }

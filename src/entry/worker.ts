@@ -1,0 +1,11 @@
+/** `jai-agent/worker`: serving agent runs: the worker factory, the plugin, the worker process and its config helpers. */
+export * from "../types.js";
+export { createAgentWorker, bundleAgentWorkflows, agentWorkflowsPath, DEFAULT_TASK_QUEUE } from "../worker.js";
+export type { AgentWorker, AgentWorkerOptions } from "../worker.js";
+export { AgentPlugin, type AgentPluginOptions } from "../plugin.js";
+export { runWorkerProcess, type WorkerProcessOptions } from "../worker-process/run.js";
+export { defineConfig, type AgentServiceConfig } from "../worker-process/config.js";
+export { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";
+export { createFileTools } from "../tools/fs-tools.js";
+export { registerDemoModel, DEMO_LABEL } from "../demo/offline-model.js";
+export type { ApiKeyResolver, ContextCompactor } from "../activities/index.js";

@@ -1,0 +1,80 @@
+/**
+ * AgentPlugin: agent runs on a worker (and client) a team already has, next to
+ * its other Temporal plugins: `Worker.create({ ..., plugins: [new AgentPlugin({ tools })] })`.
+ */
+import { Client } from "@temporalio/client";
+import { SimplePlugin } from "@temporalio/plugin";
+import type { BundleOptions, InjectedSinks, WorkerOptions } from "@temporalio/worker";
+import type { Api, Model } from "@jai/ai";
+import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
+import type { AgentEventSink, AgentTool } from "./types.js";
+import { agentWorkflowsPath, webpackConfigHook } from "./worker.js";
+import type { AgentSinks } from "./workflows/definitions.js";
+
+export interface AgentPluginOptions {
+  /** Tools the runs may call. */
+  tools?: AgentTool<any>[];
+  /** Extra models a run may name as "provider/modelId". */
+  models?: Model<Api>[];
+  /** API keys per provider; default: @jai/ai's environment variables. */
+  getApiKey?: ApiKeyResolver;
+  /** Receives every AgentEvent of every run served by the worker. */
+  onEvent?: AgentEventSink;
+  /** Runs whose model context the worker keeps in memory; default 100. */
+  contextCacheSize?: number;
+  /** Compaction for runs started with `compaction: "worker"`. */
+  compactContext?: ContextCompactor;
+}
+
+/**
+ * Adds the agent's activities, its event sink and (when the worker has no
+ * workflows of its own) its workflows to a worker. A worker that has its own
+ * `workflowsPath` keeps it: that module must `export * from "jai-agent/workflows"`
+ * so one worker serves both. On a client it changes nothing; `startAgentRun`
+ * works with any client.
+ */
+export class AgentPlugin extends SimplePlugin {
+  constructor(private readonly agent: AgentPluginOptions = {}) {
+    super({ name: "jai-agent.AgentPlugin" });
+  }
+
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    const base = super.configureWorker(options);
+    if (!base.connection) throw new TypeError("AgentPlugin needs the worker's `connection` option (a NativeConnection)");
+    // NativeConnection serves a Client too: activities read a run's context through it on a cache miss.
+    const client = new Client({ connection: base.connection, namespace: base.namespace ?? "default" });
+    const activities = createActivities({
+      tools: this.agent.tools ?? [],
+      models: this.agent.models,
+      getApiKey: this.agent.getApiKey,
+      onEvent: this.agent.onEvent,
+      client,
+      contextCacheSize: this.agent.contextCacheSize,
+      compactContext: this.agent.compactContext,
+    });
+    const clash = Object.keys(activities).find((name) => name in ((base.activities as object | undefined) ?? {}));
+    if (clash) throw new TypeError(`AgentPlugin: the worker already has an activity named "${clash}"`);
+    const onEvent = this.agent.onEvent;
+    const sinks: InjectedSinks<AgentSinks> = {
+      agent: {
+        emit: { fn: (info, event) => onEvent?.(event, { workflowId: info.workflowId, runId: info.runId }), callDuringReplay: false },
+      },
+    };
+    const ownWorkflows = base.workflowsPath !== undefined || base.workflowBundle !== undefined;
+    return {
+      ...base,
+      activities: { ...(base.activities as object | undefined), ...activities },
+      sinks: { ...base.sinks, ...sinks },
+      ...(ownWorkflows ? {} : { workflowsPath: agentWorkflowsPath() }),
+      // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s.
+      maxHeartbeatThrottleInterval: base.maxHeartbeatThrottleInterval ?? "1s",
+    };
+  }
+
+  override configureBundler(options: BundleOptions): BundleOptions {
+    const base = super.configureBundler(options);
+    const theirs = base.webpackConfigHook;
+    // Running from TypeScript sources, "./x.js" imports must resolve to "./x.ts"; harmless for built code.
+    return { ...base, webpackConfigHook: (config) => webpackConfigHook(theirs ? theirs(config) : config) };
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * What a worker process serves comes from a module the user owns
+ * (`jai.config.js`/`.mjs`/`.ts`, or the file named by --config / JAI_CONFIG):
+ * its default export (an object, or a function returning one) is an AgentServiceConfig.
+ */
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import type { WorkerOptions } from "@temporalio/worker";
+import type { Api, Model } from "@jai/ai";
+import type { ApiKeyResolver, ContextCompactor } from "../activities/index.js";
+import type { AgentEventSink, AgentTool } from "../types.js";
+
+export interface AgentServiceConfig {
+  /** Tools the runs may call; default: the workspace-confined `read_file` and `list_dir` over JAI_WORKSPACE (or the working folder). */
+  tools?: AgentTool<any>[];
+  /** Extra models a run may name as "provider/modelId" (a local server, a faux model, ...). */
+  models?: Model<Api>[];
+  /** Serve the offline demo model `demo/offline-scripted` too; default true (it needs no key and calls nothing). */
+  demoModel?: boolean;
+  /** API keys per provider; default: the provider's environment variable. */
+  getApiKey?: ApiKeyResolver;
+  /** Compaction for runs started with `compaction: "worker"`. */
+  compactContext?: ContextCompactor;
+  /** Receives every AgentEvent of the runs this worker serves (logging, metrics). */
+  onEvent?: AgentEventSink;
+  /** Runs whose model context the worker keeps in memory; default 100. */
+  contextCacheSize?: number;
+  /** Any other Temporal worker option: a data converter with a payload codec, interceptors, tuning. */
+  workerOptions?: Partial<WorkerOptions>;
+}
+
+/** Identity helper that gives a config file its types: `export default defineConfig({ tools: [...] })`. */
+export function defineConfig(config: AgentServiceConfig | (() => AgentServiceConfig | Promise<AgentServiceConfig>)) {
+  return config;
+}
+
+const CANDIDATES = ["jai.config.js", "jai.config.mjs", "jai.config.ts"];
+
+/** The config file to load: the one named, else the first candidate in `cwd`, else none (built-in defaults). */
+export function findConfigFile(named: string | undefined, cwd: string): string | undefined {
+  if (named) {
+    const file = path.resolve(cwd, named);
+    if (!existsSync(file)) throw new Error(`Config module not found: ${file} (from --config / JAI_CONFIG)`);
+    return file;
+  }
+  return CANDIDATES.map((c) => path.join(cwd, c)).find((f) => existsSync(f));
+}
+
+async function importModule(file: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ERR_UNKNOWN_FILE_EXTENSION") throw err;
+    // A .ts config under plain node: load it through tsx when the project has it.
+    try {
+      const { tsImport } = (await import("tsx/esm/api")) as { tsImport: (f: string, from: string) => Promise<Record<string, unknown>> };
+      return await tsImport(pathToFileURL(file).href, import.meta.url);
+    } catch {
+      throw new Error(`Cannot load ${file}: compile it to .js, or install tsx so a .ts config can be loaded`);
+    }
+  }
+}
+
+/** Loads and checks a config module; a wrong field is named. */
+export async function loadServiceConfig(file: string): Promise<AgentServiceConfig> {
+  const mod = await importModule(file);
+  let value = mod.default ?? mod.config;
+  if (typeof value === "function") value = await (value as () => unknown)();
+  if (value === undefined) value = mod;
+  if (typeof value !== "object" || value === null) throw new Error(`${file}: the default export must be an object (or a function returning one)`);
+  const config = value as AgentServiceConfig;
+  if (config.tools !== undefined && !Array.isArray(config.tools)) throw new Error(`${file}: "tools" must be an array of AgentTool`);
+  for (const [i, tool] of (config.tools ?? []).entries()) {
+    if (typeof tool?.name !== "string" || typeof tool.execute !== "function") throw new Error(`${file}: tools[${i}] needs a "name" and an "execute" function`);
+  }
+  if (config.models !== undefined && !Array.isArray(config.models)) throw new Error(`${file}: "models" must be an array of models`);
+  return config;
+}
