@@ -29,7 +29,7 @@ export type RunStep =
   /** A model answer (the activity's result, as the loop took it). */
   | { kind: "reply"; message: AssistantMessage }
   /** A tool activity's output; `at` is the workflow time when the loop took it up. */
-  | { kind: "toolOutput"; toolCallId: string; toolName: string; output: ExecuteToolOutput; at: number }
+  | { kind: "toolOutput"; toolCallId: string; toolName: string; output: ExecuteToolOutput; at: number; activityId?: string }
   /** A user message sent in through steer, followUp or prompt; `at` is the workflow time of the handler. */
   | { kind: "userInput"; name: string; message: AgentMessage };
 
@@ -103,7 +103,7 @@ function userMessage(input: unknown, at: number): AgentMessage {
 export function storyFromHistory(history: { events?: Event[] | null }, converter: PayloadConverter): RunStory {
   const events = history.events ?? [];
   const decode = <T>(payload: Payload | null | undefined): T | undefined => (payload ? converter.fromPayload<T>(payload as never) : undefined);
-  const scheduled = new Map<number, { type: string; input: unknown; summary?: string }>();
+  const scheduled = new Map<number, { type: string; id?: string; input: unknown; summary?: string }>();
   const story: RunStory = { items: [], steps: [], usage: emptyUsage(), status: "running", events: events.length };
   const times = taskTimes(events);
 
@@ -124,7 +124,12 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
     }
     const sched = event.activityTaskScheduledEventAttributes;
     if (sched) {
-      const activity = { type: sched.activityType?.name ?? "?", input: decode(sched.input?.payloads?.[0]), summary: decode<string>(event.userMetadata?.summary) };
+      const activity = {
+        type: sched.activityType?.name ?? "?",
+        id: sched.activityId ?? undefined,
+        input: decode(sched.input?.payloads?.[0]),
+        summary: decode<string>(event.userMetadata?.summary),
+      };
       scheduled.set(eventId, activity);
       if (activity.type === "streamAssistantMessage") story.steps.push({ kind: "call", context: (activity.input as StreamAssistantInput).context });
     }
@@ -144,7 +149,7 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
         const output = result as ExecuteToolOutput;
         const at = times.next[index];
         story.items.push({ kind: "message", message: toolMessage(call.toolCallId, call.toolName, output, at), eventId });
-        story.steps.push({ kind: "toolOutput", toolCallId: call.toolCallId, toolName: call.toolName, output, at });
+        story.steps.push({ kind: "toolOutput", toolCallId: call.toolCallId, toolName: call.toolName, output, at, activityId: activity.id });
       }
     }
     const failed = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
@@ -245,7 +250,8 @@ export function runMessages(story: RunStory): { messages: AgentMessage[]; exact:
         const pool = outputs(since);
         for (const m of append) {
           if ("ref" in m) {
-            const found = pool.find((o) => o.toolCallId === m.toolCallId);
+            // By the activity's id when the reference has one: models reuse tool-call ids.
+            const found = pool.find((o) => (m.activityId !== undefined ? o.activityId === m.activityId : o.toolCallId === m.toolCallId));
             if (found) pool.splice(pool.indexOf(found), 1);
             out.push(found ? toolMessage(found.toolCallId, found.toolName, found.output, m.timestamp) : missingResult(m.toolCallId, m.timestamp));
             if (!found) exact = false;
