@@ -96,7 +96,7 @@ describe("validateRunInput", () => {
     [{ ...ok, prompt: [{ role: "user", content: "a", timestamp: 1 }, fauxAssistantMessage("b")] }, /must not end with an assistant message/],
     [{ ...ok, prompt: { role: "assistant", content: [] } }, /"prompt.role" must be "user"/],
     [{ ...ok, prompt: [{ role: "toolResult", content: [] }] }, /"prompt\[0\].toolCallId"/],
-    [{ ...ok, prompt: { role: "user", content: [{ text: "no type" }] } }, /"prompt.content\[0\]"/],
+    [{ ...ok, prompt: { role: "user", content: [{ text: "no type" }] } }, /"prompt.content\[0\]\.type" must be "text" or "image"/],
     [{ ...ok, systemPrompt: 3 }, /"systemPrompt"/],
     [{ ...ok, tools: "read" }, /"tools"/],
     [{ ...ok, maxTurns: 1.5 }, /"maxTurns"/],

@@ -2,7 +2,7 @@
  * Queries and updates of a run. Every update has a validator: bad input is
  * rejected before it is written to history, so it never touches the run.
  */
-import { condition, setHandler } from "@temporalio/workflow";
+import { CancellationScope, condition, setHandler } from "@temporalio/workflow";
 import type { AgentRunInput } from "../types.js";
 import {
   approveUpdate,
@@ -58,7 +58,8 @@ function requireOpen(run: RunState): void {
 
 /** Waits for a session prompt's answer; hands the caller over to the next run when this one continues as new first. */
 async function awaitAnswer(run: RunState, id: number): Promise<PromptUpdateResult> {
-  await condition(() => run.answers.some((a) => a.id === id) || run.continuing);
+  // Non-cancellable: a cancelled session still answers every prompt it accepted (as aborted).
+  await CancellationScope.nonCancellable(() => condition(() => run.answers.some((a) => a.id === id) || run.continuing));
   const index = run.answers.findIndex((a) => a.id === id);
   if (index < 0) return { continuedAsNew: true, promptId: id };
   const [answer] = run.answers.splice(index, 1); // delivered: no later run needs to carry it

@@ -35,6 +35,7 @@ function checkPrompt(prompt: unknown): string | undefined {
     if (last.role === "assistant") return `"prompt" must not end with an assistant message: the model needs a user message or tool result to answer`;
     return undefined;
   }
+  if (typeof prompt !== "object" || prompt === null) return `"prompt" must be a string, a user message or a list of messages`;
   return messageProblem(prompt, "prompt");
 }
 

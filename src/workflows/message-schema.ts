@@ -76,13 +76,35 @@ export const ToolResultMessageSchema = Type.Object({
 
 const schemas: Record<string, TSchema> = { user: UserMessageSchema, assistant: AssistantMessageSchema, toolResult: ToolResultMessageSchema };
 
+const blockSchemas: Record<string, Record<string, TSchema>> = {
+  user: { text: TextContent, image: ImageContent },
+  toolResult: { text: TextContent, image: ImageContent },
+  assistant: { text: TextContent, thinking: ThinkingContent, toolCall: ToolCall },
+};
+
+function firstError(schema: TSchema, value: unknown, field: string): string {
+  const first = Value.Errors(schema, value).First();
+  const path = first?.path ? `${field}${first.path.replace(/\/(\d+)/g, "[$1]").replace(/\//g, ".")}` : field;
+  return `"${path}": ${first?.message ?? "does not match the message schema"}`;
+}
+
 /** Why `value` is not a valid message (naming the path under `field`), or undefined. */
 export function messageProblem(value: unknown, field: string, roles: string[] = ["user"]): string | undefined {
   const role = typeof value === "object" && value !== null ? (value as { role?: unknown }).role : undefined;
   if (typeof role !== "string" || !roles.includes(role)) return `"${field}.role" must be ${roles.map((r) => `"${r}"`).join(" or ")}`;
   const schema = schemas[role];
   if (Value.Check(schema, value)) return undefined;
-  const first = Value.Errors(schema, value).First();
-  const path = first?.path ? `${field}${first.path.replace(/\//g, ".")}` : field;
-  return `"${path}": ${first?.message ?? "does not match the message schema"}`;
+  // A union's error names only the union: name the content block that is wrong, and what is wrong with it.
+  const content = (value as { content?: unknown }).content;
+  if (Array.isArray(content)) {
+    const allowed = blockSchemas[role];
+    for (let i = 0; i < content.length; i++) {
+      const type = (content[i] as { type?: unknown } | null)?.type;
+      const block = typeof type === "string" ? allowed[type] : undefined;
+      if (!block) return `"${field}.content[${i}].type" must be ${Object.keys(allowed).map((t) => `"${t}"`).join(" or ")}`;
+      if (!Value.Check(block, content[i])) return firstError(block, content[i], `${field}.content[${i}]`);
+    }
+    if (content.length === 0 && role === "user") return `"${field}.content" must not be empty`;
+  }
+  return firstError(schema, value, field);
 }
