@@ -255,6 +255,9 @@ export function runMessages(story: RunStory): { messages: AgentMessage[]; exact:
             if (found) pool.splice(pool.indexOf(found), 1);
             out.push(found ? toolMessage(found.toolCallId, found.toolName, found.output, m.timestamp) : missingResult(m.toolCallId, m.timestamp));
             if (!found) exact = false;
+          } else if (m.role === "toolResult" && m.isError && m.details === undefined) {
+            // The model's copy has no details; an error result the loop (or a tool's throw) made carries `details: {}`.
+            out.push({ ...m, details: {} });
           } else out.push(m as AgentMessage);
         }
       } else {

@@ -160,20 +160,20 @@ describe("finished runs answer from history alone", () => {
     expect(show.stdout).toContain("result: stop after 4 turns");
   }, 120000);
 
-  it("a 200-turn chain answers state() and transcript() from history (timing printed)", async () => {
-    const faux = fauxModel(looping(200));
+  it("a 60-turn chain answers state() and transcript() from history (timing printed)", async () => {
+    const faux = fauxModel(looping(60));
     const { worker, taskQueue } = await testWorker(env, [pageTool(8_000)]);
     const handle = await startAgentRun(env.client, {
       taskQueue,
-      workflowId: uniqueId("chain200"),
+      workflowId: uniqueId("chain60"),
       model: faux.getModel(),
-      prompt: "read 200 pages",
-      maxTurns: 250,
+      prompt: "read 60 pages",
+      maxTurns: 100,
       continueAsNew: { afterTurns: 1 },
     });
     const live = await worker.runUntil(async () => (await handle.result(), liveAnswers(handle)));
     const seen = await fromHistory(handle.workflowId);
-    console.log(`200-turn chain (201 runs, ${seen.transcript.length} messages, result omitted ${seen.result.messagesOmitted ?? 0}): state()+transcript() from history in ${seen.ms.toFixed(0)} ms`);
+    console.log(`60-turn chain (61 runs, ${seen.transcript.length} messages, result omitted ${seen.result.messagesOmitted ?? 0}): state()+transcript() from history in ${seen.ms.toFixed(0)} ms`);
     expect(seen.transcript).toEqual(live.transcript);
     expectSameState(seen.state, live.state);
   }, 600000);
