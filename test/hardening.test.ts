@@ -46,7 +46,7 @@ function gate(name = "gate") {
     parameters: Type.Object({}),
     async execute() {
       entered.resolve();
-      await within(release.promise, 30000, `${name} release`);
+      await within(release.promise, 120000, `${name} release`);
       return { content: [{ type: "text", text: `${name} done` }] };
     },
   };

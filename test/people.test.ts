@@ -1,8 +1,7 @@
 /** People in the loop: steering, follow-ups, tool approval, sessions, cancellation. Real server, faux model. */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { WorkflowUpdateFailedError } from "@temporalio/client";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../src/client.js";
+import { RunUpdateRejectedError, startAgentRun, type AgentRunHandle } from "../src/client.js";
 import type { AgentEvent, AgentTool } from "../src/types.js";
 import { ABORTED_BY_CANCEL, SKIPPED_BY_STEERING } from "../src/workflows/tool-calls.js";
 import { deferred, eventTrace, fauxModel, openTestEnv, testWorker, textOf, toolEventProblems, uniqueId, within, type TestEnv } from "./helpers.js";
@@ -102,8 +101,8 @@ describe("steering", () => {
     const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("steer-bad"), model: faux.getModel(), prompt: "go" });
     await worker.runUntil(async () => {
       await within(gate.entered.promise, 20000, "g");
-      await expect(handle.steer("")).rejects.toThrow(WorkflowUpdateFailedError);
-      await expect(handle.steer({ role: "assistant", content: [] } as never)).rejects.toThrow(WorkflowUpdateFailedError);
+      await expect(handle.steer("")).rejects.toThrow(RunUpdateRejectedError);
+      await expect(handle.steer({ role: "assistant", content: [] } as never)).rejects.toThrow(RunUpdateRejectedError);
       expect((await handle.state()).queuedSteering).toBe(0);
       gate.release.resolve();
       return handle.result();
@@ -169,7 +168,7 @@ describe("tool approval", () => {
       expect(state.status).toBe("waiting_for_approval");
       expect(state.pendingApprovals).toEqual([{ toolCallId: "del-1", toolName: "delete_all", args: { path: "/tmp/x" }, since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) }]);
       expect(danger.runs()).toBe(0);
-      await expect(handle.approve("no-such-call")).rejects.toThrow(WorkflowUpdateFailedError);
+      await expect(handle.approve("no-such-call")).rejects.toThrow(RunUpdateRejectedError);
       await handle.approve("del-1");
       return handle.result();
     });
