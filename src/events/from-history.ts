@@ -22,7 +22,8 @@ export function transcriptEvents(messages: AgentMessage[], ended: boolean): Agen
       continue;
     }
     const assistant = message as AssistantMessage;
-    out.push({ type: "message_start", message }, { type: "message_end", message });
+    // pi's message_start carries the partial as the stream began: no content yet.
+    out.push({ type: "message_start", message: { ...assistant, content: [] } }, { type: "message_end", message });
     const calls = assistant.content.filter((c): c is ToolCall => c.type === "toolCall");
     const results: ToolResultMessage[] = [];
     for (const call of calls) out.push({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });

@@ -34,6 +34,9 @@ export interface SequencedEvent {
   event: WireEvent;
 }
 
+// The partial message is mutated in place by the stream: whatever the tap keeps must be a copy taken now.
+const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
 const APPEND = new Set(["text_delta", "thinking_delta"]);
 
 function metaOf(message: AssistantMessage): string {
@@ -45,23 +48,23 @@ function metaOf(message: AssistantMessage): string {
 export function deltaEncoder(): (event: AgentEvent) => WireEvent {
   let lastMeta = "";
   return (event) => {
-    if (event.type === "message_start" && event.message.role === "assistant") lastMeta = metaOf(event.message);
+    if (event.type === "message_start" && event.message.role === "assistant") {
+      lastMeta = metaOf(event.message);
+      return { type: "message_start", message: clone(event.message) };
+    }
     if (event.type !== "message_update") return event;
     const { partial: _partial, ...assistantEvent } = event.assistantEvent as AssistantMessageEvent & { partial?: unknown; contentIndex?: number };
     const wire: WireDelta = { type: "message_update", assistantEvent };
     const index = assistantEvent.contentIndex;
-    if (index !== undefined && !APPEND.has(assistantEvent.type) && event.message.content[index]) wire.block = event.message.content[index];
+    if (index !== undefined && !APPEND.has(assistantEvent.type) && event.message.content[index]) wire.block = clone(event.message.content[index]);
     const meta = metaOf(event.message);
     if (meta !== lastMeta) {
       lastMeta = meta;
-      const { content: _content, ...rest } = event.message;
-      wire.meta = rest;
+      wire.meta = JSON.parse(meta) as Partial<AssistantMessage>;
     }
     return wire;
   };
 }
-
-const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
 /**
  * One rebuilder per subscription: turns wire events back into AgentEvents. As
