@@ -59,7 +59,7 @@ function onEvent(e) {
       else if (e.message.role === "user") log.append(el("div", "msg user", textOf(e.message.content)));
       break;
     case "message_update":
-      if (current && e.assistantEvent.type === "text_delta") current.textContent += e.assistantEvent.delta;
+      if (current && e.assistantEvent.type === "text_delta") { current.textContent += e.assistantEvent.delta; document.body.dataset.deltas = String(Number(document.body.dataset.deltas || 0) + 1); }
       break;
     case "message_end":
       if (e.message.role === "assistant" && current) {
