@@ -64,7 +64,7 @@ describe("run console", () => {
         const page = await browser.newPage();
         await page.goto(`${service.server.url}/runs/${workflowId}/console`);
         // Tokens arrive: the streaming message grows before it is complete.
-        await page.waitForFunction(() => Number(document.body.dataset.deltas ?? 0) >= 3, undefined, { timeout: 60_000 });
+        await page.waitForFunction(() => Number((globalThis as any).document.body.dataset.deltas ?? 0) >= 3, undefined, { timeout: 60_000 });
         await expect(page.locator(".assistant").first().textContent()).resolves.toContain("Looking the word up");
         await page.locator(".approval button.approve").click({ timeout: 60_000 });
         await page.waitForSelector("body[data-ended]", { timeout: 60_000 });
