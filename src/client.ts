@@ -19,6 +19,9 @@ import {
 } from "./workflows/definitions.js";
 import { validateRunInput, validateUserInput } from "./workflows/input.js";
 import { closedRunStateOnly, closedRunView } from "./history-view.js";
+import { runEvents, type RunEvent, type RunEventsOptions } from "./events/subscribe.js";
+
+export type { RunEvent, RunEventsOptions };
 
 /** Thrown by startAgentRun for input the workflow would reject; nothing is started. */
 export class InvalidRunInputError extends Error {
@@ -152,6 +155,13 @@ export interface AgentRunHandle {
   approve(toolCallId: string): Promise<void>;
   /** Refuses a tool call that waits for approval; the model sees the reason. */
   deny(toolCallId: string, reason?: string): Promise<void>;
+  /**
+   * The run's AgentEvents (what `onEvent` gets), each with a cursor: live with
+   * token deltas from the serving worker's event tap (see docs/streaming.md),
+   * replayed from the start or after `from`, across continue-as-new; a run no
+   * tap holds is rebuilt from its transcript. Ends when the run closes.
+   */
+  events(options?: RunEventsOptions): AsyncIterable<RunEvent>;
 }
 
 /**
@@ -170,17 +180,19 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
   // (queries on a closed workflow wait for one); a running one from its queries.
   const running = async () => (await workflow.describe()).status.name === "RUNNING";
   const id = workflow.workflowId;
+  const transcript: AgentRunHandle["transcript"] = async (options) => {
+    const offset = Math.max(0, options?.offset ?? 0);
+    if (await running()) return chainTranscript(client, id, undefined, offset, options?.limit);
+    const { transcript } = await closedRunView(client, id);
+    return transcript.slice(offset, options?.limit === undefined ? undefined : offset + options.limit);
+  };
   return {
     workflowId: id,
     workflow,
     result: () => workflow.result() as Promise<AgentRunResult>,
     state: async () => ((await running()) ? workflow.query(stateQuery) : closedRunStateOnly(client, id)),
-    transcript: async (options) => {
-      const offset = Math.max(0, options?.offset ?? 0);
-      if (await running()) return chainTranscript(client, id, undefined, offset, options?.limit);
-      const { transcript } = await closedRunView(client, id);
-      return transcript.slice(offset, options?.limit === undefined ? undefined : offset + options.limit);
-    },
+    transcript,
+    events: (options) => runEvents(client, id, { transcript: () => transcript(), closed: async () => !(await running()) }, options),
     cancel: async () => {
       const outcome = await finishedOutcome(workflow);
       if (outcome) throw new RunFinishedError(id, outcome);

@@ -6,6 +6,7 @@ const COMMANDS: Record<string, { module: string; about: string }> = {
   start: { module: "./start.js", about: 'one agent run, printed as it happens: jai-agent start "<prompt>"' },
   temporal: { module: "./temporal.js", about: "a local Temporal dev server with its Web UI" },
   replay: { module: "./replay.js", about: "replay a run's history against this code: jai-agent replay <workflowId>" },
+  watch: { module: "./watch.js", about: "print a run as it happens (or replay a finished one): jai-agent watch <workflowId>" },
   show: { module: "./show.js", about: "print a run's transcript from its history: jai-agent show <workflowId>" },
 };
 

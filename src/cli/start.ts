@@ -14,7 +14,9 @@ import { startAgentRun } from "../client.js";
 import { DEMO_LABEL, registerDemoModel } from "../demo/offline-model.js";
 import { portInUse, startDevServer, type DevServer } from "../dev-server.js";
 import { createFileTools } from "../tools/fs-tools.js";
-import type { AgentEvent, ModelRef } from "../types.js";
+import type { ModelRef } from "../types.js";
+import { eventPrinter } from "../events/render.js";
+import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker } from "../worker.js";
 import { dbFile, runningServer } from "./server-state.js";
 
@@ -29,32 +31,6 @@ function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } 
   }
   const demo = registerDemoModel();
   return { model: demo, models: [demo], note: DEMO_LABEL };
-}
-
-function printer(event: AgentEvent): void {
-  switch (event.type) {
-    case "message_update":
-      if (event.assistantEvent.type === "text_delta") process.stdout.write(event.assistantEvent.delta);
-      break;
-    case "message_end":
-      if (event.message.role === "assistant") {
-        process.stdout.write("\n");
-        if (event.message.stopReason === "error") console.log(`! model error: ${event.message.errorMessage}`);
-      }
-      break;
-    case "tool_execution_start":
-      console.log(`  → ${event.toolName} ${JSON.stringify(event.args)}`);
-      break;
-    case "tool_execution_end": {
-      const first = event.result.content.find((c) => c.type === "text");
-      const preview = first && first.type === "text" ? first.text.split("\n")[0].slice(0, 80) : "";
-      console.log(`  ${event.isError ? "✗" : "✓"} ${event.toolName}: ${preview}`);
-      break;
-    }
-    case "turn_start":
-      process.stdout.write("\n");
-      break;
-  }
 }
 
 async function main(): Promise<void> {
@@ -83,11 +59,26 @@ async function main(): Promise<void> {
   const client = new Client({ connection: clientConnection });
   // A queue of this process alone: no other process's worker picks this run up, and this worker serves no other run.
   const taskQueue = `jai-start-${randomUUID().slice(0, 8)}`;
-  const worker = await createAgentWorker({ connection, taskQueue, tools: createFileTools(process.env.JAI_WORKSPACE ?? process.cwd()), models, onEvent: printer });
+  // What this process prints is what anyone can watch: its worker serves the run's events (loopback, any free port)
+  // and this process follows them through handle.events() like `npm run watch` does.
+  const events = await startRunEventsService({ client, port: 0, taskQueue, temporalUiUrl: server.uiUrl });
+  const worker = await createAgentWorker({
+    connection,
+    taskQueue,
+    tools: createFileTools(process.env.JAI_WORKSPACE ?? process.cwd()),
+    models,
+    onEvent: events.onEvent,
+    workerOptions: { identity: events.identity },
+  });
   const handle = await startAgentRun(client, { taskQueue, model, prompt, systemPrompt: "You are a helpful assistant with read-only access to a workspace." });
   const { runId } = await handle.workflow.describe();
   const link = server.uiUrl ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history` : undefined;
   console.log(`Run ${handle.workflowId} · ${note}${link ? `\nWatch it in the Temporal UI: ${link}` : ""}`);
+  console.log(`Follow it from elsewhere: npm run watch -- ${handle.workflowId}   or the console ${events.server.url}/runs/${handle.workflowId}/console`);
+  const print = eventPrinter();
+  const followed = (async () => {
+    for await (const { event } of handle.events({ url: events.server.url })) print(event);
+  })();
 
   let interrupts = 0;
   const interrupt = () => {
@@ -105,6 +96,8 @@ async function main(): Promise<void> {
 
   // The worker keeps serving until the run is closed, however it closes.
   const outcome = await worker.runUntil(handle.result().then((result) => ({ result }), (error: unknown) => ({ error })));
+  await followed.catch((err) => console.error(`following the run failed: ${String(err)}`));
+  await events.server.close();
   if ("result" in outcome) {
     const { result } = outcome;
     console.log(`\nDone: ${result.stopReason} after ${result.turns} turn(s), ${result.usage.totalTokens} tokens, $${result.usage.cost.total.toFixed(4)}.`);

@@ -12,6 +12,8 @@ import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from "@tempor
 import type { Api, Model } from "@jai/ai";
 import { registerDemoModel } from "../demo/offline-model.js";
 import { createFileTools } from "../tools/fs-tools.js";
+import { Client } from "@temporalio/client";
+import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker, DEFAULT_TASK_QUEUE } from "../worker.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
@@ -30,6 +32,8 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --max-activities n            JAI_MAX_CONCURRENT_ACTIVITIES (model calls + tools at once), default 100
   --max-workflow-tasks n        JAI_MAX_CONCURRENT_WORKFLOW_TASKS, default 40
   --health-port n               JAI_HEALTH_PORT: serve /healthz and /readyz (0 = any free port)
+  --http-port n                 JAI_HTTP_PORT: serve the run API, live events (SSE) and run console (JAI_HTTP_HOST,
+                                default 127.0.0.1; anywhere else needs JAI_HTTP_TOKEN); \`npm run serve\` uses 8787
   --shutdown-grace duration     JAI_SHUTDOWN_GRACE: how long in-flight activities may finish on SIGTERM, default 30s
   --workflow-bundle file        JAI_WORKFLOW_BUNDLE: prebuilt bundle (\`jai-agent bundle\`), default dist/workflow-bundle.js when present
   --no-demo-model               JAI_DEMO_MODEL=off: do not serve demo/offline-scripted
@@ -71,6 +75,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       "max-activities": { type: "string" },
       "max-workflow-tasks": { type: "string" },
       "health-port": { type: "string" },
+      "http-port": { type: "string" },
       "shutdown-grace": { type: "string" },
       "workflow-bundle": { type: "string" },
       "no-demo-model": { type: "boolean" },
@@ -93,6 +98,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const maxActivities = positiveInt(values["max-activities"] ?? env.JAI_MAX_CONCURRENT_ACTIVITIES, "--max-activities") ?? 100;
   const maxWorkflowTasks = positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
   const healthPort = positiveInt(values["health-port"] ?? env.JAI_HEALTH_PORT, "--health-port");
+  const httpPort = positiveInt(values["http-port"] ?? env.JAI_HTTP_PORT, "--http-port");
   const shutdownGrace = values["shutdown-grace"] ?? env.JAI_SHUTDOWN_GRACE ?? "30s";
   const bundleFile = values["workflow-bundle"] ?? env.JAI_WORKFLOW_BUNDLE ?? shippedBundle();
   if (bundleFile && !existsSync(bundleFile)) throw new Error(`Workflow bundle not found: ${bundleFile}`);
@@ -103,6 +109,19 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     // Already installed by the embedding process.
   }
   const connection = await NativeConnection.connect(target.connectionOptions);
+  const events =
+    httpPort === undefined
+      ? undefined
+      : await startRunEventsService({
+          client: new Client({ connection, namespace: target.namespace }),
+          host: env.JAI_HTTP_HOST,
+          port: httpPort,
+          token: env.JAI_HTTP_TOKEN,
+          taskQueue,
+          temporalUiUrl: env.JAI_TEMPORAL_UI,
+          namespace: target.namespace,
+          onEvent: config.onEvent,
+        });
   const agent = await createAgentWorker({
     connection,
     namespace: target.namespace,
@@ -110,7 +129,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     tools,
     models,
     getApiKey: config.getApiKey,
-    onEvent: config.onEvent,
+    onEvent: events?.onEvent ?? config.onEvent,
     compactContext: config.compactContext,
     contextCacheSize: config.contextCacheSize,
     ...(bundleFile ? { workflowBundle: { codePath: bundleFile } } : {}),
@@ -120,6 +139,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       // On SIGTERM in-flight model calls and tools get this long to finish; then they are cancelled
       // and their heartbeat timeouts hand them to another worker.
       shutdownGraceTime: shutdownGrace,
+      // Announces the run server in history, where handle.events() finds it.
+      ...(events ? { identity: events.identity } : {}),
       ...config.workerOptions,
     },
   });
@@ -135,7 +156,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       env.JAI_HEALTH_HOST,
     );
   }
-  const where = health ? `; health on :${(health.address() as { port: number }).port}` : "";
+  const where = `${health ? `; health on :${(health.address() as { port: number }).port}` : ""}${events ? `; runs API and console on ${events.server.url}` : ""}`;
   const served = [...models.map((m) => `${m.provider}/${m.id}`), "any provider with its API key"].join(", ");
   log(`jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${where}`);
   log(`  tools: ${tools.map((t) => t.name).join(", ") || "(none)"}; models: ${served}`);
@@ -150,6 +171,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     return 1;
   } finally {
     health?.close();
+    await events?.server.close();
     // run() closes only connections it opened itself.
     await connection.close().catch(() => {});
   }

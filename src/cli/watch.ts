@@ -1,0 +1,44 @@
+/**
+ * `npm run watch -- <workflowId> [--from cursor]` (`jai-agent watch`): prints a
+ * run as it happens from any process, attaching to a running run or
+ * replaying a finished one: streaming text, tool calls, results, approvals
+ * waiting with the command to approve them, and the final usage.
+ */
+import { parseArgs } from "node:util";
+import { Client, Connection } from "@temporalio/client";
+import { getAgentRun } from "../client.js";
+import { eventPrinter } from "../events/render.js";
+import { discoverEventsUrl } from "../events/subscribe.js";
+import { runningServer } from "./server-state.js";
+
+const { values, positionals } = parseArgs({ args: process.argv.slice(2), options: { address: { type: "string" }, from: { type: "string" }, url: { type: "string" } }, allowPositionals: true });
+const workflowId = positionals[0];
+if (!workflowId) {
+  console.error("usage: npm run watch -- <workflowId> [--from cursor] [--address host:port] [--url run-server]");
+  process.exit(2);
+}
+const address = values.address ?? process.env.TEMPORAL_ADDRESS ?? (await runningServer())?.address ?? "localhost:7233";
+const connection = await Connection.connect({ address });
+const client = new Client({ connection });
+const handle = getAgentRun(client, workflowId);
+const url = values.url ?? process.env.JAI_EVENTS_URL ?? (await discoverEventsUrl(client, workflowId).catch(() => undefined));
+const announced = new Set<string>();
+const lookForApprovals = async () => {
+  const state = await handle.state().catch(() => undefined);
+  for (const a of state?.pendingApprovals ?? []) {
+    if (announced.has(a.toolCallId)) continue;
+    announced.add(a.toolCallId);
+    const body = JSON.stringify({ toolCallId: a.toolCallId });
+    console.log(`  ⏸ ${a.toolName} waits for approval; approve with:`);
+    console.log(url ? `      curl -X POST ${url}/runs/${workflowId}/approve -H 'content-type: application/json' -d '${body}'` : `      await getAgentRun(client, "${workflowId}").approve("${a.toolCallId}")`);
+  }
+};
+const print = eventPrinter({ onToolStart: () => void setTimeout(() => void lookForApprovals(), 300) });
+let cursor: string | undefined;
+for await (const event of handle.events({ from: values.from, url })) {
+  cursor = event.cursor;
+  print(event.event);
+}
+const state = await handle.state().catch(() => undefined);
+if (state) console.log(`\n${state.status} after ${state.turn} turn(s), ${state.usage.totalTokens} tokens, $${state.usage.cost.total.toFixed(4)}.${cursor ? ` (last cursor ${cursor})` : ""}`);
+await connection.close();

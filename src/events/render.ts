@@ -1,0 +1,44 @@
+/** Prints a run's events for a terminal: what `npm start` and `npm run watch` show. */
+import type { AgentEvent } from "../types.js";
+
+export interface RenderOptions {
+  write?: (text: string) => void;
+  /** Called on tool_execution_start: lets the caller look for approvals waiting. */
+  onToolStart?: (toolCallId: string) => void;
+}
+
+export function eventPrinter(options: RenderOptions = {}): (event: AgentEvent) => void {
+  const write = options.write ?? ((text: string) => void process.stdout.write(text));
+  return (event) => {
+    switch (event.type) {
+      case "message_update":
+        if (event.assistantEvent.type === "text_delta") write(event.assistantEvent.delta);
+        break;
+      case "message_start":
+        if (event.message.role === "user") {
+          const c = event.message.content;
+          write(`> ${typeof c === "string" ? c : c.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join(" ")}\n`);
+        }
+        break;
+      case "message_end":
+        if (event.message.role === "assistant") {
+          write("\n");
+          if (event.message.stopReason === "error") write(`! model error: ${event.message.errorMessage}\n`);
+        }
+        break;
+      case "tool_execution_start":
+        write(`  → ${event.toolName} ${JSON.stringify(event.args)}\n`);
+        options.onToolStart?.(event.toolCallId);
+        break;
+      case "tool_execution_end": {
+        const first = event.result.content.find((c) => c.type === "text");
+        const preview = first && first.type === "text" ? first.text.split("\n")[0].slice(0, 80) : "";
+        write(`  ${event.isError ? "✗" : "✓"} ${event.toolName}: ${preview}\n`);
+        break;
+      }
+      case "turn_start":
+        write("\n");
+        break;
+    }
+  };
+}

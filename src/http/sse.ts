@@ -1,0 +1,111 @@
+/** Server-Sent Events for one run: from the worker's event tap when it holds the run, else rebuilt from the transcript. */
+import type { ServerResponse } from "node:http";
+import type { Client } from "@temporalio/client";
+import { getAgentRun } from "../client.js";
+import type { EventTap } from "../events/tap.js";
+import { transcriptEvents } from "../events/from-history.js";
+import { partialRebuilder, type WireEvent } from "../events/wire.js";
+import type { AssistantMessage } from "@jai/ai";
+
+/** How often an idle stream sends a comment (keeps proxies from closing it) and re-checks whether the run closed. */
+const IDLE_MS = 10_000;
+
+/** A cursor: "t<n>" is position n in the tap's log of the run, "h<n>" position n in the transcript-derived sequence. */
+export function parseCursor(value: string | undefined): { source: "t" | "h"; seq: number } | undefined {
+  const m = /^([th])(\d+)$/.exec(value ?? "");
+  return m ? { source: m[1] as "t" | "h", seq: Number(m[2]) } : undefined;
+}
+
+async function write(res: ServerResponse, chunk: string): Promise<boolean> {
+  if (res.destroyed) return false;
+  // A slow reader: wait for its socket to drain (only this reader waits; the tap does not).
+  if (!res.write(chunk)) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        res.off("drain", done);
+        res.off("close", done);
+        resolve();
+      };
+      res.on("drain", done);
+      res.on("close", done);
+    });
+  }
+  return !res.destroyed;
+}
+
+const frame = (id: string, event: WireEvent) => `id: ${id}\nevent: agent\ndata: ${JSON.stringify(event)}\n\n`;
+
+async function closed(client: Client, workflowId: string): Promise<boolean> {
+  return (await getAgentRun(client, workflowId).workflow.describe()).status.name !== "RUNNING";
+}
+
+/** The partial message of the stream in progress at `after`, so a reader resuming mid-stream can rebuild the next deltas. */
+function primer(tap: EventTap, workflowId: string, after: number): AssistantMessage | undefined {
+  const upTo = tap.since(workflowId, -1).filter((e) => e.seq <= after);
+  let start = -1;
+  for (let i = upTo.length - 1; i >= 0; i--) {
+    const e = upTo[i].event;
+    if (e.type === "message_end" || e.type === "turn_end") return undefined;
+    if (e.type === "message_start" && e.message.role === "assistant") {
+      start = i;
+      break;
+    }
+  }
+  if (start < 0) return undefined;
+  const rebuild = partialRebuilder();
+  let partial: AssistantMessage | undefined;
+  for (const { event } of upTo.slice(start)) {
+    const out = rebuild(event);
+    partial = out.type === "message_update" ? out.message : out.type === "message_start" ? (out.message as AssistantMessage) : partial;
+  }
+  return partial;
+}
+
+/** Streams the run's events after `from` to `res` until the run closes or the reader goes away. */
+export async function streamRunEvents(res: ServerResponse, client: Client, tap: EventTap | undefined, workflowId: string, from: string | undefined): Promise<void> {
+  const cursor = parseCursor(from);
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+  res.write(": jai-agent run events\n\n");
+  if (tap && (tap.has(workflowId) || !(await closed(client, workflowId))) && cursor?.source !== "h") {
+    let after = cursor ? cursor.seq : -1;
+    if (cursor) {
+      const partial = primer(tap, workflowId, after);
+      if (partial && !(await write(res, `event: prime\ndata: ${JSON.stringify(partial)}\n\n`))) return;
+    }
+    let ended = false;
+    for (;;) {
+      const batch = tap.since(workflowId, after);
+      for (const { seq, event } of batch) {
+        if (!(await write(res, frame(`t${seq}`, event)))) return;
+        after = seq;
+        if (event.type === "agent_end") ended = true;
+      }
+      if (batch.length) continue;
+      // agent_end (or a quiet spell): is the chain over? describe answers for its newest run.
+      if (ended || !tap.has(workflowId)) {
+        ended = false;
+        if (await closed(client, workflowId)) break;
+      }
+      const before = tap.head(workflowId);
+      await tap.wait(workflowId, IDLE_MS);
+      if (res.destroyed) return;
+      if (tap.head(workflowId) === before) {
+        if (!(await write(res, ": idle\n\n"))) return;
+        if (await closed(client, workflowId)) break;
+      }
+    }
+  } else {
+    const handle = getAgentRun(client, workflowId);
+    let sent = cursor?.source === "h" ? cursor.seq + 1 : 0;
+    for (;;) {
+      const ended = await closed(client, workflowId);
+      const events = transcriptEvents(await handle.transcript(), ended);
+      for (; sent < events.length; sent++) if (!(await write(res, frame(`h${sent}`, events[sent] as WireEvent)))) return;
+      if (ended) break;
+      await new Promise((r) => setTimeout(r, 1000)); // no tap holds this run: follow its transcript
+      if (res.destroyed) return;
+    }
+  }
+  await write(res, "event: end\ndata: {}\n\n");
+  res.end();
+}

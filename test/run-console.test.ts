@@ -1,0 +1,92 @@
+/** The run console in a real browser (Debian chromium via playwright-core), and `npm run watch` on a running and a finished run. */
+import { spawn } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { chromium } from "playwright-core";
+import { fauxAssistantMessage, fauxText, fauxToolCall, Type } from "@jai/ai";
+import { startAgentRun } from "../src/client.js";
+import { startRunEventsService } from "../src/events/serve.js";
+import type { AgentTool } from "../src/types.js";
+import { createAgentWorker } from "../src/worker.js";
+import { fauxModel, openTestEnv, uniqueId, within, type TestEnv } from "./helpers.js";
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await openTestEnv();
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+const lookup: AgentTool = {
+  name: "lookup",
+  description: "Looks a word up",
+  parameters: Type.Object({ word: Type.String() }),
+  requiresApproval: true,
+  async execute(_id, args: any) {
+    return { content: [{ type: "text", text: `${args.word}: a greeting` }], details: {} };
+  },
+};
+
+/** `npm run watch -- <id>` in its own process; resolves with what it printed. */
+function watch(workflowId: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/watch.ts", workflowId], { env: process.env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    proc.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    proc.stderr.on("data", (c: Buffer) => (out += c.toString()));
+    proc.on("error", reject);
+    proc.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`watch exited ${code}: ${out}`))));
+  });
+}
+
+describe("run console", () => {
+  it("shows tokens as they arrive, approves a tool and shows the final answer; watch follows the run live and replays it", async () => {
+    const faux = fauxModel(
+      [
+        fauxAssistantMessage([fauxText("Looking the word up in the dictionary first."), fauxToolCall("lookup", { word: "hello" })], { stopReason: "toolUse" }),
+        fauxAssistantMessage("Final answer: hello is a greeting."),
+      ],
+      { tokensPerSecond: 20 },
+    );
+    const service = await startRunEventsService({ client: env.client, port: 0, temporalUiUrl: "http://localhost:8233" });
+    const taskQueue = uniqueId("tq");
+    const worker = await createAgentWorker({ connection: env.connection, taskQueue, tools: [lookup], workflowBundle: env.bundle, onEvent: service.onEvent, workerOptions: { identity: service.identity } });
+    const browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    });
+    try {
+      await worker.runUntil(async () => {
+        const workflowId = uniqueId("console");
+        const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "What is hello?" });
+        const live = watch(workflowId);
+        const page = await browser.newPage();
+        await page.goto(`${service.server.url}/runs/${workflowId}/console`);
+        // Tokens arrive: the streaming message grows before it is complete.
+        await page.waitForFunction(() => Number((globalThis as any).document.body.dataset.deltas ?? 0) >= 3, undefined, { timeout: 60_000 });
+        await expect(page.locator(".assistant").first().textContent()).resolves.toContain("Looking the word up");
+        await page.locator(".approval button.approve").click({ timeout: 60_000 });
+        await page.waitForSelector("body[data-ended]", { timeout: 60_000 });
+        await expect(page.locator(".assistant").last().textContent()).resolves.toBe("Final answer: hello is a greeting.");
+        await expect(page.locator("details.tool .result").textContent()).resolves.toContain("hello: a greeting");
+        await expect(page.locator("#ui").getAttribute("href")).resolves.toContain(workflowId);
+        await mkdir("docs", { recursive: true });
+        await page.screenshot({ path: "docs/run-console.png", fullPage: true });
+        const result = await handle.result();
+        expect(result.stopReason).toBe("stop");
+        const attached = await within(live, 60_000, "watch of the running run");
+        expect(attached).toContain("→ lookup {\"word\":\"hello\"}");
+        expect(attached).toContain("waits for approval");
+        expect(attached).toContain("Final answer: hello is a greeting.");
+        expect(attached).toMatch(/completed after 2 turn\(s\)/);
+        const replayed = await within(watch(workflowId), 60_000, "watch of the finished run");
+        expect(replayed).toContain("✓ lookup: hello: a greeting");
+        expect(replayed).toContain("Final answer: hello is a greeting.");
+      });
+    } finally {
+      await browser.close();
+      await service.server.close();
+    }
+  }, 180_000);
+});
