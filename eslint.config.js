@@ -5,7 +5,7 @@ import { builtinModules } from "node:module";
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**"] },
+  { ignores: ["dist/**", "node_modules/**", "coverage/**", "bench/peers/**"] },
   ...tseslint.configs.recommended,
   {
     rules: {

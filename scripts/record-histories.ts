@@ -3,7 +3,8 @@
  * representative runs on a fresh dev server, one JSON history each, in the
  * format `temporal workflow show --output json` and the UI export use.
  *
- *   npm run record-histories
+ *   npm run record-histories             (all of them)
+ *   npm run record-histories -- fast-tools  (only the named cases)
  *
  * test/replay.test.ts replays every file against the current workflow code.
  * Files under frozen/ are never rewritten: they prove that histories recorded
@@ -38,6 +39,7 @@ const tools: AgentTool<any>[] = [
       throw new Error("disk on fire");
     },
   },
+  { name: "lookup", description: "lookup", parameters: Type.Object({ key: Type.String() }), fast: true, execute: async (_id, a: any) => text(`value of ${a.key}`) },
   { name: "finish", description: "finish", parameters: Type.Object({}), execute: async () => ({ ...text("finished"), terminate: true }) },
   { name: "delete_all", description: "delete", parameters: Type.Object({ path: Type.String() }), requiresApproval: true, execute: async (_id, a: any) => text(`deleted ${a.path}`) },
 ];
@@ -71,6 +73,18 @@ const CASES: Case[] = [
     options: { maxTurns: 2 },
   },
   {
+    // Fast tools run as local activities (markers), next to a regular tool call; the setup is a local activity too.
+    name: "fast-tools",
+    script: [
+      fauxAssistantMessage([fauxToolCall("lookup", { key: "a" }, { id: "l1" }), fauxToolCall("lookup", { key: "b" }, { id: "l2" }), fauxToolCall("read", { path: "c" }, { id: "r1" })], {
+        stopReason: "toolUse",
+      }),
+      fauxAssistantMessage([fauxToolCall("lookup", { key: "c" }, { id: "l3" })], { stopReason: "toolUse" }),
+      answer,
+    ],
+    options: { tools: ["lookup", "read"] },
+  },
+  {
     name: "approval-denied",
     script: [fauxAssistantMessage([fauxToolCall("delete_all", { path: "/" }, { id: "d1" })], { stopReason: "toolUse" }), fauxAssistantMessage("ok, I will not")],
     drive: async (handle) => {
@@ -100,7 +114,8 @@ async function main(): Promise<void> {
     console.log(`recorded ${path.relative(process.cwd(), file)}`);
   };
   try {
-    for (const c of CASES) {
+    const only = process.argv.slice(2);
+    for (const c of CASES.filter((c) => only.length === 0 || only.includes(c.name))) {
       const faux = registerFauxProvider({ api: `record-${c.name}`, provider: "faux" });
       faux.setResponses(c.script);
       const taskQueue = `record-${c.name}`;
@@ -112,6 +127,7 @@ async function main(): Promise<void> {
       });
       await save(c.name, handle);
     }
+    if (only.length > 0 && !only.includes("crash-recovered")) return;
     // A run whose worker process was killed during a sequential tool and finished by another.
     const bundlePath = path.join(dir, "bundle.js");
     await writeFile(bundlePath, bundle.code);

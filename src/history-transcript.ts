@@ -7,7 +7,7 @@
 import type { PayloadConverter } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
-import type { AgentMessage, AgentRunInput, AgentRunResult, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "./types.js";
+import type { AgentMessage, AgentRunInput, AgentRunResult, ExecuteFastToolOutput, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "./types.js";
 import { addUsage, emptyUsage } from "./workflows/usage.js";
 
 type Event = temporal.api.history.v1.IHistoryEvent;
@@ -150,6 +150,19 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
         const at = times.next[index];
         story.items.push({ kind: "message", message: toolMessage(call.toolCallId, call.toolName, output, at), eventId });
         story.steps.push({ kind: "toolOutput", toolCallId: call.toolCallId, toolName: call.toolName, output, at, activityId: activity.id });
+      }
+    }
+    // Local activities (the setup, fast tools) leave a marker with their type and result, not their input.
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName === "core_local_activity") {
+      const data = decode<{ activity_type?: string }>(marker.details?.data?.payloads?.[0]);
+      const result = decode<unknown>(marker.details?.result?.payloads?.[0]);
+      if (data?.activity_type === "resolveRunSetup" && result) story.startedAt = times.previous[index]; // run in the first task
+      else if (data?.activity_type === "executeFastTool" && result) {
+        const output = result as ExecuteFastToolOutput;
+        const at = times.previous[index];
+        story.items.push({ kind: "message", message: toolMessage(output.toolCallId, output.toolName, output, at), eventId });
+        story.steps.push({ kind: "toolOutput", toolCallId: output.toolCallId, toolName: output.toolName, output, at, activityId: output.outputKey });
       }
     }
     const failed = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;

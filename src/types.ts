@@ -119,6 +119,16 @@ export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> exte
    * as `activity.retry.maximumAttempts: 1`.) Default true.
    */
   idempotent?: boolean;
+  /**
+   * Quick (well under a minute), idempotent worker code, e.g. a lookup or a
+   * computation: its calls run as Temporal local activities, in the worker
+   * that runs the workflow, without a round trip through the task queue; the
+   * result is recorded as a marker. A call may run again if that worker dies
+   * before the result is recorded, so ignored when `idempotent` is false.
+   * Local activities do not heartbeat: keep slow or streaming tools regular.
+   * Default false.
+   */
+  fast?: boolean;
 }
 
 /** Everything the loop tells the outside world about a run, in order. */
@@ -386,6 +396,8 @@ export interface ToolSpec {
   approval?: "always" | "predicate";
   /** The tool's approval timeout. */
   approvalTimeout?: string | number;
+  /** The tool is `fast`: its calls run as local activities. */
+  local?: boolean;
 }
 
 /** Output of the setup activity. */
@@ -476,6 +488,18 @@ export interface ExecuteToolInput {
   args: Record<string, unknown>;
   /** The run's result limits (the tool's own win). */
   limits?: ToolResultLimits;
+  /** The id model calls use to refer to this output (a local activity's own id is not known to the workflow in advance). */
+  outputKey?: string;
+}
+
+/** Output of a fast tool's local activity: its marker does not record the input, so the output names its call. */
+export interface ExecuteFastToolOutput extends ExecuteToolOutput {
+  /** The model's id of the call. */
+  toolCallId: string;
+  /** Tool name. */
+  toolName: string;
+  /** The `outputKey` model calls refer to the result with. */
+  outputKey: string;
 }
 
 /** Output of the approval-check activity (for tools with an approval predicate). */

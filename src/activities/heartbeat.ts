@@ -17,7 +17,10 @@ export function heartbeatIntervalMs(heartbeatTimeoutMs: number | undefined): num
  */
 export async function withHeartbeats<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ctx = Context.current();
-  ctx.heartbeat();
+  // Local activities cannot heartbeat (the worker cancels them itself).
+  if (ctx.info.isLocal) return work(ctx.cancellationSignal);
+  // No heartbeat at the start: the first one would be an extra server write on every
+  // activity (most finish in milliseconds); the timer's first beat comes well within the timeout.
   const timer = setInterval(() => ctx.heartbeat(), heartbeatIntervalMs(ctx.info.heartbeatTimeoutMs));
   try {
     return await work(ctx.cancellationSignal);

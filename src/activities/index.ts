@@ -50,7 +50,7 @@ export function createActivities(deps: ActivityDeps) {
       return withHeartbeats((signal) => deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }));
     },
     ...createToolActivities(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent, (call, output) =>
-      contexts.rememberOutput(currentRun(), Context.current().info.activityId, call.toolName, output),
+      contexts.rememberOutput(currentRun(), call.outputKey ?? Context.current().info.activityId, call.toolName, output),
     ),
   };
 }

@@ -31,6 +31,8 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
         : {}),
     ...(tool.requiresApproval ? { approval: typeof tool.requiresApproval === "function" ? "predicate" : "always" } : {}),
     ...(tool.approvalTimeout !== undefined ? { approvalTimeout: tool.approvalTimeout } : {}),
+    // A local activity may run again after a worker dies: only idempotent tools may be fast.
+    ...(tool.fast === true && tool.idempotent !== false ? { local: true } : {}),
   };
 }
 

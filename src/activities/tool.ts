@@ -2,7 +2,7 @@
 import { Context } from "@temporalio/activity";
 import { CancelledFailure } from "@temporalio/common";
 import { validateToolArguments } from "@jai/ai";
-import type { AgentEventSink, AgentTool, AgentToolResult, ExecuteToolInput, ExecuteToolOutput, PrepareToolOutput } from "../types.js";
+import type { AgentEventSink, AgentTool, AgentToolResult, ExecuteFastToolOutput, ExecuteToolInput, ExecuteToolOutput, PrepareToolOutput } from "../types.js";
 import { errorOutput } from "../workflows/tool-output.js";
 import { capToolResult } from "./caps.js";
 import { activityEmitter } from "./events.js";
@@ -84,6 +84,12 @@ export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent
     return output;
   }
 
+  /** A fast tool's call as a local activity: the same execution, its output naming the call (see ExecuteFastToolOutput). */
+  async function executeFastTool(input: ExecuteToolInput & { outputKey: string }): Promise<ExecuteFastToolOutput> {
+    const output = await executeTool(input);
+    return { ...output, toolCallId: input.toolCallId, toolName: input.toolName, outputKey: input.outputKey };
+  }
+
   async function runTool(input: ExecuteToolInput): Promise<ExecuteToolOutput> {
     const tool = tools.get(input.toolName);
     if (!tool) return errorOutput(`Tool ${input.toolName} not found`);
@@ -114,5 +120,5 @@ export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent
     });
   }
 
-  return { prepareToolCall, executeTool };
+  return { prepareToolCall, executeTool, executeFastTool };
 }

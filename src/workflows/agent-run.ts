@@ -13,6 +13,7 @@ import {
   isCancellation,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   proxySinks,
   upsertMemo,
 } from "@temporalio/workflow";
@@ -26,7 +27,7 @@ import { installHandlers } from "./handlers.js";
 import { validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
-import { closeCancelledBatch, runTools } from "./tool-calls.js";
+import { closeCancelledBatch, LOCAL_ACTIVITIES_PATCH, runTools } from "./tool-calls.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -35,7 +36,10 @@ const DEFAULT_IDLE_TIMEOUT = "1h";
 /** Patch id of the memo (model, tools, outcome) shown in the Temporal UI. */
 export const MEMO_PATCH = "jai-memo-v1";
 
-const { resolveRunSetup } = proxyActivities<Activities>({ startToCloseTimeout: "1m", retry: { maximumAttempts: 5 } });
+const SETUP_OPTIONS = { startToCloseTimeout: "1m", retry: { maximumAttempts: 5 } } as const;
+const { resolveRunSetup } = proxyActivities<Activities>(SETUP_OPTIONS);
+/** The setup as a local activity: in the first workflow task, so the first model call is scheduled one round trip sooner. */
+const { resolveRunSetup: resolveRunSetupLocally } = proxyLocalActivities<Activities>(SETUP_OPTIONS);
 const { agent } = proxySinks<AgentSinks>();
 const emit = (event: AgentEvent) => agent.emit(event);
 
@@ -146,7 +150,8 @@ class SetupFailed extends Error {}
 async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
   const label = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
   try {
-    return await resolveRunSetup.executeWithOptions({ summary: `setup · ${label}` }, [{ model: input.model, tools: input.tools }]);
+    const setup = patched(LOCAL_ACTIVITIES_PATCH) ? resolveRunSetupLocally : resolveRunSetup;
+    return await setup.executeWithOptions({ summary: `setup · ${label}` }, [{ model: input.model, tools: input.tools }]);
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
     const cause = err.cause;

@@ -3,10 +3,21 @@
  * activity per call. Every call ends with a result in the transcript, in the
  * order the model asked for them.
  */
-import { ActivityFailure, CancellationScope, condition, isCancellation, proxyActivities, TimeoutFailure, type ActivityOptions } from "@temporalio/workflow";
+import {
+  ActivityFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  TimeoutFailure,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from "@temporalio/workflow";
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
-import type { AgentEvent, AgentRunInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolActivityOptions, ToolResultLimits, ToolSpec } from "../types.js";
+import type { AgentEvent, AgentRunInput, ExecuteToolInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolActivityOptions, ToolResultLimits, ToolSpec } from "../types.js";
 import type { ApprovalWait, RunState } from "./run-state.js";
 import { toolSummary } from "./summary.js";
 import { errorOutput } from "./tool-output.js";
@@ -21,6 +32,14 @@ const TOOL_DEFAULTS: ActivityOptions = {
 };
 
 const { executeTool } = proxyActivities<Activities>(TOOL_DEFAULTS);
+
+/**
+ * Patch id of local activities (fast tools' calls, the setup): runs recorded
+ * before them schedule regular activities, and still replay.
+ */
+export const LOCAL_ACTIVITIES_PATCH = "jai-local-activities-v1";
+/** A fast tool's call: no heartbeat (local activities have none), a short default timeout, the tools' retries. */
+const { executeFastTool } = proxyLocalActivities<Activities>({ startToCloseTimeout: "1m", retry: TOOL_DEFAULTS.retry });
 /**
  * The approval predicate is quick worker code: it never heartbeats, so it has
  * no heartbeat timeout (a tool's would kill it), a short timeout of its own and
@@ -186,7 +205,19 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
   }
 }
 
-/** One tool call as one activity. */
+/** A fast tool's call as a local activity (see AgentTool.fast); the model calls refer to its result by `outputKey`. */
+async function executeFast(spec: ToolSpec, input: ExecuteToolInput & { outputKey: string }, fromActivity: Map<unknown, string>): Promise<ExecuteToolOutput> {
+  const options: LocalActivityOptions = {
+    summary: toolSummary(spec.name, input.args),
+    ...(spec.activity?.startToCloseTimeout !== undefined ? { startToCloseTimeout: spec.activity.startToCloseTimeout } : {}),
+    ...(spec.activity?.retry !== undefined ? { retry: { ...TOOL_DEFAULTS.retry, ...spec.activity.retry } } : {}),
+  } as LocalActivityOptions;
+  const { result, isError } = await executeFastTool.executeWithOptions(options, [input]);
+  fromActivity.set(result.content, input.outputKey);
+  return { result, isError };
+}
+
+/** One tool call as one activity (a local one for fast tools). */
 async function executeCall(
   spec: ToolSpec,
   call: ToolCall,
@@ -199,7 +230,9 @@ async function executeCall(
   // Tool-call ids are the model's; the turn and position keep them unique within the run.
   options.activityId = `tool-${turn}-${index}-${call.id}`.slice(0, 200);
   try {
-    const output = await executeTool.executeWithOptions(options, [{ toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) }]);
+    const args = { toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) };
+    if (spec.local && patched(LOCAL_ACTIVITIES_PATCH)) return await executeFast(spec, { ...args, outputKey: options.activityId }, fromActivity);
+    const output = await executeTool.executeWithOptions(options, [args]);
     fromActivity.set(output.result.content, options.activityId!);
     return output;
   } catch (err) {
