@@ -5,6 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, Worker, type InjectedSinks } from "@temporalio/worker";
+import { Context as ActivityContext } from "@temporalio/activity";
 import proto from "@temporalio/proto";
 import { complete, fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type Api, type Context, type Model } from "@jai/ai";
 import { createActivities } from "../src/activities/index.js";
@@ -74,7 +75,15 @@ export function pageScript(name: string, calls: number, bytes: number, options: 
     },
   };
   const faux = registerFauxProvider({ api: `bench-${name}`, provider: "bench", models: [{ id: name, contextWindow: 10_000_000, maxTokens: 1000 }] });
+  /** When the provider received each request, per workflow id (first request, turn latencies). */
+  const requests = new Map<string, number[]>();
   const answer = (context: Context) => {
+    try {
+      const id = ActivityContext.current().info.workflowExecution?.workflowId ?? "";
+      requests.set(id, [...(requests.get(id) ?? []), Date.now()]);
+    } catch {
+      // Not inside an activity (pi-agent-core in process).
+    }
     const done = context.messages.filter((m) => m.role === "toolResult").length;
     if (done >= calls * perTurn) return fauxAssistantMessage(`read ${done} pages`);
     return fauxAssistantMessage(
@@ -85,7 +94,7 @@ export function pageScript(name: string, calls: number, bytes: number, options: 
   // The queue is consumed per call across all runs; every entry answers from its own context.
   const refill = () => faux.setResponses(Array.from({ length: (calls + 1) * (options.runs ?? 1) * 2 + 10 }, () => answer));
   refill();
-  return { tool, model: faux.getModel(), ref: `bench/${name}`, refill, answer };
+  return { tool, model: faux.getModel(), ref: `bench/${name}`, refill, answer, requests };
 }
 
 export const eventBytes = (e: proto.temporal.api.history.v1.IHistoryEvent) => proto.temporal.api.history.v1.HistoryEvent.encode(e).finish().length;

@@ -29,8 +29,10 @@ export interface PeerRun {
 
 export interface Peer {
   name: string;
-  run(id: string, turns: number): Promise<PeerRun>;
-  many(id: string, runs: number, turns: number): Promise<{ ms: number; runs: (PeerRun | { error: string })[] }>;
+  /** One run of `turns` tool calls (and the answer), tool results of `bytes`. */
+  run(id: string, turns: number, bytes: number): Promise<PeerRun>;
+  /** `runs` such runs at once. */
+  many(id: string, runs: number, turns: number, bytes: number): Promise<{ ms: number; runs: (PeerRun | { error: string })[] }>;
   close(): Promise<void>;
 }
 
@@ -46,11 +48,11 @@ async function install(): Promise<void> {
   execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: PEER_DIR, stdio: "inherit" });
 }
 
-/** Starts the peer's worker on `taskQueue`; tool results of `bytes`. */
-export async function openAiSdkPeer(bench: Bench, taskQueue: string, bytes: number): Promise<Peer> {
+/** Starts the peer's worker on `taskQueue`. */
+export async function openAiSdkPeer(bench: Bench, taskQueue: string): Promise<Peer> {
   await install();
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href;
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ["--no-warnings", "--import", tsx, "runner.ts", bench.server.address, taskQueue, String(bytes)], {
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ["--no-warnings", "--import", tsx, "runner.ts", bench.server.address, taskQueue], {
     cwd: PEER_DIR,
     stdio: ["pipe", "pipe", "pipe"],
   });
@@ -70,8 +72,8 @@ export async function openAiSdkPeer(bench: Bench, taskQueue: string, bytes: numb
   };
   return {
     name: "Temporal AI SDK integration (@temporalio/ai-sdk 1.23.0, ai 7)",
-    run: (id, turns) => ask({ op: "run", id, turns }),
-    many: (id, runs, turns) => ask({ op: "many", id, runs, turns }),
+    run: (id, turns, bytes) => ask({ op: "run", id, turns, bytes }),
+    many: (id, runs, turns, bytes) => ask({ op: "many", id, runs, turns, bytes }),
     async close() {
       child.stdin.write(`${JSON.stringify({ op: "stop" })}\n`);
       await new Promise((r) => child.once("exit", r));

@@ -1,6 +1,8 @@
 /**
  * `npm run bench`: every benchmark against a fresh dev server, printed and
- * written to docs/benchmarks.md. `npm run bench -- growth parallel` runs a subset.
+ * written to docs/benchmarks.md. `npm run bench -- growth parallel` runs a subset;
+ * `--peers` adds the side-by-side comparison with Temporal's AI SDK integration
+ * (installed on first use into ~/.cache/jai-bench-peers), `npm run bench -- --peers peers` runs only that.
  */
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -11,12 +13,14 @@ import { historyGrowth } from "./history-growth.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
 import { throughput } from "./throughput.js";
+import { versus } from "./versus.js";
 
-const SECTIONS = { growth: historyGrowth, overhead, parallel: parallelTools, throughput };
+const SECTIONS = { growth: historyGrowth, overhead, parallel: parallelTools, throughput, peers: versus };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => a in SECTIONS) as (keyof typeof SECTIONS)[];
-  const names = wanted.length ? wanted : (Object.keys(SECTIONS) as (keyof typeof SECTIONS)[]);
+  const peers = process.argv.includes("--peers");
+  const names = wanted.length ? wanted : (Object.keys(SECTIONS) as (keyof typeof SECTIONS)[]).filter((n) => peers || n !== "peers");
   const bench = await openBench();
   const parts: string[] = [];
   const goals: string[] = [];

@@ -14,6 +14,7 @@ import { startAgentRun } from "../src/client.js";
 import { readHistoryFile, replayHistory, replayOptions } from "../src/replay.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
 import { MEMO_PATCH } from "../src/workflows/agent-run.js";
+import { LOCAL_ACTIVITIES_PATCH } from "../src/workflows/tool-calls.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, type TestEnv } from "./helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -42,12 +43,16 @@ function cli(script: string, args: string[]) {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-const hasPatchMarker = async (file: string) =>
-  ((await readHistoryFile(path.join(fixturesDir, file))).events ?? []).some((e) => e.markerRecordedEventAttributes?.markerName === "core_patch");
+const hasPatchMarker = async (file: string, patchId?: string) =>
+  ((await readHistoryFile(path.join(fixturesDir, file))).events ?? []).some(
+    (e) =>
+      e.markerRecordedEventAttributes?.markerName === "core_patch" &&
+      (patchId === undefined || Buffer.from(e.markerRecordedEventAttributes.details?.["patch-data"]?.payloads?.[0]?.data ?? []).toString().includes(`"${patchId}"`)),
+  );
 
 describe("golden histories", () => {
   it("has the representative runs", () => {
-    for (const name of ["text-only", "parallel-and-sequential-tools", "validation-error", "thrown-tool-error", "terminate", "max-turns", "approval-denied", "crash-recovered"]) {
+    for (const name of ["text-only", "fast-tools", "parallel-and-sequential-tools", "validation-error", "thrown-tool-error", "terminate", "max-turns", "approval-denied", "crash-recovered"]) {
       expect(fixtures).toContain(`${name}.json`);
     }
     expect(fixtures.filter((f) => f.startsWith("frozen/")).length).toBeGreaterThan(0);
@@ -68,8 +73,15 @@ describe("golden histories", () => {
 
   it(`keeps histories recorded before the "${MEMO_PATCH}" patch replayable`, async () => {
     // The frozen ones predate the patch (no marker); the re-recorded ones carry it. Both replayed above.
-    for (const f of fixtures.filter((f) => f.startsWith("frozen/"))) expect(await hasPatchMarker(f)).toBe(false);
+    for (const f of fixtures.filter((f) => f.startsWith("frozen/before-memo-patch"))) expect(await hasPatchMarker(f)).toBe(false);
     expect(await hasPatchMarker("parallel-and-sequential-tools.json")).toBe(true);
+  });
+
+  it(`keeps histories recorded before the "${LOCAL_ACTIVITIES_PATCH}" patch (regular setup and tool activities) replayable`, async () => {
+    const before = fixtures.filter((f) => f.startsWith("frozen/before-local-activities"));
+    expect(before.length).toBeGreaterThan(0);
+    for (const f of before) expect(await hasPatchMarker(f, LOCAL_ACTIVITIES_PATCH)).toBe(false);
+    expect(await hasPatchMarker("fast-tools.json", LOCAL_ACTIVITIES_PATCH)).toBe(true);
   });
 
   it("catches a changed loop: replaying against it reports nondeterminism and the event", async () => {

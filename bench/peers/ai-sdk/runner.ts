@@ -13,9 +13,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/wo
 import { AiSdkPlugin } from "@temporalio/ai-sdk";
 import { MockLanguageModelV4 } from "ai/test";
 
-const [address, taskQueue, bytesArg] = process.argv.slice(2);
-const body = "p".repeat(Number(bytesArg));
-let maxTurns = 20;
+const [address, taskQueue] = process.argv.slice(2);
 /** Provider requests per workflow id (ms timestamps): first request and turn latencies. */
 const requests = new Map<string, number[]>();
 
@@ -28,7 +26,7 @@ const model = new MockLanguageModelV4({
     seen.push(Date.now());
     requests.set(workflowId, seen);
     const done = options.prompt.filter((m) => m.role === "tool").flatMap((m) => m.content).filter((p) => p.type === "tool-result").length;
-    const turns = Number(/turns=(\d+)/.exec(JSON.stringify(options.prompt[0]))?.[1] ?? maxTurns);
+    const turns = Number(/turns=(\d+)/.exec(JSON.stringify(options.prompt[0]))?.[1]);
     if (done >= turns) return { content: [{ type: "text", text: `read ${done} pages` }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] };
     return {
       content: [{ type: "tool-call", toolCallId: `c${done + 1}`, toolName: "fetch_page", input: JSON.stringify({ n: done + 1 }) }],
@@ -58,21 +56,22 @@ async function main(): Promise<void> {
     taskQueue,
     workflowsPath: path.join(path.dirname(fileURLToPath(import.meta.url)), "workflows.ts"),
     plugins: [new AiSdkPlugin({ modelProvider: provider as never })],
-    activities: { fetchPage: async ({ n }: { n: number }) => `page ${n}: ${body}` },
+    activities: { fetchPage: async ({ n, bytes }: { n: number; bytes: number }) => `page ${n}: ${"p".repeat(bytes)}` },
     maxHeartbeatThrottleInterval: "1s",
   });
   const running = worker.run();
   const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
   say({ ready: true });
   for await (const line of createInterface({ input: process.stdin })) {
-    const cmd = JSON.parse(line) as { op: "run" | "many" | "stop"; id: string; turns: number; runs?: number };
+    const cmd = JSON.parse(line) as { op: "run" | "many" | "stop"; id: string; turns: number; bytes: number; runs?: number };
     if (cmd.op === "stop") break;
-    maxTurns = cmd.turns;
     const start = async (workflowId: string) => {
       const t = Date.now();
-      const handle = await client.workflow.start("peerAgentRun", { taskQueue, workflowId, args: [{ prompt: `go turns=${cmd.turns}`, maxSteps: cmd.turns + 1 }] });
+      const handle = await client.workflow.start("peerAgentRun", { taskQueue, workflowId, args: [{ prompt: `go turns=${cmd.turns}`, maxSteps: cmd.turns + 1, bytes: cmd.bytes }] });
       const steps = await handle.result();
-      return { workflowId, runId: handle.firstExecutionRunId, startedAt: t, ms: Date.now() - t, steps, requests: requests.get(workflowId) ?? [] };
+      const seen = requests.get(workflowId) ?? [];
+      requests.delete(workflowId);
+      return { workflowId, runId: handle.firstExecutionRunId, startedAt: t, ms: Date.now() - t, steps, requests: seen };
     };
     try {
       if (cmd.op === "run") say(await start(cmd.id));

@@ -8,9 +8,9 @@ import { generateText, jsonSchema, stepCountIs, tool } from "ai";
 import { temporalProvider } from "@temporalio/ai-sdk/workflow";
 import { proxyActivities } from "@temporalio/workflow";
 
-const { fetchPage } = proxyActivities<{ fetchPage(input: { n: number }): Promise<string> }>({ startToCloseTimeout: "10 minutes" });
+const { fetchPage } = proxyActivities<{ fetchPage(input: { n: number; bytes: number }): Promise<string> }>({ startToCloseTimeout: "10 minutes" });
 
-export async function peerAgentRun(input: { prompt: string; maxSteps: number }): Promise<number> {
+export async function peerAgentRun(input: { prompt: string; maxSteps: number; bytes: number }): Promise<number> {
   const result = await generateText({
     model: temporalProvider.languageModel("scripted"),
     prompt: input.prompt,
@@ -18,7 +18,7 @@ export async function peerAgentRun(input: { prompt: string; maxSteps: number }):
       fetch_page: tool({
         description: "returns a page",
         inputSchema: jsonSchema<{ n: number }>({ type: "object", properties: { n: { type: "number" } }, required: ["n"] }),
-        execute: (args: { n: number }) => fetchPage(args),
+        execute: (args: { n: number }) => fetchPage({ ...args, bytes: input.bytes }),
       }),
     },
     stopWhen: stepCountIs(input.maxSteps),

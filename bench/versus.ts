@@ -1,0 +1,186 @@
+/**
+ * `npm run bench -- --peers`: this loop and Temporal's AI SDK integration side
+ * by side on one dev server, the same scenario (scripted model answering at
+ * once, tool results of ~100 bytes, 20 tool turns), runs interleaved (ours
+ * with regular tool activities, ours with the tool marked fast, the peer, in
+ * rotating order) so machine load hits all three alike.
+ */
+import type { Client } from "@temporalio/client";
+import type proto from "@temporalio/proto";
+import { startAgentRun } from "../src/client.js";
+import type { AgentTool } from "../src/types.js";
+import { benchWorker, eventBytes, mb, median, pageScript, table, type Bench } from "./common.js";
+import { openAiSdkPeer, type Peer } from "./peers.js";
+
+type Event = proto.temporal.api.history.v1.IHistoryEvent;
+
+const TURNS = 20;
+const RUNS = 5;
+const GROWTH_TURNS = 100;
+const TP_RUNS = 200;
+const TP_TURNS = 5;
+
+interface Contender {
+  name: string;
+  /** Name of the model activity in its history. */
+  modelActivity: string;
+  /** One run: wall time, when the provider saw each request, the history. */
+  run(id: string, turns: number, bytes: number): Promise<{ startedAt: number; ms: number; requests: number[]; workflowId: string; runId: string }>;
+  many(id: string, runs: number, turns: number, bytes: number): Promise<{ ms: number; runs: ({ requests: number[]; steps: number } | { error: string })[] }>;
+}
+
+async function historyOf(client: Client, workflowId: string, runId: string): Promise<Event[]> {
+  const all: Event[] = [];
+  for (let id: string | undefined = runId; id; ) {
+    const events: Event[] = (await client.workflow.getHandle(workflowId, id).fetchHistory()).events ?? [];
+    all.push(...events);
+    id = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+  }
+  return all;
+}
+
+/** Events between consecutive model calls (tool turns), and history bytes before model call k. */
+function shape(events: Event[], modelActivity: string) {
+  const at: number[] = [];
+  const bytesBefore: number[] = [];
+  let bytes = 0;
+  events.forEach((e, i) => {
+    if (e.activityTaskScheduledEventAttributes?.activityType?.name === modelActivity) {
+      at.push(i);
+      bytesBefore.push(bytes);
+    }
+    bytes += eventBytes(e);
+  });
+  bytesBefore.push(bytes);
+  return { perTurn: median(at.slice(1).map((x, i) => x - at[i])), bytesBefore };
+}
+
+const p99 = (values: number[]) => {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(s.length * 0.99) - 1)] ?? NaN;
+};
+
+function ours(bench: Bench, taskQueue: string, script: ReturnType<typeof pageScript>, name: string): Contender {
+  const once = async (workflowId: string, turns: number) => {
+    const startedAt = Date.now();
+    const handle = await startAgentRun(bench.client, { taskQueue, workflowId, model: script.model, prompt: "go", maxTurns: turns + 1 });
+    const result = await handle.result();
+    const requests = script.requests.get(workflowId) ?? [];
+    script.requests.delete(workflowId);
+    return { startedAt, ms: Date.now() - startedAt, requests, workflowId, runId: (handle.workflow as unknown as { firstExecutionRunId: string }).firstExecutionRunId, steps: result.turns };
+  };
+  return {
+    name,
+    modelActivity: "streamAssistantMessage",
+    run: (id, turns) => once(id, turns),
+    async many(id, runs, turns) {
+      const t = Date.now();
+      const settled = await Promise.allSettled(Array.from({ length: runs }, (_, i) => once(`${id}-${i}`, turns)));
+      return { ms: Date.now() - t, runs: settled.map((s) => (s.status === "fulfilled" ? s.value : { error: String(s.reason) })) };
+    },
+  };
+}
+
+function peerContender(peer: Peer): Contender {
+  return { name: peer.name, modelActivity: "invokeModel", run: (id, turns, bytes) => peer.run(id, turns, bytes), many: (id, runs, turns, bytes) => peer.many(id, runs, turns, bytes) };
+}
+
+/** Scripts calling the tool `turns` times per run, for a regular and a fast tool. */
+function scripts(label: string, turns: number, bytes: number, runs: number) {
+  const regular = pageScript(`vs-${label}`, turns, bytes, { runs: runs * 2 });
+  const fastTool: AgentTool = { ...regular.tool, fast: true };
+  return { regular, fastTool };
+}
+
+export async function versus(bench: Bench): Promise<{ markdown: string; goals: string[] }> {
+  const peer = await openAiSdkPeer(bench, "bench-vs-peer");
+  const small = scripts("small", TURNS, 100, (RUNS + 1) * 2);
+  const big = scripts("big", GROWTH_TURNS, 8000, 4);
+  const tp = scripts("tp", TP_TURNS - 1, 100, TP_RUNS * 2);
+  const workers = [
+    await benchWorker(bench, "bench-vs-regular", [small.regular.tool], [small.regular.model]),
+    await benchWorker(bench, "bench-vs-fast", [small.fastTool], [small.regular.model]),
+    await benchWorker(bench, "bench-vs-big-regular", [big.regular.tool], [big.regular.model]),
+    await benchWorker(bench, "bench-vs-big-fast", [big.fastTool], [big.regular.model]),
+    await benchWorker(bench, "bench-vs-tp-regular", [tp.regular.tool], [tp.regular.model]),
+    await benchWorker(bench, "bench-vs-tp-fast", [tp.fastTool], [tp.regular.model]),
+  ];
+  const stamp = Date.now();
+  type Row = { ms: number[]; first: number[]; events: number[] };
+  const contenders = [
+    { small: ours(bench, "bench-vs-regular", small.regular, "this loop, tools as activities"), big: ours(bench, "bench-vs-big-regular", big.regular, ""), tp: ours(bench, "bench-vs-tp-regular", tp.regular, "") },
+    { small: ours(bench, "bench-vs-fast", small.regular, "this loop, tool marked fast (local activity)"), big: ours(bench, "bench-vs-big-fast", big.regular, ""), tp: ours(bench, "bench-vs-tp-fast", tp.regular, "") },
+    { small: peerContender(peer), big: peerContender(peer), tp: peerContender(peer) },
+  ];
+  const rows: Row[] = contenders.map(() => ({ ms: [], first: [], events: [] }));
+  const growth: number[][] = [];
+  const through: { turnsPerS: number; p99: number; lost: number; wall: number }[] = [];
+
+  // Each worker runs until the last one's callback is done.
+  const runAll = (i: number, body: () => Promise<void>): Promise<void> => (i === workers.length ? body() : workers[i].runUntil(runAll(i + 1, body)));
+  try {
+    await runAll(0, async () => {
+      for (let round = 0; round <= RUNS; round++) {
+        // Rotating order; round 0 warms every worker up and is discarded.
+        for (let k = 0; k < contenders.length; k++) {
+          const c = (round + k) % contenders.length;
+          const contender = contenders[c].small;
+          const run = await contender.run(`vs-${c}-${round}-${stamp}`, TURNS, 100);
+          if (round === 0) continue;
+          rows[c].ms.push(run.ms / (TURNS + 1));
+          rows[c].first.push(run.requests[0] - run.startedAt);
+          rows[c].events.push(shape(await historyOf(bench.client, run.workflowId, run.runId), contender.modelActivity).perTurn);
+        }
+      }
+      console.error("versus: history growth...");
+      for (let c = 0; c < contenders.length; c++) {
+        const run = await contenders[c].big.run(`vs-growth-${c}-${stamp}`, GROWTH_TURNS, 8000);
+        growth.push(shape(await historyOf(bench.client, run.workflowId, run.runId), contenders[c].big.modelActivity).bytesBefore);
+      }
+      console.error("versus: throughput...");
+      for (let c = 0; c < contenders.length; c++) {
+        const out = await contenders[c].tp.many(`vs-tp-${c}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
+        const ok = out.runs.filter((r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS);
+        const gaps = ok.flatMap((r) => r.requests.slice(1).map((t, i) => t - r.requests[i]));
+        through.push({ turnsPerS: (ok.length * TP_TURNS) / (out.ms / 1000), p99: p99(gaps), lost: TP_RUNS - ok.length, wall: out.ms });
+      }
+    });
+  } finally {
+    await peer.close();
+  }
+
+  const names = contenders.map((c) => c.small.name);
+  const peerRow = rows.length - 1;
+  const msOf = (c: number) => median(rows[c].ms);
+  const firstOf = (c: number) => median(rows[c].first);
+  const at = (c: number, t: number) => (growth[c][t] !== undefined ? mb(growth[c][t]) : "—");
+  const markdown = [
+    `### Side by side with Temporal's AI SDK integration (\`npm run bench -- --peers\`)`,
+    "",
+    `Same dev server, same scripted model (answers at once), ${TURNS} tool turns + the answer with ~100-byte tool results: median of ${RUNS} runs, interleaved in rotating order (after a discarded warm-up round) so the load of the shared 2-core machine hits all alike. History: one run of ${GROWTH_TURNS} turns with ~8 KB tool results. Throughput: ${TP_RUNS} concurrent runs of ${TP_TURNS} turns on one worker each, one after the other; turn latency is the time between a run's consecutive model requests.`,
+    "",
+    table(
+      ["", "ms per turn", "vs peer", "start → first model request", "events per tool turn", "history at 10 / 60 / 100 turns", "turns/s (200 runs)", "p99 turn latency", "runs lost"],
+      contenders.map((_, c) => [
+        names[c],
+        msOf(c).toFixed(1),
+        `${(msOf(c) / msOf(peerRow)).toFixed(2)}×`,
+        `${firstOf(c).toFixed(0)} ms`,
+        median(rows[c].events),
+        `${at(c, 10)} / ${at(c, 60)} / ${at(c, 100)}`,
+        through[c].turnsPerS.toFixed(1),
+        `${through[c].p99.toFixed(0)} ms`,
+        through[c].lost,
+      ]),
+    ),
+  ].join("\n");
+  const r = (c: number) => msOf(c) / msOf(peerRow);
+  const goals = [
+    `ms per tool turn, tool marked fast: ${r(1).toFixed(2)}× the AI SDK integration (goal ≤ 0.8×): ${r(1) <= 0.8 ? "met" : "NOT met"}`,
+    `ms per tool turn, tools as activities: ${r(0).toFixed(2)}× the AI SDK integration (goal ≤ 1.0×): ${r(0) <= 1.0 ? "met" : "NOT met"}`,
+    `start → first model request: ${(firstOf(0) / firstOf(peerRow)).toFixed(2)}× the peer's (goal ≤ 1.0×): ${firstOf(0) <= firstOf(peerRow) ? "met" : "NOT met"}`,
+    `events per tool turn with a fast tool: ${median(rows[1].events)} (goal ≤ 8): ${median(rows[1].events) <= 8 ? "met" : "NOT met"}`,
+    `throughput, 200 runs of 5 turns: ${(through[0].turnsPerS / through[peerRow].turnsPerS).toFixed(2)}× the peer's with tools as activities, ${(through[1].turnsPerS / through[peerRow].turnsPerS).toFixed(2)}× with a fast tool (goal ≥ 1.2×): ${through[0].turnsPerS >= 1.2 * through[peerRow].turnsPerS ? "met" : through[1].turnsPerS >= 1.2 * through[peerRow].turnsPerS ? "met with a fast tool only" : "NOT met"}; runs lost ${through.map((t) => t.lost).join(" / ")}: ${through.every((t) => t.lost === 0) ? "met" : "NOT met"}`,
+  ];
+  return { markdown, goals };
+}
