@@ -34,9 +34,9 @@ const report: string[] = [];
 
 const HEARTBEAT_MS = 2000;
 
-function config(variant: HarnessConfig["variant"] = "main"): HarnessConfig {
+function config(variant: HarnessConfig["variant"] = "main", extra: Partial<HarnessConfig> = {}): HarnessConfig {
   const taskQueue = uniqueId("crash");
-  return { address: process.env.TEMPORAL_ADDRESS!, bundlePath, logFile: path.join(dir, `${taskQueue}.log`), taskQueue, variant };
+  return { address: process.env.TEMPORAL_ADDRESS!, bundlePath, logFile: path.join(dir, `${taskQueue}.log`), taskQueue, variant, ...extra };
 }
 
 const starts = (log: LogEntry[], toolCallId: string) => log.filter((e) => e.event === "tool_start" && e.toolCallId === toolCallId);
@@ -114,6 +114,15 @@ describe("kill -9 of the worker", () => {
     expect(starts(run.log, "t3-e")).toHaveLength(1);
     const finalCalls = run.log.filter((e) => e.event === "model_call" && e.results === 5);
     expect(finalCalls.map((e) => e.pid)).toContain(run.secondPid);
+  });
+
+  it("tools marked fast (local activities): a killed local tool runs again on the new worker, recorded ones do not", async () => {
+    const run = await runScenario(env.client, config("main", { localTools: true }), (log) => has(log, "tool_start", "t2-d"));
+    expectRecovered("fast (local) tool running", run);
+    expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b", "t1-c"]));
+    expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
+    const events = (await run.handle.workflow.fetchHistory()).events ?? [];
+    expect(events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "executeTool")).toBe(false);
   });
 
   it("a non-idempotent tool that was running is not run again: its result says it was interrupted", async () => {

@@ -68,6 +68,8 @@ export interface HarnessConfig {
   slowMs?: number;
   /** The faux model's speed; default 60 tokens/s. */
   tokensPerSecond?: number;
+  /** Mark the idempotent tools `fast` (local activities). */
+  localTools?: boolean;
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -89,6 +91,7 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       CRASH_TAG: config.tag ?? "",
       CRASH_SLOW_MS: String(config.slowMs ?? 3000),
       CRASH_TOKENS_PER_SECOND: String(config.tokensPerSecond ?? 60),
+      CRASH_LOCAL_TOOLS: config.localTools ? "1" : "",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -121,6 +124,13 @@ export async function completedToolCalls(handle: AgentRunHandle): Promise<string
   const events = history.events ?? [];
   const ids: string[] = [];
   for (const e of events) {
+    // A fast tool's call: a local activity marker whose output names the call.
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName === "core_local_activity") {
+      const result = marker.details?.result?.payloads?.[0]?.data;
+      const output = result ? (JSON.parse(Buffer.from(result).toString()) as { toolCallId?: string }) : undefined;
+      if (output?.toolCallId) ids.push(output.toolCallId);
+    }
     const done = e.activityTaskCompletedEventAttributes;
     if (!done) continue;
     const scheduled = events.find((s) => Number(s.eventId) === Number(done.scheduledEventId))?.activityTaskScheduledEventAttributes;

@@ -74,8 +74,9 @@ export function registerScriptedModel(variant: Variant, logFile: string, tokensP
 /**
  * Tools that record every execution; `slow` and `write` take long enough to be killed in.
  * A `tag` marks what this process's tools return, so two executions of one call can be told apart.
+ * `local` marks the idempotent ones `fast` (local activities).
  */
-export function crashTools(logFile: string, slowMs = 3000, tag = ""): AgentTool<any>[] {
+export function crashTools(logFile: string, slowMs = 3000, tag = "", local = false): AgentTool<any>[] {
   const tool = (name: string, ms: number, extra: Partial<AgentTool> = {}): AgentTool => ({
     name,
     description: name,
@@ -88,6 +89,7 @@ export function crashTools(logFile: string, slowMs = 3000, tag = ""): AgentTool<
       logLine(logFile, { event: "tool_end", tool: name, toolCallId });
       return { content: [{ type: "text", text: `${name}(${args.name ?? args.amount}) ok${tag}` }] };
     },
+    ...(local ? { fast: true } : {}),
     ...extra,
   });
   return [tool("fast", 0), tool("slow", slowMs), tool("write", slowMs, { executionMode: "sequential" }), tool("charge_card", slowMs, { idempotent: false })];

@@ -22,7 +22,7 @@ let announce = false;
 const worker = await createAgentWorker({
   connection,
   taskQueue: env("CRASH_TASK_QUEUE"),
-  tools: crashTools(logFile, Number(process.env.CRASH_SLOW_MS || 3000), tag),
+  tools: crashTools(logFile, Number(process.env.CRASH_SLOW_MS || 3000), tag, process.env.CRASH_LOCAL_TOOLS === "1"),
   models: [model],
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
   onEvent: (event) => {
