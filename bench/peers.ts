@@ -58,9 +58,11 @@ export async function openAiSdkPeer(bench: Bench, taskQueue: string): Promise<Pe
   });
   child.stderr.on("data", (d) => process.stderr.write(`[ai-sdk peer] ${d}`));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  const next = async () => {
+  const next = async (): Promise<any> => {
     const { value, done } = await lines.next();
     if (done) throw new Error(`the AI SDK peer exited (code ${child.exitCode})`);
+    // Its SDK core logs warnings (e.g. payload size) to stdout too.
+    if (!value.startsWith("{")) return next();
     const out = JSON.parse(value);
     if (out.error) throw new Error(`AI SDK peer: ${out.error}`);
     return out;

@@ -132,17 +132,20 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
           rows[c].events.push(shape(await historyOf(bench.client, run.workflowId, run.runId), contender.modelActivity).perTurn);
         }
       }
+      console.error(`versus: ms/turn ${rows.map((r) => median(r.ms).toFixed(1)).join(" / ")}, first request ${rows.map((r) => median(r.first)).join(" / ")} ms, events/turn ${rows.map((r) => median(r.events)).join(" / ")}`);
       console.error("versus: history growth...");
       for (let c = 0; c < contenders.length; c++) {
         const run = await contenders[c].big.run(`vs-growth-${c}-${stamp}`, GROWTH_TURNS, 8000);
         growth.push(shape(await historyOf(bench.client, run.workflowId, run.runId), contenders[c].big.modelActivity).bytesBefore);
       }
+      console.error(`versus: history at 100 turns ${growth.map((g) => mb(g[100] ?? NaN)).join(" / ")}`);
       console.error("versus: throughput...");
       for (let c = 0; c < contenders.length; c++) {
         const out = await contenders[c].tp.many(`vs-tp-${c}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
         const ok = out.runs.filter((r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS);
         const gaps = ok.flatMap((r) => r.requests.slice(1).map((t, i) => t - r.requests[i]));
         through.push({ turnsPerS: (ok.length * TP_TURNS) / (out.ms / 1000), p99: p99(gaps), lost: TP_RUNS - ok.length, wall: out.ms });
+        console.error(`versus: throughput ${contenders[c].small.name}: ${JSON.stringify(through.at(-1))}`);
       }
     });
   } finally {
