@@ -17,7 +17,7 @@ import type { Client } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
 import type { ToolResultMessage } from "@jai/ai";
 import type { AgentMessage, ExecuteToolOutput, ModelContextRef, ToolResultRef } from "../types.js";
-import { contextDigest } from "../workflows/context-digest.js";
+import { combineDigests, messageDigest } from "../workflows/context-digest.js";
 import { modelContextQuery } from "../workflows/definitions.js";
 
 interface Entry {
@@ -33,8 +33,19 @@ type Run = { workflowId: string; runId: string };
 /** Node's SHA-256: the same digest as the workflow's plain-JavaScript one, faster. */
 const nodeSha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
+// Cached messages are never changed in place and are reused call after call: each is hashed once, not on every call.
+const messageDigests = new WeakMap<object, string>();
+
 /** The digest a worker computes over a context it assembled (the workflow computes the same over what it recorded). */
-export const workerContextDigest = (messages: AgentMessage[]) => contextDigest(messages, nodeSha256);
+export const workerContextDigest = (messages: AgentMessage[]) =>
+  combineDigests(
+    messages.map((m) => {
+      let digest = messageDigests.get(m);
+      if (digest === undefined) messageDigests.set(m, (digest = messageDigest(m, nodeSha256)));
+      return digest;
+    }),
+    nodeSha256,
+  );
 
 /** How a context was obtained, for logs and tests. */
 export interface ResolveStats {
