@@ -4,7 +4,7 @@
  * `--peers` adds the side-by-side comparison with Temporal's AI SDK integration
  * (installed on first use into ~/.cache/jai-bench-peers), `npm run bench -- --peers peers` runs only that.
  */
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,6 +14,9 @@ import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
 import { throughput } from "./throughput.js";
 import { versus } from "./versus.js";
+
+const PEERS_START = "<!-- peers: npm run bench -- --peers peers -->";
+const PEERS_END = "<!-- /peers -->";
 
 const SECTIONS = { growth: historyGrowth, overhead, parallel: parallelTools, throughput, peers: versus };
 
@@ -36,6 +39,17 @@ async function main(): Promise<void> {
     await bench.close();
   }
   console.log(`Goals:\n${goals.map((g) => `- ${g}`).join("\n")}`);
+  const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../docs/benchmarks.md");
+  if (wanted.length === 1 && wanted[0] === "peers") {
+    // The side-by-side section alone replaces its part of the report (it runs long; the rest stays as measured).
+    const doc = await readFile(file, "utf8");
+    const block = `${PEERS_START}\n${parts[0]}\n\nGoals of this comparison (${new Date().toISOString().slice(0, 10)}):\n\n${goals.map((g) => `- ${g}`).join("\n")}\n${PEERS_END}`;
+    const at = doc.indexOf(PEERS_START);
+    const next = at >= 0 ? doc.slice(0, at) + block + doc.slice(doc.indexOf(PEERS_END) + PEERS_END.length) : doc.replace("## Goals", `${block}\n\n## Goals`);
+    await writeFile(file, next);
+    console.error(`updated ${file}`);
+    return;
+  }
   if (wanted.length) return; // a subset does not overwrite the full report
   const doc = [
     "# Benchmarks",
@@ -48,7 +62,6 @@ async function main(): Promise<void> {
     ...goals.map((g) => `- ${g}`),
     "",
   ].join("\n");
-  const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../docs/benchmarks.md");
   await writeFile(file, doc);
   console.error(`wrote ${file}`);
 }
