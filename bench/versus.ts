@@ -97,29 +97,28 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   const small = scripts("small", TURNS, 100, (RUNS + 1) * 2);
   const big = scripts("big", GROWTH_TURNS, 8000, 4);
   const tp = scripts("tp", TP_TURNS - 1, 100, TP_RUNS * 2);
-  const workers = [
-    await benchWorker(bench, "bench-vs-regular", [small.regular.tool], [small.regular.model]),
-    await benchWorker(bench, "bench-vs-fast", [small.fastTool], [small.regular.model]),
-    await benchWorker(bench, "bench-vs-big-regular", [big.regular.tool], [big.regular.model]),
-    await benchWorker(bench, "bench-vs-big-fast", [big.fastTool], [big.regular.model]),
-    await benchWorker(bench, "bench-vs-tp-regular", [tp.regular.tool], [tp.regular.model]),
-    await benchWorker(bench, "bench-vs-tp-fast", [tp.fastTool], [tp.regular.model]),
+  // Our workers live only for their phase (two at a time: regular and fast), like the peer's one worker process.
+  const phaseWorkers = async (label: "small" | "big" | "tp", set: ReturnType<typeof scripts>) => [
+    await benchWorker(bench, `bench-vs-${label}-regular`, [set.regular.tool], [set.regular.model]),
+    await benchWorker(bench, `bench-vs-${label}-fast`, [set.fastTool], [set.regular.model]),
   ];
   const stamp = Date.now();
   type Row = { ms: number[]; first: number[]; events: number[] };
   const contenders = [
-    { small: ours(bench, "bench-vs-regular", small.regular, "this loop, tools as activities"), big: ours(bench, "bench-vs-big-regular", big.regular, ""), tp: ours(bench, "bench-vs-tp-regular", tp.regular, "") },
-    { small: ours(bench, "bench-vs-fast", small.regular, "this loop, tool marked fast (local activity)"), big: ours(bench, "bench-vs-big-fast", big.regular, ""), tp: ours(bench, "bench-vs-tp-fast", tp.regular, "") },
+    { small: ours(bench, "bench-vs-small-regular", small.regular, "this loop, tools as activities"), big: ours(bench, "bench-vs-big-regular", big.regular, ""), tp: ours(bench, "bench-vs-tp-regular", tp.regular, "") },
+    { small: ours(bench, "bench-vs-small-fast", small.regular, "this loop, tool marked fast (local activity)"), big: ours(bench, "bench-vs-big-fast", big.regular, ""), tp: ours(bench, "bench-vs-tp-fast", tp.regular, "") },
     { small: peerContender(peer), big: peerContender(peer), tp: peerContender(peer) },
   ];
   const rows: Row[] = contenders.map(() => ({ ms: [], first: [], events: [] }));
   const growth: number[][] = [];
   const through: { turnsPerS: number; p99: number; lost: number; wall: number }[] = [];
 
-  // Each worker runs until the last one's callback is done.
-  const runAll = (i: number, body: () => Promise<void>): Promise<void> => (i === workers.length ? body() : workers[i].runUntil(runAll(i + 1, body)));
+  const phase = async (label: "small" | "big" | "tp", set: ReturnType<typeof scripts>, body: () => Promise<void>) => {
+    const [a, b] = await phaseWorkers(label, set);
+    await a.runUntil(b.runUntil(body));
+  };
   try {
-    await runAll(0, async () => {
+    await phase("small", small, async () => {
       for (let round = 0; round <= RUNS; round++) {
         // Rotating order; round 0 warms every worker up and is discarded.
         for (let k = 0; k < contenders.length; k++) {
@@ -133,13 +132,17 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
         }
       }
       console.error(`versus: ms/turn ${rows.map((r) => median(r.ms).toFixed(1)).join(" / ")}, first request ${rows.map((r) => median(r.first)).join(" / ")} ms, events/turn ${rows.map((r) => median(r.events)).join(" / ")}`);
-      console.error("versus: history growth...");
+    });
+    console.error("versus: history growth...");
+    await phase("big", big, async () => {
       for (let c = 0; c < contenders.length; c++) {
         const run = await contenders[c].big.run(`vs-growth-${c}-${stamp}`, GROWTH_TURNS, 8000);
         growth.push(shape(await historyOf(bench.client, run.workflowId, run.runId), contenders[c].big.modelActivity).bytesBefore);
       }
       console.error(`versus: history at 100 turns ${growth.map((g) => mb(g[100] ?? NaN)).join(" / ")}`);
-      console.error("versus: throughput...");
+    });
+    console.error("versus: throughput...");
+    await phase("tp", tp, async () => {
       for (let c = 0; c < contenders.length; c++) {
         const out = await contenders[c].tp.many(`vs-tp-${c}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
         const ok = out.runs.filter((r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS);

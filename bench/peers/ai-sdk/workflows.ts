@@ -8,7 +8,8 @@ import { generateText, jsonSchema, stepCountIs, tool } from "ai";
 import { temporalProvider } from "@temporalio/ai-sdk/workflow";
 import { proxyActivities } from "@temporalio/workflow";
 
-const { fetchPage } = proxyActivities<{ fetchPage(input: { n: number; bytes: number }): Promise<string> }>({ startToCloseTimeout: "10 minutes" });
+// The timeout of the integration's own sample (a lost completion is noticed after it).
+const { fetchPage } = proxyActivities<{ fetchPage(input: { n: number; bytes: number }): Promise<string> }>({ startToCloseTimeout: "1 minute" });
 
 export async function peerAgentRun(input: { prompt: string; maxSteps: number; bytes: number }): Promise<number> {
   const result = await generateText({
