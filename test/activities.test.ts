@@ -16,7 +16,8 @@ const input = (model: Model<Api>) => ({
 
 describe("streamAssistantMessage", () => {
   it("heartbeats while the model streams and emits message_start/update", async () => {
-    const faux = fauxModel([fauxAssistantMessage("a fairly long answer that streams slowly")], { tokensPerSecond: 40 });
+    // Long enough for several timer beats (there is no heartbeat at the start).
+    const faux = fauxModel([fauxAssistantMessage("a fairly long answer that streams slowly, long enough for several heartbeats")], { tokensPerSecond: 40 });
     const events: AgentEvent[] = [];
     const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 300 });
     let heartbeats = 0;
