@@ -163,7 +163,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   const markdown = [
     `### Side by side with Temporal's AI SDK integration (\`npm run bench -- --peers\`)`,
     "",
-    `Same dev server, same scripted model (answers at once), ${TURNS} tool turns + the answer with ~100-byte tool results: median of ${RUNS} runs, interleaved in rotating order (after a discarded warm-up round) so the load of the shared 2-core machine hits all alike. History: one run of ${GROWTH_TURNS} turns with ~8 KB tool results. Throughput: ${TP_RUNS} concurrent runs of ${TP_TURNS} turns on one worker each, one after the other; turn latency is the time between a run's consecutive model requests.`,
+    `Same dev server, same scripted model (answers at once), ${TURNS} tool turns + the answer with ~100-byte tool results: median of ${RUNS} runs, interleaved in rotating order (after a discarded warm-up round) so the load of the shared 2-core machine hits all alike. History: one run of ${GROWTH_TURNS} turns with ~8 KB tool results. Throughput: ${TP_RUNS} concurrent runs of ${TP_TURNS} turns on one worker each, one batch after the other (not interleaved: compare it across runs of this bench); turn latency is the time between a run's consecutive model requests. Our workers run in the bench's process (two at a time), the peer's in its own (@temporalio/* 1.23.0).`,
     "",
     table(
       ["", "ms per turn", "vs peer", "start → first model request", "events per tool turn", "history at 10 / 60 / 100 turns", "turns/s (200 runs)", "p99 turn latency", "runs lost"],
