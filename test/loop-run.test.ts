@@ -136,9 +136,15 @@ describe("while a run is running", () => {
     await worker.runUntil(handle.result());
     const history = await handle.workflow.fetchHistory();
     const scheduled = (history.events ?? []).flatMap((e) => {
+      const summary = e.userMetadata?.summary ? env.client.options.loadedDataConverter.payloadConverter.fromPayload<string>(e.userMetadata.summary as Payload) : undefined;
+      // The setup is a local activity: a marker carrying its type and summary.
+      const marker = e.markerRecordedEventAttributes;
+      if (marker?.markerName === "core_local_activity") {
+        const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0].data!).toString()) as { activity_type: string; activity_id: string };
+        return [{ type: data.activity_type, id: data.activity_id, summary }];
+      }
       const attrs = e.activityTaskScheduledEventAttributes;
       if (!attrs) return [];
-      const summary = env.client.options.loadedDataConverter.payloadConverter.fromPayload<string>(e.userMetadata?.summary as Payload);
       return [{ type: attrs.activityType?.name, id: attrs.activityId, summary }];
     });
     expect(scheduled).toEqual([

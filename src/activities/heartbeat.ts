@@ -19,8 +19,7 @@ export async function withHeartbeats<T>(work: (signal: AbortSignal) => Promise<T
   const ctx = Context.current();
   // Local activities cannot heartbeat (the worker cancels them itself).
   if (ctx.info.isLocal) return work(ctx.cancellationSignal);
-  // No heartbeat at the start: the first one would be an extra server write on every
-  // activity (most finish in milliseconds); the timer's first beat comes well within the timeout.
+  ctx.heartbeat();
   const timer = setInterval(() => ctx.heartbeat(), heartbeatIntervalMs(ctx.info.heartbeatTimeoutMs));
   try {
     return await work(ctx.cancellationSignal);
