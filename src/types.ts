@@ -234,6 +234,8 @@ export interface ContinuedRun {
   answers?: PromptAnswer[];
   /** `close()` was called: the session ends once its prompts are answered. */
   closed?: boolean;
+  /** How the last prompt ended, when the session waits for its next one (the result's stopReason if it is closed now). */
+  stopReason?: AgentStopReason;
   /** Accepted messages that will not be processed, and why (they stay visible in the result). */
   dropped?: DroppedMessage[];
   /** Where the prompt being processed stands; absent when a session waits for its next prompt. */

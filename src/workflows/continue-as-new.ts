@@ -56,6 +56,8 @@ export function buildCarry(input: AgentRunInput, setup: RunSetup, run: RunState,
     nextPromptId: run.nextPromptId,
     answers: run.answers.slice(-MAX_ANSWERS),
     closed: run.closed,
+    // A session waiting for its next prompt: how its last prompt ended, should it be closed in the next run.
+    ...(!loop && run.stopReason !== undefined ? { stopReason: run.stopReason } : {}),
     dropped: run.dropped.slice(-100),
     ...(loop ? { loop: { ...loop, pending: run.pendingInput } } : {}),
   };
@@ -104,6 +106,7 @@ export function restoreCarry(run: RunState, carry: ContinuedRun): void {
   run.dropped.push(...(carry.dropped ?? []));
   run.nextPromptId = carry.nextPromptId ?? run.nextPromptId;
   run.closed = carry.closed ?? false;
+  if (!carry.loop && carry.stopReason !== undefined) run.stopReason = carry.stopReason;
   if (carry.loop?.promptId !== undefined) run.currentPrompt = { id: carry.loop.promptId, start: carry.loop.promptStart ?? 0 };
   run.previousRunId = workflowInfo().continuedFromExecutionRunId;
 }
