@@ -113,6 +113,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     }
   }
 
+  // A session continued as new while idle and closed before another prompt: it ends as its last prompt did.
+  run.stopReason ??= carried?.stopReason;
   run.phase = "done";
   run.waitingForPrompt = false;
   run.publishDetails();

@@ -106,7 +106,6 @@ export function restoreCarry(run: RunState, carry: ContinuedRun): void {
   run.dropped.push(...(carry.dropped ?? []));
   run.nextPromptId = carry.nextPromptId ?? run.nextPromptId;
   run.closed = carry.closed ?? false;
-  if (!carry.loop && carry.stopReason !== undefined) run.stopReason = carry.stopReason;
   if (carry.loop?.promptId !== undefined) run.currentPrompt = { id: carry.loop.promptId, start: carry.loop.promptStart ?? 0 };
   run.previousRunId = workflowInfo().continuedFromExecutionRunId;
 }
