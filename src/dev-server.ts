@@ -17,11 +17,16 @@ export const TEMPORAL_CLI_VERSION = "v1.5.1";
 const GO_PACKAGE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
 
 /** Folder outside any clone where the built CLI is kept, so fresh clones (CI) reuse it. */
-export function cliCacheDir(): string {
-  return process.env.JAI_TEMPORAL_HOME ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"), "jai-temporal");
+/** A folder under the user's cache (outside any clone, so fresh clones and CI reuse what was built there). */
+export function userCacheDir(name: string): string {
+  return path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"), name);
 }
 
-function isExecutable(file: string): boolean {
+export function cliCacheDir(): string {
+  return process.env.JAI_TEMPORAL_HOME ?? userCacheDir("jai-temporal");
+}
+
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return true;

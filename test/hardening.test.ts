@@ -10,7 +10,7 @@ import { InvalidRunInputError, RunUpdateRejectedError, startAgentRun } from "../
 import type { AgentTool } from "../src/types.js";
 import { jsonBytes, utf8Bytes } from "../src/workflows/budgets.js";
 import { followUpUpdate, steerUpdate } from "../src/workflows/definitions.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import { fauxModel, gateTool, rejection, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -20,38 +20,6 @@ afterAll(async () => {
   await env?.close();
 });
 
-/** The message of an error and of its causes (validator rejections arrive as the cause of an update failure). */
-function messages(err: unknown): string {
-  const parts: string[] = [];
-  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) parts.push(String(e.message));
-  return parts.join(" | ");
-}
-
-async function rejection(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (err) {
-    return messages(err);
-  }
-  throw new Error("expected a rejection");
-}
-
-/** A tool that waits until released, so updates can be sent while the run is busy. */
-function gate(name = "gate") {
-  const entered = deferred();
-  const release = deferred();
-  const tool: AgentTool = {
-    name,
-    description: name,
-    parameters: Type.Object({}),
-    async execute() {
-      entered.resolve();
-      await within(release.promise, 120000, `${name} release`);
-      return { content: [{ type: "text", text: `${name} done` }] };
-    },
-  };
-  return { tool, entered, release };
-}
 
 /** How each run of the chain ended, oldest first, read from the histories (following continue-as-new links). */
 async function runEndings(workflowId: string): Promise<string[]> {
@@ -89,7 +57,7 @@ describe("byte budgets", () => {
   });
 
   it("refuses oversize steering, follow-ups and session prompts without touching the run", async () => {
-    const g = gate();
+    const g = gateTool();
     const faux = fauxModel([fauxAssistantMessage([fauxToolCall("gate", {})], { stopReason: "toolUse" }), fauxAssistantMessage("done")]);
     const { worker, taskQueue } = await testWorker(env, [g.tool]);
     const workflowId = uniqueId("big-steer");
@@ -116,7 +84,7 @@ describe("byte budgets", () => {
   });
 
   it("bounds what is queued, so the continue-as-new carry always fits", async () => {
-    const g = gate();
+    const g = gateTool();
     const seen: Context[] = [];
     const faux = fauxModel([
       fauxAssistantMessage([fauxToolCall("gate", {})], { stopReason: "toolUse" }),
