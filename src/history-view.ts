@@ -31,6 +31,13 @@ export async function readStory(client: Client, workflowId: string, runId?: stri
   return story;
 }
 
+/** Every run of the chain that ends at workflowId's newest run (or runId), oldest first: what `npm run show` prints. */
+export async function readChain(client: Client, workflowId: string, runId?: string): Promise<RunStory[]> {
+  const chain: RunStory[] = [await readStory(client, workflowId, runId)];
+  while (chain[0].previousRunId) chain.unshift(await readStory(client, workflowId, chain[0].previousRunId));
+  return chain;
+}
+
 const seedOf = (story: RunStory): AgentMessage[] => {
   const prompt = story.input?.prompt;
   return Array.isArray(prompt) ? prompt : [];
