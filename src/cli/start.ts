@@ -71,15 +71,7 @@ async function main(): Promise<void> {
     workerOptions: { identity: events.identity },
   });
   const handle = await startAgentRun(client, { taskQueue, model, prompt, systemPrompt: "You are a helpful assistant with read-only access to a workspace." });
-  const { runId } = await handle.workflow.describe();
-  const link = server.uiUrl ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history` : undefined;
-  console.log(`Run ${handle.workflowId} · ${note}${link ? `\nWatch it in the Temporal UI: ${link}` : ""}`);
-  console.log(`Follow it from elsewhere: npm run watch -- ${handle.workflowId}   or the console ${events.server.url}/runs/${handle.workflowId}/console`);
-  const print = eventPrinter();
-  const followed = (async () => {
-    for await (const { event } of handle.events({ url: events.server.url })) print(event);
-  })();
-
+  // Before anything is printed: a Ctrl-C from here on cancels the run, never orphans it.
   let interrupts = 0;
   const interrupt = () => {
     interrupts++;
@@ -93,6 +85,15 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", interrupt);
   process.on("SIGTERM", interrupt);
+  const { runId } = await handle.workflow.describe();
+  const link = server.uiUrl ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history` : undefined;
+  console.log(`Run ${handle.workflowId} · ${note}${link ? `\nWatch it in the Temporal UI: ${link}` : ""}`);
+  console.log(`Follow it from elsewhere: npm run watch -- ${handle.workflowId}   or the console ${events.server.url}/runs/${handle.workflowId}/console`);
+  const print = eventPrinter();
+  const followed = (async () => {
+    for await (const { event } of handle.events({ url: events.server.url })) print(event);
+  })();
+
 
   // The worker keeps serving until the run is closed, however it closes.
   const outcome = await worker.runUntil(handle.result().then((result) => ({ result }), (error: unknown) => ({ error })));
