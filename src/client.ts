@@ -1,9 +1,10 @@
 /** startAgentRun / getAgentRun: typed handles on agent runs for any @temporalio/client Client. */
 import { randomUUID } from "node:crypto";
-import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
-import { WorkflowNotFoundError } from "@temporalio/common";
+import { WorkflowFailedError, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
+import { ApplicationFailure, WorkflowNotFoundError, type SearchAttributePair, type TypedSearchAttributes } from "@temporalio/common";
 import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState, PromptResult } from "./types.js";
 import {
+  AGENT_RUN_FAILED,
   AGENT_RUN_WORKFLOW,
   approveUpdate,
   DEFAULT_TASK_QUEUE,
@@ -67,12 +68,36 @@ const errorText = (err: unknown) => (err instanceof Error ? `${err.message} ${er
 async function finishedOutcome(workflow: WorkflowHandle): Promise<string | undefined> {
   const status = (await workflow.describe()).status.name;
   if (status === "RUNNING") return undefined;
-  if (status !== "COMPLETED") return status.toLowerCase();
+  if (status !== "COMPLETED" && status !== "FAILED") return status.toLowerCase();
   try {
-    return ((await workflow.result()) as AgentRunResult).stopReason;
+    return (await runResult(workflow)).stopReason;
   } catch {
-    return "completed";
+    return status.toLowerCase();
   }
+}
+
+/**
+ * A run's result. A run that ended with stopReason "error" fails (so the
+ * Temporal UI, metrics and alerts count it as failed) with an ApplicationFailure
+ * of type "AgentRunFailed" whose details carry the result: it is returned like
+ * any other. Other failures (invalid input, termination, ...) are thrown.
+ */
+export async function runResult(workflow: WorkflowHandle): Promise<AgentRunResult> {
+  try {
+    return (await workflow.result()) as AgentRunResult;
+  } catch (err) {
+    const result = agentRunFailedResult(err);
+    if (result) return result;
+    throw err;
+  }
+}
+
+/** The AgentRunResult inside a WorkflowFailedError of a run that ended with stopReason "error"; undefined for any other error. */
+export function agentRunFailedResult(err: unknown): AgentRunResult | undefined {
+  if (!(err instanceof WorkflowFailedError)) return undefined;
+  const cause = err.cause;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== AGENT_RUN_FAILED) return undefined;
+  return cause.details?.[0] as AgentRunResult | undefined;
 }
 
 /** Sends an update, turning what the caller got wrong into typed errors. */
@@ -122,6 +147,18 @@ export interface StartAgentRunOptions extends AgentRunInput {
    * takes it up. Loop decisions take milliseconds, so a few seconds is plenty.
    */
   workflowTaskTimeout?: string | number;
+  /**
+   * The run's line in the Temporal UI's workflow list; default: the first line
+   * of the prompt. (Temporal sets it at start only: runs started elsewhere, e.g.
+   * `temporal workflow start`, pass `--static-summary`.)
+   */
+  staticSummary?: string;
+  /** Longer text shown on the run's page (markdown). */
+  staticDetails?: string;
+  /** The caller's own search attributes (registered in the namespace), besides the agent's own (see search-attributes.ts). */
+  searchAttributes?: SearchAttributePair[] | TypedSearchAttributes;
+  /** The caller's own memo fields (the run adds model, tools, stopReason, turns, totalTokens). */
+  memo?: Record<string, unknown>;
 }
 
 export interface AgentRunHandle {
@@ -173,7 +210,7 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
   return {
     workflowId: id,
     workflow,
-    result: () => workflow.result() as Promise<AgentRunResult>,
+    result: () => runResult(workflow),
     state: async () => ((await running()) ? workflow.query(stateQuery) : closedRunStateOnly(client, id)),
     transcript: async (options) => {
       const offset = Math.max(0, options?.offset ?? 0);
@@ -228,28 +265,31 @@ export async function chainTranscript(client: Client, workflowId: string, runId:
   return out;
 }
 
-function promptSummary(prompt: AgentRunInput["prompt"]): string {
+/** The first non-empty line of the prompt (the last message of a transcript), clipped: the run's line in the UI's list. */
+export function promptSummary(prompt: AgentRunInput["prompt"]): string {
   const last = Array.isArray(prompt) ? prompt[prompt.length - 1] : prompt;
   const content = typeof last === "string" ? last : last.content;
   const text = typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length > 100 ? `${line.slice(0, 99)}…` : line;
+  const line = (text.split("\n").find((l) => l.trim() !== "") ?? "").replace(/\s+/g, " ").trim();
+  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
 }
 
 /** Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. */
 export async function startAgentRun(client: Client, options: StartAgentRunOptions): Promise<AgentRunHandle> {
-  const { taskQueue, workflowId, workflowTaskTimeout, ...input } = options;
+  const { taskQueue, workflowId, workflowTaskTimeout, staticSummary, staticDetails, searchAttributes, memo, ...input } = options;
   const problem = validateRunInput(input);
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
   // Backstop for the byte budgets of validateRunInput: never let the server refuse the input with a raw error.
   if (jsonBytes(input) > TEMPORAL_PAYLOAD_LIMIT_BYTES) throw tooBigInput(input);
-  const model = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
   try {
     const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
       taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
       workflowId: workflowId ?? `agent-${randomUUID()}`,
       args: [input],
-      staticSummary: `${model} · ${promptSummary(input.prompt)}`,
+      staticSummary: staticSummary ?? (promptSummary(input.prompt) || "(empty prompt)"),
+      ...(staticDetails !== undefined ? { staticDetails } : {}),
+      ...(searchAttributes !== undefined ? { typedSearchAttributes: searchAttributes } : {}),
+      ...(memo !== undefined ? { memo } : {}),
       ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
     });
     return handleFor(client, workflow);

@@ -7,6 +7,7 @@ import { currentRun, withHeartbeats } from "./heartbeat.js";
 import type { Client } from "@temporalio/client";
 import { ContextCache } from "./context-cache.js";
 import { createModelActivity, type ApiKeyResolver } from "./model.js";
+import { searchAttributeCheck } from "./search-attributes.js";
 import { createSetupActivity } from "./setup.js";
 import { createToolActivities } from "./tool.js";
 
@@ -41,7 +42,7 @@ export function createActivities(deps: ActivityDeps) {
   }
   const contexts = new ContextCache(() => deps.client, deps.contextCacheSize);
   return {
-    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? []),
+    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], searchAttributeCheck(() => deps.client)),
     streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {

@@ -9,6 +9,9 @@ export const DEFAULT_TASK_QUEUE = "jai-agent";
 /** Workflow type name of a run. */
 export const AGENT_RUN_WORKFLOW = "agentRun";
 
+/** Type of the ApplicationFailure a run with stopReason "error" fails with; its details carry the AgentRunResult. */
+export const AGENT_RUN_FAILED = "AgentRunFailed";
+
 /** Current status, turn, usage and pending tool calls. */
 export const stateQuery = defineQuery<AgentRunState>("state");
 

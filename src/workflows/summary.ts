@@ -1,5 +1,6 @@
 /** One-line texts for the Temporal UI: activity summaries and the run's current details. */
 import type { Usage } from "@jai/ai";
+import type { PendingApproval } from "../types.js";
 
 const MAX_SUMMARY = 120;
 
@@ -33,4 +34,10 @@ export function runDetails(status: string, phase: string, turn: number, usage: U
   const cost = usage.cost.total > 0 ? ` · $${usage.cost.total.toFixed(4)}` : "";
   const tail = extra ? ` · ${extra}` : "";
   return `**${status}** · ${phase} · turn ${turn} · ${usage.totalTokens} tokens${cost}${tail}`;
+}
+
+/** The tool calls waiting for a person, one per line with their arguments and the id to pass to approve/deny (markdown). */
+export function approvalDetails(pending: PendingApproval[]): string {
+  const lines = pending.map((p) => `- \`${toolSummary(p.toolName, p.args).replace(/`/g, "'")}\` · id \`${p.toolCallId}\` · since ${p.since}`);
+  return `Awaiting approval:\n${lines.join("\n")}`;
 }
