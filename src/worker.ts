@@ -6,6 +6,7 @@ import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type 
 import type { Api, Model } from "@jai/ai";
 import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
+import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -36,6 +37,8 @@ export interface AgentWorkerOptions {
   workflowBundle?: { code: string } | { codePath: string };
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
   workerOptions?: Partial<WorkerOptions>;
+  /** Prometheus metrics of the runs this worker serves (`createAgentMetrics()`; the worker process serves them on /metrics). */
+  metrics?: AgentMetrics;
 }
 
 /** Where the workflow sources are: `.ts` when running from source (tsx, jest), `.js` when built. */
@@ -79,7 +82,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const owned = options.connection === undefined;
   const connection = options.connection ?? (await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? "localhost:7233" }));
   const taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
-  const onEvent = options.onEvent;
+  const metrics = options.metrics;
+  const onEvent = metrics ? metrics.wrapEvents(options.onEvent) : options.onEvent;
   const namespace = options.namespace ?? "default";
   // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss.
   const client = new Client({ connection, namespace });
@@ -91,6 +95,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     client,
     contextCacheSize: options.contextCacheSize,
     compactContext: options.compactContext,
+    onContextCache: metrics?.contextCache,
   });
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {
@@ -99,7 +104,11 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
         callDuringReplay: false,
       },
     },
+    metrics: metrics ? metricsSink(metrics) : noMetricsSink(),
   };
+  const interceptors = metrics
+    ? { ...options.workerOptions?.interceptors, activity: [...(options.workerOptions?.interceptors?.activity ?? []), metrics.activityInterceptor] }
+    : options.workerOptions?.interceptors;
   let worker: Worker;
   try {
     worker = await Worker.create({
@@ -118,6 +127,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
       stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
       ...options.workerOptions,
+      ...(interceptors ? { interceptors } : {}),
     });
   } catch (err) {
     if (owned) await connection.close();

@@ -25,6 +25,7 @@ import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
 import { validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
+import { metrics } from "./metrics-sink.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, runTools } from "./tool-calls.js";
 
@@ -61,11 +62,14 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   run.publishDetails();
   let memo = false;
   let promptStart = 0;
+  let modelLabel: string | undefined;
   try {
     const setup = carried ? carried.setup : await resolveSetup(input);
     // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
     memo = patched(MEMO_PATCH);
     if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
+    modelLabel = `${setup.model.provider}/${setup.model.id}`;
+    if (!carried) metrics.runStarted(modelLabel);
     // Only when the namespace has them (the setup activity looked); patched so runs recorded before replay.
     if (setup.searchAttributes && patched(SEARCH_ATTRIBUTES_PATCH)) {
       run.enableSearchAttributes(`${setup.model.provider}/${setup.model.id}`, setup.tools.map((t) => t.name));
@@ -128,6 +132,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     // After a cancel request the root scope throws on every new wait: hence non-cancellable.
     await condition(allHandlersFinished);
   });
+  if (modelLabel) metrics.runEnded(modelLabel, run.stopReason!);
   const result: AgentRunResult = {
     ...fitMessages(run.newMessages, run.newMessagesOmitted),
     stopReason: run.stopReason!,
