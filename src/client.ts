@@ -19,6 +19,7 @@ import {
   type UserInput,
 } from "./workflows/definitions.js";
 import { validateRunInput, validateUserInput } from "./workflows/input.js";
+import { promptSummary } from "./workflows/summary.js";
 import { closedRunStateOnly, closedRunView } from "./history-view.js";
 
 /** Thrown by startAgentRun for input the workflow would reject; nothing is started. */
@@ -265,14 +266,6 @@ export async function chainTranscript(client: Client, workflowId: string, runId:
   return out;
 }
 
-/** The first non-empty line of the prompt (the last message of a transcript), clipped: the run's line in the UI's list. */
-export function promptSummary(prompt: AgentRunInput["prompt"]): string {
-  const last = Array.isArray(prompt) ? prompt[prompt.length - 1] : prompt;
-  const content = typeof last === "string" ? last : last.content;
-  const text = typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
-  const line = (text.split("\n").find((l) => l.trim() !== "") ?? "").replace(/\s+/g, " ").trim();
-  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
-}
 
 /** Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. */
 export async function startAgentRun(client: Client, options: StartAgentRunOptions): Promise<AgentRunHandle> {

@@ -98,6 +98,8 @@ describe("truthful status", () => {
     expect(sa.get(key("AgentTurns", "INT"))).toBe(2);
     expect(sa.get(key("AgentTotalTokens", "INT"))).toBe(result.usage.totalTokens);
     expect(sa.get(key("AgentCostUsd", "DOUBLE"))).toBe(result.usage.cost.total);
+    // The summary as a search attribute too: the workflow sets it, however the run was started.
+    expect(sa.get(key("AgentSummary", "TEXT"))).toBe("Clean up /tmp");
   });
 });
 

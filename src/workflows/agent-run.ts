@@ -26,6 +26,7 @@ import { installHandlers } from "./handlers.js";
 import { validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { metrics } from "./metrics-sink.js";
+import { promptSummary } from "./summary.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, runTools } from "./tool-calls.js";
 
@@ -72,7 +73,7 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     if (!carried) metrics.runStarted(modelLabel);
     // Only when the namespace has them (the setup activity looked); patched so runs recorded before replay.
     if (setup.searchAttributes && patched(SEARCH_ATTRIBUTES_PATCH)) {
-      run.enableSearchAttributes(`${setup.model.provider}/${setup.model.id}`, setup.tools.map((t) => t.name));
+      run.enableSearchAttributes(`${setup.model.provider}/${setup.model.id}`, setup.tools.map((t) => t.name), promptSummary(input.prompt));
     }
 
     let prompts: AgentMessage[] = [];

@@ -16,7 +16,7 @@ import type {
 } from "../types.js";
 import { jsonBytes } from "./budgets.js";
 import type { UserInput } from "./definitions.js";
-import { AgentCostUsd, AgentModel, AgentStatus, AgentStopReason as AgentStopReasonKey, AgentTools, AgentTotalTokens, AgentTurns } from "./search-attributes.js";
+import { AgentCostUsd, AgentModel, AgentSummary, AgentStatus, AgentStopReason as AgentStopReasonKey, AgentTools, AgentTotalTokens, AgentTurns } from "./search-attributes.js";
 import { approvalDetails, runDetails } from "./summary.js";
 import { addUsage, emptyUsage } from "./usage.js";
 
@@ -205,11 +205,12 @@ export class RunState {
    * checked the patch and that the namespace has them): model and tools once,
    * the rest whenever it changes. Each upsert is a command, so only changes are sent.
    */
-  enableSearchAttributes(model: string, tools: string[]): void {
+  enableSearchAttributes(model: string, tools: string[], summary: string): void {
     this.searchAttributes = new Map();
     upsertSearchAttributes([
       { key: AgentModel, value: model },
       { key: AgentTools, value: tools },
+      ...(summary ? [{ key: AgentSummary, value: summary }] : []),
     ]);
     this.publishSearchAttributes(this.snapshot());
   }

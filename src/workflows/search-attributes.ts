@@ -24,8 +24,16 @@ export const AgentTotalTokens = defineSearchAttributeKey("AgentTotalTokens", "IN
 /** Cost so far in US dollars, as the model's price table says. */
 export const AgentCostUsd = defineSearchAttributeKey("AgentCostUsd", "DOUBLE");
 
+/**
+ * The first line of the prompt, as the run's static summary (which only the
+ * starter can set: a run started from the Temporal CLI without
+ * `--static-summary` has none, this it always has). A column in the UI's list;
+ * Text, so words of it can be searched.
+ */
+export const AgentSummary = defineSearchAttributeKey("AgentSummary", "TEXT");
+
 /** Every agent search attribute, in registration order. */
-export const AGENT_SEARCH_ATTRIBUTES = [AgentStatus, AgentStopReason, AgentModel, AgentTools, AgentTurns, AgentTotalTokens, AgentCostUsd] as const;
+export const AGENT_SEARCH_ATTRIBUTES = [AgentStatus, AgentStopReason, AgentModel, AgentTools, AgentTurns, AgentTotalTokens, AgentCostUsd, AgentSummary] as const;
 
 const CLI_TYPES: Record<SearchAttributeType, string> = {
   TEXT: "Text",
