@@ -83,6 +83,9 @@ it("serves Temporal's runtime metrics and the agent's on /metrics, matching the 
   // Temporal's own runtime metrics, from the SDK core.
   expect(sum(samples(text, "temporal_workflow_completed_total"))).toBeGreaterThanOrEqual(1);
   expect(text).toMatch(/^temporal_activity_execution_latency_bucket\{/m);
+  // Used by the Grafana dashboard (deploy/grafana/dashboards/jai-agent.json).
+  expect(text).toMatch(/^temporal_worker_task_slots_used\{[^}]*worker_type="ActivityWorker"/m);
+  expect(text).toMatch(/^temporal_workflow_task_schedule_to_start_latency_bucket\{/m);
 
   child.kill("SIGTERM");
   await new Promise((resolve) => child!.once("exit", resolve));
