@@ -1,5 +1,6 @@
 /** startAgentRun / getAgentRun: typed handles on agent runs for any @temporalio/client Client. */
 import { randomUUID } from "node:crypto";
+import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { WorkflowFailedError, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
 import { ApplicationFailure, WorkflowNotFoundError, type SearchAttributePair, type TypedSearchAttributes } from "@temporalio/common";
 import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState, PromptResult } from "./types.js";
@@ -274,21 +275,39 @@ export async function startAgentRun(client: Client, options: StartAgentRunOption
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
   // Backstop for the byte budgets of validateRunInput: never let the server refuse the input with a raw error.
   if (jsonBytes(input) > TEMPORAL_PAYLOAD_LIMIT_BYTES) throw tooBigInput(input);
-  try {
-    const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
-      taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
-      workflowId: workflowId ?? `agent-${randomUUID()}`,
-      args: [input],
-      staticSummary: staticSummary ?? (promptSummary(input.prompt) || "(empty prompt)"),
-      ...(staticDetails !== undefined ? { staticDetails } : {}),
-      ...(searchAttributes !== undefined ? { typedSearchAttributes: searchAttributes } : {}),
-      ...(memo !== undefined ? { memo } : {}),
-      ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
-    });
-    return handleFor(client, workflow);
-  } catch (err) {
-    if (TOO_BIG.test(errorText(err))) throw tooBigInput(input, errorText(err).trim());
-    throw err;
+  const id = workflowId ?? `agent-${randomUUID()}`;
+  const model = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
+  // The root of the run's trace (GenAI conventions) when the process traces; with the Temporal client interceptor
+  // of createAgentTracing() on `client`, the workflow and its activities join it. A no-op otherwise.
+  const attributes = { "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "jai-agent", "gen_ai.request.model": model, "gen_ai.conversation.id": id };
+  return trace.getTracer("jai-agent").startActiveSpan("invoke_agent jai-agent", { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    try {
+      return await start();
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err) });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+
+  async function start(): Promise<AgentRunHandle> {
+    try {
+      const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
+        taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
+        workflowId: id,
+        args: [input],
+        staticSummary: staticSummary ?? (promptSummary(input.prompt) || "(empty prompt)"),
+        ...(staticDetails !== undefined ? { staticDetails } : {}),
+        ...(searchAttributes !== undefined ? { typedSearchAttributes: searchAttributes } : {}),
+        ...(memo !== undefined ? { memo } : {}),
+        ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
+      });
+      return handleFor(client, workflow);
+    } catch (err) {
+      if (TOO_BIG.test(errorText(err))) throw tooBigInput(input, errorText(err).trim());
+      throw err;
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import type { Api, Model } from "@jai/ai";
 import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
+import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -37,6 +38,11 @@ export interface AgentWorkerOptions {
   workflowBundle?: { code: string } | { codePath: string };
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
   workerOptions?: Partial<WorkerOptions>;
+  /**
+   * OpenTelemetry traces (`createAgentTracing()` / `tracingFromEnv()`). With a
+   * `workflowBundle`, bundle it with `bundleAgentWorkflows(path, { tracing: true })`.
+   */
+  tracing?: AgentTracing;
   /** Prometheus metrics of the runs this worker serves (`createAgentMetrics()`; the worker process serves them on /metrics). */
   metrics?: AgentMetrics;
 }
@@ -58,8 +64,10 @@ export const webpackConfigHook = (config: any) => {
  * `workflowBundle`. `workflowsPath` bundles another workflows module instead
  * (e.g. a changed loop, to replay old histories against it before deploying).
  */
-export async function bundleAgentWorkflows(workflowsPath = agentWorkflowsPath()): Promise<{ code: string }> {
-  return bundleWorkflowCode({ workflowsPath, webpackConfigHook, logger: quietLogger });
+export async function bundleAgentWorkflows(workflowsPath = agentWorkflowsPath(), options: { tracing?: boolean } = {}): Promise<{ code: string }> {
+  // Tracing needs Temporal's workflow interceptors inside the bundle; without it the workflows carry nothing extra.
+  const workflowInterceptorModules = options.tracing ? [workflowTracingModule()] : undefined;
+  return bundleWorkflowCode({ workflowsPath, webpackConfigHook, logger: quietLogger, ...(workflowInterceptorModules ? { workflowInterceptorModules } : {}) });
 }
 
 const quietLogger = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} } as any;
@@ -106,9 +114,12 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     },
     metrics: metrics ? metricsSink(metrics) : noMetricsSink(),
   };
-  const interceptors = metrics
-    ? { ...options.workerOptions?.interceptors, activity: [...(options.workerOptions?.interceptors?.activity ?? []), metrics.activityInterceptor] }
-    : options.workerOptions?.interceptors;
+  const tracing = options.tracing;
+  if (tracing) (sinks as Record<string, unknown>).exporter = tracing.workflowExporter;
+  const own = options.workerOptions?.interceptors;
+  const activity = [...(tracing?.activityInterceptors ?? []), ...(own?.activity ?? []), ...(metrics ? [metrics.activityInterceptor] : [])];
+  const workflowModules = [...(own?.workflowModules ?? []), ...(tracing && !options.workflowBundle ? [workflowTracingModule()] : [])];
+  const interceptors = tracing || metrics ? { ...own, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) } : own;
   let worker: Worker;
   try {
     worker = await Worker.create({

@@ -18,6 +18,7 @@ import { temporalTarget } from "./connection.js";
 import { serveHealth } from "./health.js";
 import { freePort } from "../dev-server.js";
 import { createAgentMetrics, type AgentMetrics } from "../telemetry/metrics.js";
+import { tracingFromEnv } from "../telemetry/tracing.js";
 
 /** The agent's metrics and, when this process installed the runtime, the SDK's (fetched from the core's loopback exporter). */
 async function scrape(metrics: AgentMetrics, core: string | undefined): Promise<string> {
@@ -124,6 +125,9 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     // Already installed by the embedding process (its own telemetry options apply).
   }
   const metrics = withMetrics ? createAgentMetrics() : undefined;
+  // Traces when the standard OTEL_* environment asks for them (OTLP over HTTP); the shipped bundle has no tracing
+  // interceptors, so the workflows are bundled here then.
+  const tracing = await tracingFromEnv(env);
   const connection = await NativeConnection.connect(target.connectionOptions);
   const agent = await createAgentWorker({
     connection,
@@ -136,7 +140,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     compactContext: config.compactContext,
     contextCacheSize: config.contextCacheSize,
     metrics,
-    ...(bundleFile ? { workflowBundle: { codePath: bundleFile } } : {}),
+    tracing,
+    ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,
       maxConcurrentWorkflowTaskExecutions: maxWorkflowTasks,
@@ -174,6 +179,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     return 1;
   } finally {
     health?.close();
+    await tracing?.shutdown().catch(() => {});
     // run() closes only connections it opened itself.
     await connection.close().catch(() => {});
   }
