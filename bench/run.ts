@@ -8,11 +8,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { openBench } from "./common.js";
 import { historyGrowth } from "./history-growth.js";
+import { observability } from "./observability.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
 import { throughput } from "./throughput.js";
 
-const SECTIONS = { growth: historyGrowth, overhead, parallel: parallelTools, throughput };
+const SECTIONS = { growth: historyGrowth, overhead, observability, parallel: parallelTools, throughput };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => a in SECTIONS) as (keyof typeof SECTIONS)[];

@@ -46,6 +46,8 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --workflow-bundle file        JAI_WORKFLOW_BUNDLE: prebuilt bundle (\`jai-agent bundle\`), default dist/workflow-bundle.js when present
   --no-demo-model               JAI_DEMO_MODEL=off: do not serve demo/offline-scripted
   --no-metrics                  JAI_METRICS=off: no /metrics on the health port (Temporal's runtime metrics + the agent's)
+
+Traces: OTLP over HTTP when OTEL_TRACES_EXPORTER=otlp or OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (standard OTEL_* variables).
 `;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
