@@ -13,9 +13,9 @@ import { bundleAgentWorkflows, createAgentWorker } from "../src/worker.js";
 import { median, pageScript, table, type Bench } from "./common.js";
 
 const TURNS = 20;
-const RUNS = 7;
+const RUNS = Number(process.env.JAI_BENCH_RUNS ?? 11);
 
-/** JAI_BENCH_OBS=metrics or =tracing measures one of the two alone. */
+/** JAI_BENCH_OBS=metrics or =tracing measures one of the two alone; JAI_BENCH_RUNS sets the runs per worker. */
 const only = process.env.JAI_BENCH_OBS;
 
 const dropping: SpanExporter = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
