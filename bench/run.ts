@@ -9,11 +9,12 @@ import { fileURLToPath } from "node:url";
 import { openBench } from "./common.js";
 import { finishedChain } from "./finished-chain.js";
 import { historyGrowth } from "./history-growth.js";
+import { observability } from "./observability.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
 import { throughput } from "./throughput.js";
 
-const SECTIONS = { growth: historyGrowth, overhead, parallel: parallelTools, throughput, finished: finishedChain };
+const SECTIONS = { growth: historyGrowth, overhead, observability, parallel: parallelTools, throughput, finished: finishedChain };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => a in SECTIONS) as (keyof typeof SECTIONS)[];

@@ -11,6 +11,7 @@ import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Connection } from "@temporalio/client";
+import { AGENT_SEARCH_ATTRIBUTES, cliSearchAttributeSpecs } from "./workflows/search-attributes.js";
 
 /** The newest CLI tag that `go install pkg@version` accepts (later ones carry `replace` directives). */
 export const TEMPORAL_CLI_VERSION = "v1.5.1";
@@ -173,6 +174,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   if (!cli) return startWithSdkDownload({ ip, port, uiPort, dbFile });
 
   const args = ["server", "start-dev", "--ip", ip, "--port", String(port), "--db-filename", dbFile, "--log-level", "error"];
+  // The agent's search attributes (AgentStatus, ...), so runs can be found by them; re-registering on a kept db is fine.
+  for (const spec of cliSearchAttributeSpecs()) args.push("--search-attribute", spec);
   if (uiPort === undefined) args.push("--headless");
   else args.push("--ui-port", String(uiPort));
   const child = spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] });
@@ -201,7 +204,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
 async function startWithSdkDownload(o: { ip: string; port: number; uiPort?: number; dbFile: string }): Promise<DevServer> {
   const { TestWorkflowEnvironment } = await import("@temporalio/testing");
   const env = await TestWorkflowEnvironment.createLocal({
-    server: { ip: o.ip, port: o.port, dbFilename: o.dbFile, ui: o.uiPort !== undefined, uiPort: o.uiPort },
+    server: { ip: o.ip, port: o.port, dbFilename: o.dbFile, ui: o.uiPort !== undefined, uiPort: o.uiPort, searchAttributes: [...AGENT_SEARCH_ATTRIBUTES] },
   });
   return {
     address: `${o.ip}:${o.port}`,

@@ -9,6 +9,7 @@ import type { temporal } from "@temporalio/proto";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type { AgentMessage, AgentRunInput, AgentRunResult, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "./types.js";
 import { addUsage, emptyUsage } from "./workflows/usage.js";
+import { AGENT_RUN_FAILED } from "./workflows/definitions.js";
 
 type Event = temporal.api.history.v1.IHistoryEvent;
 type Payload = temporal.api.common.v1.IPayload;
@@ -165,10 +166,19 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       if (name === "steer" || name === "followUp" || name === "prompt") story.steps.push({ kind: "userInput", name, message: userMessage(args[0], times.previous[index]) });
     }
     for (const [key, status] of CLOSE) {
-      const attrs = event[key] as { result?: { payloads?: Payload[] }; failure?: { message?: string }; input?: { payloads?: Payload[] } } | undefined;
+      const attrs = event[key] as
+        | {
+            result?: { payloads?: Payload[] };
+            failure?: { message?: string; applicationFailureInfo?: { type?: string; details?: { payloads?: Payload[] } } };
+            input?: { payloads?: Payload[] };
+          }
+        | undefined;
       if (!attrs) continue;
       story.status = status;
+      const info = attrs.failure?.applicationFailureInfo;
       if (status === "continued") story.continuedAs = decode<AgentRunInput>(attrs.input?.payloads?.[0]);
+      // A run that ended with stopReason "error" fails with its result in the failure's details.
+      else if (info?.type === AGENT_RUN_FAILED) story.result = decode<AgentRunResult>(info.details?.payloads?.[0]);
       else story.result = decode<AgentRunResult>(attrs.result?.payloads?.[0]);
       story.failure = attrs.failure?.message ?? undefined;
     }

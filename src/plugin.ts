@@ -10,6 +10,7 @@ import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./
 import type { AgentEventSink, AgentTool } from "./types.js";
 import { agentWorkflowsPath, webpackConfigHook } from "./worker.js";
 import type { AgentSinks } from "./workflows/definitions.js";
+import { noMetricsSink } from "./telemetry/metrics.js";
 
 export interface AgentPluginOptions {
   /** Tools the runs may call. */
@@ -59,6 +60,7 @@ export class AgentPlugin extends SimplePlugin {
       agent: {
         emit: { fn: (info, event) => onEvent?.(event, { workflowId: info.workflowId, runId: info.runId }), callDuringReplay: false },
       },
+      metrics: noMetricsSink(),
     };
     const ownWorkflows = base.workflowsPath !== undefined || base.workflowBundle !== undefined;
     return {

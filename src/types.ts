@@ -394,6 +394,12 @@ export interface RunSetup {
   model: Model<Api>;
   /** The tools the run may call, in the worker's order. */
   tools: ToolSpec[];
+  /**
+   * The namespace has the agent's search attributes (AgentStatus, ...), as the
+   * worker found them; recorded here so the workflow decides deterministically
+   * whether to upsert them. Absent in histories recorded before they existed.
+   */
+  searchAttributes?: boolean;
 }
 
 /** Input of the model activity. */

@@ -6,6 +6,8 @@ import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type 
 import type { Api, Model } from "@jai/ai";
 import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
+import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
+import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -36,6 +38,13 @@ export interface AgentWorkerOptions {
   workflowBundle?: { code: string } | { codePath: string };
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
   workerOptions?: Partial<WorkerOptions>;
+  /**
+   * OpenTelemetry traces (`createAgentTracing()` / `tracingFromEnv()`). With a
+   * `workflowBundle`, bundle it with `bundleAgentWorkflows(path, { tracing: true })`.
+   */
+  tracing?: AgentTracing;
+  /** Prometheus metrics of the runs this worker serves (`createAgentMetrics()`; the worker process serves them on /metrics). */
+  metrics?: AgentMetrics;
 }
 
 /** Where the workflow sources are: `.ts` when running from source (tsx, jest), `.js` when built. */
@@ -55,8 +64,10 @@ export const webpackConfigHook = (config: any) => {
  * `workflowBundle`. `workflowsPath` bundles another workflows module instead
  * (e.g. a changed loop, to replay old histories against it before deploying).
  */
-export async function bundleAgentWorkflows(workflowsPath = agentWorkflowsPath()): Promise<{ code: string }> {
-  return bundleWorkflowCode({ workflowsPath, webpackConfigHook, logger: quietLogger });
+export async function bundleAgentWorkflows(workflowsPath = agentWorkflowsPath(), options: { tracing?: boolean } = {}): Promise<{ code: string }> {
+  // Tracing needs Temporal's workflow interceptors inside the bundle; without it the workflows carry nothing extra.
+  const workflowInterceptorModules = options.tracing ? [workflowTracingModule()] : undefined;
+  return bundleWorkflowCode({ workflowsPath, webpackConfigHook, logger: quietLogger, ...(workflowInterceptorModules ? { workflowInterceptorModules } : {}) });
 }
 
 const quietLogger = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} } as any;
@@ -79,7 +90,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const owned = options.connection === undefined;
   const connection = options.connection ?? (await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? "localhost:7233" }));
   const taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
-  const onEvent = options.onEvent;
+  const metrics = options.metrics;
+  const onEvent = metrics ? metrics.wrapEvents(options.onEvent) : options.onEvent;
   const namespace = options.namespace ?? "default";
   // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss.
   const client = new Client({ connection, namespace });
@@ -91,6 +103,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     client,
     contextCacheSize: options.contextCacheSize,
     compactContext: options.compactContext,
+    onContextCache: metrics?.contextCache,
   });
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {
@@ -99,7 +112,14 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
         callDuringReplay: false,
       },
     },
+    metrics: metrics ? metricsSink(metrics) : noMetricsSink(),
   };
+  const tracing = options.tracing;
+  if (tracing) (sinks as Record<string, unknown>).exporter = tracing.workflowExporter;
+  const own = options.workerOptions?.interceptors;
+  const activity = [...(tracing?.activityInterceptors ?? []), ...(own?.activity ?? []), ...(metrics ? [metrics.activityInterceptor] : [])];
+  const workflowModules = [...(own?.workflowModules ?? []), ...(tracing && !options.workflowBundle ? [workflowTracingModule()] : [])];
+  const interceptors = tracing || metrics ? { ...own, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) } : own;
   let worker: Worker;
   try {
     worker = await Worker.create({
@@ -118,6 +138,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
       stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
       ...options.workerOptions,
+      ...(interceptors ? { interceptors } : {}),
     });
   } catch (err) {
     if (owned) await connection.close();

@@ -51,6 +51,8 @@ export class ContextCache {
   constructor(
     private readonly client: () => Client | undefined,
     private readonly capacity = 100,
+    /** Told, for each call with a prefix, whether the cached one was used (metrics). */
+    private readonly onLookup: (hit: boolean) => void = () => {},
   ) {}
 
   /** The full context of a call, exactly the one the workflow recorded (checked against `ref.digest`). */
@@ -75,9 +77,11 @@ export class ContextCache {
     let prefix: AgentMessage[];
     if (ref.base === 0) prefix = [];
     else if (entry && entry.epoch === ref.epoch && entry.messages.length <= ref.base) {
+      this.onLookup(true);
       // A hit, possibly short of messages that were too big to ride along: read only those.
       prefix = entry.messages.length === ref.base ? entry.messages : entry.messages.concat(await this.fetch(run, ref.epoch, entry.messages.length, ref.base));
     } else {
+      this.onLookup(false);
       prefix = await this.fetch(run, ref.epoch, 0, ref.base);
     }
     return prefix.concat(await this.resolveAppend(run, ref));

@@ -7,6 +7,7 @@ import { currentRun, withHeartbeats } from "./heartbeat.js";
 import type { Client } from "@temporalio/client";
 import { ContextCache } from "./context-cache.js";
 import { createModelActivity, type ApiKeyResolver } from "./model.js";
+import { searchAttributeCheck } from "./search-attributes.js";
 import { createSetupActivity } from "./setup.js";
 import { createToolActivities } from "./tool.js";
 
@@ -23,6 +24,8 @@ export interface ActivityDeps {
   client?: Client;
   /** Runs whose model context the worker keeps in memory; default 100. */
   contextCacheSize?: number;
+  /** Told whether each model call's cached context prefix was used (metrics). */
+  onContextCache?: (hit: boolean) => void;
   /** A run's own compaction (`compaction: "worker"`), e.g. an LLM summary; must keep every tool call's result. */
   compactContext?: ContextCompactor;
 }
@@ -39,9 +42,9 @@ export function createActivities(deps: ActivityDeps) {
     if (names.has(tool.name)) throw new Error(`Two tools are named "${tool.name}": tool names must be unique`);
     names.add(tool.name);
   }
-  const contexts = new ContextCache(() => deps.client, deps.contextCacheSize);
+  const contexts = new ContextCache(() => deps.client, deps.contextCacheSize, deps.onContextCache);
   return {
-    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? []),
+    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], searchAttributeCheck(() => deps.client)),
     streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {

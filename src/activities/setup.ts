@@ -1,4 +1,5 @@
 /** The setup activity: resolves the run's model and tool subset in the worker, once per run. */
+import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
 import { getApiProvider, getModel, type Api, type KnownProvider, type Model } from "@jai/ai";
 import type { AgentTool, ModelRef, RunSetup, ToolSpec } from "../types.js";
@@ -34,7 +35,10 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
   };
 }
 
-export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[]) {
+/** Tells whether a namespace has every agent search attribute (cached per namespace; see search-attributes.ts). */
+export type SearchAttributeCheck = (namespace: string) => Promise<boolean>;
+
+export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[], hasSearchAttributes: SearchAttributeCheck = async () => false) {
   return async function resolveRunSetup(input: { model: ModelRef; tools?: string[] }): Promise<RunSetup> {
     const model = typeof input.model === "string" ? resolveModelRef(input.model, models) : input.model;
     if (!model) throw invalid(`"model": unknown model "${input.model}" (not in the worker's models nor in @jai/ai's catalogue)`);
@@ -53,6 +57,7 @@ export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[
       // The worker's configuration, not the caller's input: the run cannot use this tool as configured.
       if (problem) throw ApplicationFailure.nonRetryable(`Invalid tool configuration in the worker: ${problem}`, "InvalidToolConfig");
     }
-    return { model, tools: selected.map(toToolSpec) };
+    const searchAttributes = await hasSearchAttributes(Context.current().info.workflowNamespace ?? "default");
+    return { model, tools: selected.map(toToolSpec), searchAttributes };
   };
 }

@@ -18,6 +18,18 @@ import { createAgentWorker, DEFAULT_TASK_QUEUE } from "../worker.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
 import { serveHealth } from "./health.js";
+import { freePort } from "../dev-server.js";
+import { createAgentMetrics, type AgentMetrics } from "../telemetry/metrics.js";
+import { tracingFromEnv } from "../telemetry/tracing.js";
+
+/** The agent's metrics and, when this process installed the runtime, the SDK's (fetched from the core's loopback exporter). */
+async function scrape(metrics: AgentMetrics, core: string | undefined): Promise<string> {
+  const own = await metrics.registry.metrics();
+  if (!core) return own;
+  const response = await fetch(`http://${core}/metrics`).catch(() => undefined);
+  const runtime = response?.ok ? await response.text() : "# Temporal runtime metrics unavailable\n";
+  return `${runtime.trimEnd()}\n${own}`;
+}
 
 export const WORKER_USAGE = `usage: jai-agent worker [options]
 
@@ -37,6 +49,9 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --shutdown-grace duration     JAI_SHUTDOWN_GRACE: how long in-flight activities may finish on SIGTERM, default 30s
   --workflow-bundle file        JAI_WORKFLOW_BUNDLE: prebuilt bundle (\`jai-agent bundle\`), default dist/workflow-bundle.js when present
   --no-demo-model               JAI_DEMO_MODEL=off: do not serve demo/offline-scripted
+  --no-metrics                  JAI_METRICS=off: no /metrics on the health port (Temporal's runtime metrics + the agent's)
+
+Traces: OTLP over HTTP when OTEL_TRACES_EXPORTER=otlp or OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (standard OTEL_* variables).
 `;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -79,6 +94,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       "shutdown-grace": { type: "string" },
       "workflow-bundle": { type: "string" },
       "no-demo-model": { type: "boolean" },
+      "no-metrics": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -103,11 +119,23 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const bundleFile = values["workflow-bundle"] ?? env.JAI_WORKFLOW_BUNDLE ?? shippedBundle();
   if (bundleFile && !existsSync(bundleFile)) throw new Error(`Workflow bundle not found: ${bundleFile}`);
 
+  // /metrics lives on the health port: the SDK's runtime metrics (served by the core on a loopback port) and the agent's.
+  const withMetrics = healthPort !== undefined && !values["no-metrics"] && env.JAI_METRICS !== "off";
+  const coreMetrics = withMetrics ? `127.0.0.1:${await freePort()}` : undefined;
+  let runtimeMetrics = false;
   try {
-    Runtime.install({ logger: new DefaultLogger((env.JAI_LOG_LEVEL ?? "WARN") as LogLevel) });
+    Runtime.install({
+      logger: new DefaultLogger((env.JAI_LOG_LEVEL ?? "WARN") as LogLevel),
+      ...(coreMetrics ? { telemetryOptions: { metrics: { prometheus: { bindAddress: coreMetrics, countersTotalSuffix: true, useSecondsForDurations: true } } } } : {}),
+    });
+    runtimeMetrics = coreMetrics !== undefined;
   } catch {
-    // Already installed by the embedding process.
+    // Already installed by the embedding process (its own telemetry options apply).
   }
+  const metrics = withMetrics ? createAgentMetrics() : undefined;
+  // Traces when the standard OTEL_* environment asks for them (OTLP over HTTP); the shipped bundle has no tracing
+  // interceptors, so the workflows are bundled here then.
+  const tracing = await tracingFromEnv(env);
   const connection = await NativeConnection.connect(target.connectionOptions);
   const events =
     httpPort === undefined
@@ -132,7 +160,9 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     onEvent: events?.onEvent ?? config.onEvent,
     compactContext: config.compactContext,
     contextCacheSize: config.contextCacheSize,
-    ...(bundleFile ? { workflowBundle: { codePath: bundleFile } } : {}),
+    metrics,
+    tracing,
+    ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,
       maxConcurrentWorkflowTaskExecutions: maxWorkflowTasks,
@@ -151,6 +181,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
         healthy: () => agent.worker.getState() !== "FAILED",
         ready: () => agent.worker.getState() === "RUNNING",
         detail: () => ({ state: agent.worker.getState(), taskQueue, namespace: target.namespace }),
+        ...(metrics ? { metrics: () => scrape(metrics, runtimeMetrics ? coreMetrics : undefined) } : {}),
       },
       healthPort,
       env.JAI_HEALTH_HOST,
@@ -172,6 +203,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   } finally {
     health?.close();
     await events?.server.close();
+    await tracing?.shutdown().catch(() => {});
     // run() closes only connections it opened itself.
     await connection.close().catch(() => {});
   }

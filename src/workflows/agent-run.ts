@@ -40,10 +40,12 @@ import type { createActivities } from "../activities/index.js";
 import type { AgentEvent, AgentMessage, AgentRunInput, AgentRunResult, AgentStopReason, PromptLoopState, RunSetup } from "../types.js";
 import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, restoreCarry, shouldContinueAsNew } from "./continue-as-new.js";
-import type { AgentSinks } from "./definitions.js";
+import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
 import { validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
+import { metrics } from "./metrics-sink.js";
+import { promptSummary } from "./summary.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, runTools } from "./tool-calls.js";
 
@@ -53,6 +55,11 @@ const DEFAULT_MAX_TURNS = 50;
 const DEFAULT_IDLE_TIMEOUT = "1h";
 /** Patch id of the memo (model, tools, outcome) shown in the Temporal UI. */
 export const MEMO_PATCH = "jai-memo-v1";
+/** Patch id of the search attributes (AgentStatus, ...; see search-attributes.ts). */
+export const SEARCH_ATTRIBUTES_PATCH = "jai-search-attributes-v1";
+/** Patch id of failing (rather than completing) a run that ends with stopReason "error". */
+export const FAILED_STATUS_PATCH = "jai-failed-status-v1";
+
 
 const { resolveRunSetup } = proxyActivities<Activities>({ startToCloseTimeout: "1m", retry: { maximumAttempts: 5 } });
 const { agent } = proxySinks<AgentSinks>();
@@ -75,11 +82,18 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   run.publishDetails();
   let memo = false;
   let promptStart = 0;
+  let modelLabel: string | undefined;
   try {
     const setup = carried ? carried.setup : await resolveSetup(input);
     // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
     memo = patched(MEMO_PATCH);
     if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
+    modelLabel = `${setup.model.provider}/${setup.model.id}`;
+    if (!carried) metrics.runStarted(modelLabel);
+    // Only when the namespace has them (the setup activity looked); patched so runs recorded before replay.
+    if (setup.searchAttributes && patched(SEARCH_ATTRIBUTES_PATCH)) {
+      run.enableSearchAttributes(`${setup.model.provider}/${setup.model.id}`, setup.tools.map((t) => t.name), promptSummary(input.prompt));
+    }
 
     let prompts: AgentMessage[] = [];
     let resume: PromptLoopState | undefined;
@@ -138,7 +152,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     // After a cancel request the root scope throws on every new wait: hence non-cancellable.
     await condition(allHandlersFinished);
   });
-  return {
+  if (modelLabel) metrics.runEnded(modelLabel, run.stopReason!);
+  const result: AgentRunResult = {
     ...fitMessages(run.newMessages, run.newMessagesOmitted),
     stopReason: run.stopReason!,
     turns: run.turn,
@@ -146,6 +161,12 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     ...(run.errorMessage !== undefined ? { errorMessage: run.errorMessage } : {}),
     ...(run.dropped.length > 0 ? { dropped: run.dropped } : {}),
   };
+  // The run's status tells the truth: Failed in the UI, in Temporal's metrics and alerts. The result travels in the
+  // failure's details and handle.result() returns it as before. Patched: earlier "error" runs completed.
+  if (result.stopReason === "error" && patched(FAILED_STATUS_PATCH)) {
+    throw ApplicationFailure.create({ type: AGENT_RUN_FAILED, message: result.errorMessage ?? "The agent run ended with an error", nonRetryable: true, details: [result] });
+  }
+  return result;
 }
 
 /** How long a finished session waits for callers handed over by continue-as-new to collect their answers. */

@@ -11,6 +11,7 @@ import type { ApprovalWait, RunState } from "./run-state.js";
 import { toolSummary } from "./summary.js";
 import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
+import { metrics } from "./metrics-sink.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -174,6 +175,7 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
   const wait: ApprovalWait = { pending: { toolCallId: call.id, toolName: call.name, args: call.arguments, since: new Date(Date.now()).toISOString() } };
   run.approvals.set(call.id, wait);
   run.publishDetails();
+  metrics.approvalsWaiting(1);
   try {
     const decided = () => wait.decision !== undefined || run.steering.length > 0;
     const inTime = timeout === undefined ? (await condition(decided), true) : await condition(decided, timeout);
@@ -181,6 +183,7 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
     if (!wait.decision) return SKIPPED_BY_STEERING;
     return wait.decision.approved ? undefined : `Tool call denied by the user${wait.decision.reason ? `: ${wait.decision.reason}` : "."}`;
   } finally {
+    metrics.approvalsWaiting(-1);
     run.approvals.delete(call.id);
     run.publishDetails();
   }
