@@ -9,7 +9,7 @@
  * Walking stops at the first carry that left nothing out.
  */
 import type { Client } from "@temporalio/client";
-import { runMessages, storyFromHistory, type RunStory } from "./history-transcript.js";
+import { runMessages, storyFromEncodedHistory, type RunStory } from "./history-transcript.js";
 import type { AgentMessage, AgentRunState } from "./types.js";
 import { addUsage } from "./workflows/usage.js";
 
@@ -26,7 +26,7 @@ export interface ClosedRunView {
 /** Reads one run's history (the newest when runId is undefined). */
 export async function readStory(client: Client, workflowId: string, runId?: string): Promise<RunStory> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const story = storyFromHistory(history, client.options.loadedDataConverter.payloadConverter);
+  const story = await storyFromEncodedHistory(history, client.options.loadedDataConverter);
   if (!story.input) throw new Error(`Workflow ${workflowId}${runId ? ` run ${runId}` : ""} has no agent run input in its history`);
   return story;
 }

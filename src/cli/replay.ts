@@ -9,12 +9,15 @@ import path from "node:path";
 import { DefaultLogger, Runtime } from "@temporalio/worker";
 import { bundleAgentWorkflows } from "../worker.js";
 import { flag, connectClient } from "./connect.js";
+import { codecFromEnv } from "../codec/config.js";
+import { decodeHistoryPayloads } from "../codec/history.js";
 import { checkAgentHistory, readHistoryFile, replayHistory, ReplayInputError, type History } from "../replay.js";
 
 const USAGE =
   "usage: npm run replay -- <workflowId> [--run-id ID] [--address host:port] [--workflows path]\n" +
   "       npm run replay -- --file history.json [--workflows path]\n" +
-  "--workflows replays against another workflows module (e.g. a changed loop) instead of this project's.";
+  "--workflows replays against another workflows module (e.g. a changed loop) instead of this project's.\n" +
+  "Encrypted histories are decrypted with JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE.";
 
 async function main(): Promise<number> {
   Runtime.install({ logger: new DefaultLogger("WARN") });
@@ -38,6 +41,9 @@ async function main(): Promise<number> {
       await close();
     }
   }
+  // Replay feeds payloads to the workflow code: decrypt them as the workers would (a missing key is named here).
+  const codec = codecFromEnv();
+  if (codec) history = await decodeHistoryPayloads(history, [codec]);
   checkAgentHistory(history, source); // before bundling: nothing to replay
   const workflows = flag(args, "--workflows");
   const outcome = await replayHistory(history, workflowId ?? "replay", workflows ? await bundleAgentWorkflows(path.resolve(workflows)) : undefined);
