@@ -6,8 +6,10 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
-import type { Payload, PayloadCodec } from "@temporalio/common";
-import { temporal } from "@temporalio/proto";
+import type { Payload, PayloadCodec, SerializationContext } from "@temporalio/common";
+import proto from "@temporalio/proto";
+
+const { temporal } = proto;
 
 /** `encoding` of a payload this codec made. */
 export const ENCRYPTED_ENCODING = "binary/encrypted";
@@ -66,6 +68,11 @@ export interface AesGcmCodecOptions {
   keys: CodecKey[];
   /** Deflate each payload before encrypting it (only kept when smaller). Default false: see the README on compression and length. */
   compress?: boolean;
+  /**
+   * Called with every payload that cannot be decrypted, before the error is thrown (the worker
+   * process logs it loudly: in a workflow task Temporal retries such a failure until the key is there).
+   */
+  onKeyError?: (error: CodecKeyError, context?: SerializationContext) => void;
 }
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
@@ -75,6 +82,7 @@ export class AesGcmCodec implements PayloadCodec {
   readonly currentKeyId: string;
   private readonly keys = new Map<string, Buffer>();
   private readonly compress: boolean;
+  private readonly onKeyError?: AesGcmCodecOptions["onKeyError"];
 
   constructor(options: AesGcmCodecOptions) {
     if (options.keys.length === 0) throw new CodecConfigError("the codec needs at least one key");
@@ -86,6 +94,7 @@ export class AesGcmCodec implements PayloadCodec {
     }
     this.currentKeyId = options.keys[0].id;
     this.compress = options.compress ?? false;
+    this.onKeyError = options.onKeyError;
   }
 
   /** Ids of the loaded keys, current first. */
@@ -97,8 +106,13 @@ export class AesGcmCodec implements PayloadCodec {
     return payloads.map((p) => this.encrypt(p));
   }
 
-  async decode(payloads: Payload[]): Promise<Payload[]> {
-    return payloads.map((p) => (text(p.metadata?.encoding) === ENCRYPTED_ENCODING ? this.decrypt(p) : p));
+  async decode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
+    try {
+      return payloads.map((p) => (text(p.metadata?.encoding) === ENCRYPTED_ENCODING ? this.decrypt(p) : p));
+    } catch (err) {
+      if (err instanceof CodecKeyError) this.onKeyError?.(err, context);
+      throw err;
+    }
   }
 
   private encrypt(payload: Payload): Payload {

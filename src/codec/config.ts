@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { DataConverter } from "@temporalio/common";
-import { AesGcmCodec, CodecConfigError, type CodecKey } from "./aes-gcm.js";
+import { AesGcmCodec, CodecConfigError, type AesGcmCodecOptions, type CodecKey } from "./aes-gcm.js";
 
 /** Parses `id:base64key` entries separated by commas or new lines; `source` names where they came from in errors. */
 export function parseCodecKeys(text: string, source: string): CodecKey[] {
@@ -27,7 +27,7 @@ export function parseCodecKeys(text: string, source: string): CodecKey[] {
 const on = (value: string | undefined) => value !== undefined && /^(1|true|on|yes)$/i.test(value.trim());
 
 /** The codec the environment asks for, or undefined when neither JAI_CODEC_KEYS nor JAI_CODEC_KEY_FILE is set. */
-export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmCodec | undefined {
+export function codecFromEnv(env: NodeJS.ProcessEnv = process.env, options: Pick<AesGcmCodecOptions, "onKeyError"> = {}): AesGcmCodec | undefined {
   const inline = env.JAI_CODEC_KEYS?.trim();
   const file = env.JAI_CODEC_KEY_FILE?.trim();
   if (inline && file) throw new CodecConfigError("set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE, not both (which key would be current?)");
@@ -42,12 +42,12 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmCodec 
     }
     keys = parseCodecKeys(text, `JAI_CODEC_KEY_FILE=${file}`);
   } else return undefined;
-  return new AesGcmCodec({ keys, compress: on(env.JAI_CODEC_COMPRESS) });
+  return new AesGcmCodec({ keys, compress: on(env.JAI_CODEC_COMPRESS), ...options });
 }
 
 /** A data converter with the environment's codec, or undefined (Temporal's default) when none is configured. */
-export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
-  const codec = codecFromEnv(env);
+export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env, options: Pick<AesGcmCodecOptions, "onKeyError"> = {}): DataConverter | undefined {
+  const codec = codecFromEnv(env, options);
   return codec ? { payloadCodecs: [codec] } : undefined;
 }
 

@@ -13,6 +13,7 @@ import type { Api, Model } from "@jai/ai";
 import { registerDemoModel } from "../demo/offline-model.js";
 import { createFileTools } from "../tools/fs-tools.js";
 import { createAgentWorker, DEFAULT_TASK_QUEUE } from "../worker.js";
+import { dataConverterFromEnv } from "../codec/config.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
 import { serveHealth } from "./health.js";
@@ -33,6 +34,9 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --shutdown-grace duration     JAI_SHUTDOWN_GRACE: how long in-flight activities may finish on SIGTERM, default 30s
   --workflow-bundle file        JAI_WORKFLOW_BUNDLE: prebuilt bundle (\`jai-agent bundle\`), default dist/workflow-bundle.js when present
   --no-demo-model               JAI_DEMO_MODEL=off: do not serve demo/offline-scripted
+
+Encryption (README "Encryption"): JAI_CODEC_KEYS="id:base64key,..." or JAI_CODEC_KEY_FILE=file, the first
+key current, older ones still decrypt; JAI_CODEC_COMPRESS=1 deflates before encrypting.
 `;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -97,6 +101,20 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const bundleFile = values["workflow-bundle"] ?? env.JAI_WORKFLOW_BUNDLE ?? shippedBundle();
   if (bundleFile && !existsSync(bundleFile)) throw new Error(`Workflow bundle not found: ${bundleFile}`);
 
+  // A payload this worker cannot decrypt fails its task; in a workflow task Temporal retries that until a
+  // worker with the key takes it, so say which run and which key, once per pair, where operators look.
+  const keyErrors = new Set<string>();
+  const dataConverter =
+    config.dataConverter ??
+    config.workerOptions?.dataConverter ??
+    dataConverterFromEnv(env, {
+      onKeyError: (err, context) => {
+        const run = context && "workflowId" in context ? context.workflowId : "?";
+        if (keyErrors.has(`${run}\n${err.keyId}`)) return;
+        keyErrors.add(`${run}\n${err.keyId}`);
+        log(`jai-agent worker: CANNOT DECRYPT run ${run}: ${err.message}. Its tasks fail (and are retried) until a worker with key "${err.keyId}" serves it.`);
+      },
+    });
   try {
     Runtime.install({ logger: new DefaultLogger((env.JAI_LOG_LEVEL ?? "WARN") as LogLevel) });
   } catch {
@@ -113,6 +131,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     onEvent: config.onEvent,
     compactContext: config.compactContext,
     contextCacheSize: config.contextCacheSize,
+    dataConverter,
     ...(bundleFile ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,
@@ -129,7 +148,12 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       {
         healthy: () => agent.worker.getState() !== "FAILED",
         ready: () => agent.worker.getState() === "RUNNING",
-        detail: () => ({ state: agent.worker.getState(), taskQueue, namespace: target.namespace }),
+        detail: () => ({
+          state: agent.worker.getState(),
+          taskQueue,
+          namespace: target.namespace,
+          ...(keyErrors.size ? { undecryptableKeyIds: [...new Set([...keyErrors].map((k) => k.split("\n")[1]))] } : {}),
+        }),
       },
       healthPort,
       env.JAI_HEALTH_HOST,
@@ -137,7 +161,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   }
   const where = health ? `; health on :${(health.address() as { port: number }).port}` : "";
   const served = [...models.map((m) => `${m.provider}/${m.id}`), "any provider with its API key"].join(", ");
-  log(`jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${where}`);
+  const codec = dataConverter?.payloadCodecs?.length ? ", payload codec on" : "";
+  log(`jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${codec}${where}`);
   log(`  tools: ${tools.map((t) => t.name).join(", ") || "(none)"}; models: ${served}`);
   const running = agent.run();
   log("ready");
