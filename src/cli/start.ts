@@ -11,6 +11,7 @@ import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
 import { startAgentRun } from "../client.js";
+import { dataConverterFromEnv } from "../codec/config.js";
 import { DEMO_LABEL, registerDemoModel } from "../demo/offline-model.js";
 import { portInUse, startDevServer, type DevServer } from "../dev-server.js";
 import { createFileTools } from "../tools/fs-tools.js";
@@ -80,10 +81,12 @@ async function main(): Promise<void> {
 
   const connection = await NativeConnection.connect({ address: server.address });
   const clientConnection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection: clientConnection });
+  // JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE: the run's payloads are encrypted before they reach Temporal.
+  const dataConverter = dataConverterFromEnv();
+  const client = new Client({ connection: clientConnection, dataConverter });
   // A queue of this process alone: no other process's worker picks this run up, and this worker serves no other run.
   const taskQueue = `jai-start-${randomUUID().slice(0, 8)}`;
-  const worker = await createAgentWorker({ connection, taskQueue, tools: createFileTools(process.env.JAI_WORKSPACE ?? process.cwd()), models, onEvent: printer });
+  const worker = await createAgentWorker({ connection, taskQueue, tools: createFileTools(process.env.JAI_WORKSPACE ?? process.cwd()), models, onEvent: printer, dataConverter });
   const handle = await startAgentRun(client, { taskQueue, model, prompt, systemPrompt: "You are a helpful assistant with read-only access to a workspace." });
   const { runId } = await handle.workflow.describe();
   const link = server.uiUrl ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history` : undefined;
