@@ -6,13 +6,14 @@ import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { codecCost } from "./codec.js";
 import { openBench } from "./common.js";
 import { historyGrowth } from "./history-growth.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
 import { throughput } from "./throughput.js";
 
-const SECTIONS = { growth: historyGrowth, overhead, parallel: parallelTools, throughput };
+const SECTIONS = { growth: historyGrowth, overhead, parallel: parallelTools, throughput, codec: codecCost };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => a in SECTIONS) as (keyof typeof SECTIONS)[];
