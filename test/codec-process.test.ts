@@ -49,7 +49,7 @@ async function start(script: string, args: string[], extraEnv: Record<string, st
 }
 
 describe("codec by configuration", () => {
-  it("worker processes with JAI_CODEC_KEYS: runs encrypted; a worker lacking the key names run and key in its log and /healthz", async () => {
+  it("worker processes with JAI_CODEC_KEYS: runs encrypted; a worker lacking the key names run and key in its log and /healthz, or terminates the run when told to", async () => {
     const clientA = new Client({ connection: env.client.connection, dataConverter: dataConverterFromEnv({ JAI_CODEC_KEYS: KEY_A }) });
     const sentinel = `PROC${Date.now().toString(36)}`;
     const good = uniqueId("codec-proc");
@@ -72,6 +72,21 @@ describe("codec by configuration", () => {
     expect(health.undecryptableKeyIds).toEqual(["A"]);
     await stuck.workflow.terminate("test over");
     blind.child.kill("SIGTERM");
+
+    // JAI_CODEC_MISSING_KEY=terminate: the run ends at once, its status and reason naming the key.
+    const strict = uniqueId("codec-strict");
+    const ender = await start("worker-main.ts", ["--task-queue", strict], { TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS!, JAI_CODEC_KEYS: KEY_B, JAI_CODEC_MISSING_KEY: "terminate" }, /^ready$/m);
+    const doomed = await startAgentRun(clientA, { taskQueue: strict, workflowId: uniqueId("codec-doomed"), model: "demo/offline-scripted", prompt: "hello" });
+    await ender.waitFor(/Terminating the run/, "the terminate log line");
+    const events = async () => (await env.client.workflow.getHandle(doomed.workflowId).fetchHistory()).events ?? [];
+    let terminated = (await events()).find((e) => e.workflowExecutionTerminatedEventAttributes);
+    for (let i = 0; !terminated && i < 100; i++) {
+      await new Promise((r) => setImmediate(r));
+      terminated = (await events()).find((e) => e.workflowExecutionTerminatedEventAttributes);
+    }
+    expect(terminated?.workflowExecutionTerminatedEventAttributes?.reason).toMatch(/^codec key "A" missing on worker .*which this process does not have \(loaded: B\)/);
+    expect((await doomed.workflow.describe()).status.name).toBe("TERMINATED");
+    ender.child.kill("SIGTERM");
   }, 180000);
 
   it("npm run codec-server: refuses to start without keys or an authorization choice; with them it decodes for a bearer token", async () => {

@@ -8,6 +8,8 @@ import { existsSync } from "node:fs";
 import type { Server } from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import os from "node:os";
+import { Client } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import { registerDemoModel } from "../demo/offline-model.js";
@@ -37,6 +39,8 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
 
 Encryption (README "Encryption"): JAI_CODEC_KEYS="id:base64key,..." or JAI_CODEC_KEY_FILE=file, the first
 key current, older ones still decrypt; JAI_CODEC_COMPRESS=1 deflates before encrypting.
+JAI_CODEC_MISSING_KEY=terminate ends a run whose payloads this worker cannot decrypt (default "retry":
+Temporal retries its workflow task until a worker with the key serves it; the log names run and key).
 `;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -103,16 +107,31 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
 
   // A payload this worker cannot decrypt fails its task; in a workflow task Temporal retries that until a
   // worker with the key takes it, so say which run and which key, once per pair, where operators look.
+  // JAI_CODEC_MISSING_KEY=terminate ends such a run instead (its status and reason name the key).
+  const missingKey = env.JAI_CODEC_MISSING_KEY ?? "retry";
+  if (missingKey !== "retry" && missingKey !== "terminate") throw new Error(`JAI_CODEC_MISSING_KEY must be "retry" or "terminate", got "${missingKey}"`);
   const keyErrors = new Set<string>();
+  const terminator: { client?: Client } = {}; // set once connected
   const dataConverter =
     config.dataConverter ??
     config.workerOptions?.dataConverter ??
     dataConverterFromEnv(env, {
       onKeyError: (err, context) => {
-        const run = context && "workflowId" in context ? context.workflowId : "?";
+        const run = (context && "workflowId" in context ? context.workflowId : undefined) ?? "?";
         if (keyErrors.has(`${run}\n${err.keyId}`)) return;
         keyErrors.add(`${run}\n${err.keyId}`);
-        log(`jai-agent worker: CANNOT DECRYPT run ${run}: ${err.message}. Its tasks fail (and are retried) until a worker with key "${err.keyId}" serves it.`);
+        const terminate = missingKey === "terminate" && context?.type === "workflow" && run !== "?" && terminator.client !== undefined;
+        log(
+          `jai-agent worker: CANNOT DECRYPT run ${run}: ${err.message}. ` +
+            (terminate ? "Terminating the run (JAI_CODEC_MISSING_KEY=terminate)." : `Its tasks fail (and are retried) until a worker with key "${err.keyId}" serves it.`),
+        );
+        if (terminate) {
+          const reason = `codec key "${err.keyId}" ${err.reason === "missing-key" ? "missing" : "does not decrypt"} on worker ${os.hostname()}/${process.pid}: ${err.message}`;
+          terminator.client!.workflow
+            .getHandle(run)
+            .terminate(reason)
+            .catch((e: unknown) => log(`jai-agent worker: could not terminate run ${run}: ${e instanceof Error ? e.message : String(e)}`));
+        }
       },
     });
   try {
@@ -121,6 +140,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     // Already installed by the embedding process.
   }
   const connection = await NativeConnection.connect(target.connectionOptions);
+  // Terminating needs no payloads, so no codec: it works on the runs this worker cannot read.
+  terminator.client = new Client({ connection, namespace: target.namespace });
   const agent = await createAgentWorker({
     connection,
     namespace: target.namespace,
