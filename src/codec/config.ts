@@ -3,6 +3,7 @@
  * JAI_CODEC_KEY_FILE=file (one `id:base64key` a line, `#` comments), the first
  * key current; JAI_CODEC_COMPRESS=1 deflates before encrypting.
  */
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { DataConverter } from "@temporalio/common";
 import { AesGcmCodec, CodecConfigError, type AesGcmCodecOptions, type CodecKey } from "./aes-gcm.js";
@@ -53,5 +54,5 @@ export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env, optio
 
 /** A fresh random key as `id:base64`, for JAI_CODEC_KEYS. */
 export function newCodecKey(id: string): string {
-  return `${id}:${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64")}`;
+  return `${id}:${randomBytes(32).toString("base64")}`;
 }
