@@ -7,9 +7,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
+import { historyToJSON } from "@temporalio/common/lib/proto-utils.js";
 import proto from "@temporalio/proto";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { getAgentRun, startAgentRun, type AgentRunHandle } from "../src/client.js";
@@ -178,6 +181,16 @@ describe("the codec end to end", () => {
     const replay = cli("replay.ts", [handle.workflowId, "--address", process.env.TEMPORAL_ADDRESS!], rotated);
     expect(replay.out).toMatch(/deterministic/);
     expect(replay.code).toBe(0);
+    // A history file (as `temporal workflow show -o json` exports it, still encrypted) replays with the keys;
+    // without them it is "nothing to judge" naming the keys, never a false divergence.
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), "codec-replay-")), "history.json");
+    writeFileSync(file, historyToJSON(await env.client.workflow.getHandle(handle.workflowId).fetchHistory()));
+    const fromFile = cli("replay.ts", ["--file", file], rotated);
+    expect(fromFile.out).toMatch(/deterministic/);
+    expect(cli("replay.ts", ["--file", file], "").out).toMatch(/its payloads are encrypted \(key "A", "B"\): set JAI_CODEC_KEYS/);
+    const lacking = cli("replay.ts", ["--file", file], KEY_B);
+    expect(lacking.code).toBe(2);
+    expect(lacking.out).toMatch(/cannot decrypt it: payload encrypted with key "A"/);
     // With only the new key, show names the old key it lacks.
     const onlyB = cli("show.ts", [handle.workflowId, "--address", process.env.TEMPORAL_ADDRESS!], KEY_B);
     expect(onlyB.code).toBe(1);

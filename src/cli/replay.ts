@@ -10,7 +10,8 @@ import { DefaultLogger, Runtime } from "@temporalio/worker";
 import { bundleAgentWorkflows } from "../worker.js";
 import { flag, connectClient } from "./connect.js";
 import { codecFromEnv } from "../codec/config.js";
-import { decodeHistoryPayloads } from "../codec/history.js";
+import { CodecKeyError } from "../codec/aes-gcm.js";
+import { decodeHistoryPayloads, encryptedKeyIds } from "../codec/history.js";
 import { checkAgentHistory, readHistoryFile, replayHistory, ReplayInputError, type History } from "../replay.js";
 
 const USAGE =
@@ -43,7 +44,17 @@ async function main(): Promise<number> {
   }
   // Replay feeds payloads to the workflow code: decrypt them as the workers would (a missing key is named here).
   const codec = codecFromEnv();
-  if (codec) history = await decodeHistoryPayloads(history, [codec]);
+  if (codec) {
+    try {
+      history = await decodeHistoryPayloads(history, [codec]);
+    } catch (err) {
+      if (err instanceof CodecKeyError) throw new ReplayInputError(source, `cannot decrypt it: ${err.message}`);
+      throw err;
+    }
+  }
+  // Encrypted payloads the workflow code cannot read would show as a divergence: say what is missing instead.
+  const sealed = encryptedKeyIds(history);
+  if (sealed.length) throw new ReplayInputError(source, `its payloads are encrypted (key ${sealed.map((k) => `"${k}"`).join(", ")}): set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE`);
   checkAgentHistory(history, source); // before bundling: nothing to replay
   const workflows = flag(args, "--workflows");
   const outcome = await replayHistory(history, workflowId ?? "replay", workflows ? await bundleAgentWorkflows(path.resolve(workflows)) : undefined);

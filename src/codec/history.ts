@@ -5,6 +5,7 @@
  */
 import type { LoadedDataConverter, Payload, PayloadCodec } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
+import { ENCRYPTED_ENCODING, KEY_ID_METADATA } from "./aes-gcm.js";
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -42,4 +43,13 @@ export async function decodeHistoryPayloads<H extends History>(history: H, codec
 /** `decodeHistoryPayloads` with a client's (or worker's) loaded data converter. */
 export function decodeHistory<H extends History>(history: H, converter: LoadedDataConverter): Promise<H> {
   return decodeHistoryPayloads(history, converter.payloadCodecs);
+}
+
+/** Key ids of the payloads in `history` still encrypted by the built-in codec (empty: none, or all decoded). */
+export function encryptedKeyIds(history: History): string[] {
+  const payloads: Payload[] = [];
+  collectPayloads(history.events, payloads);
+  const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString("utf8") : undefined);
+  const ids = payloads.filter((p) => text(p.metadata?.encoding) === ENCRYPTED_ENCODING).map((p) => text(p.metadata?.[KEY_ID_METADATA]) ?? "?");
+  return [...new Set(ids)];
 }
