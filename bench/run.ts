@@ -6,6 +6,7 @@ import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { codecCost } from "./codec.js";
 import { openBench } from "./common.js";
 import { finishedChain } from "./finished-chain.js";
 import { historyGrowth } from "./history-growth.js";
@@ -14,7 +15,7 @@ import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
 import { throughput } from "./throughput.js";
 
-const SECTIONS = { growth: historyGrowth, overhead, observability, parallel: parallelTools, throughput, finished: finishedChain };
+const SECTIONS = { growth: historyGrowth, overhead, observability, parallel: parallelTools, throughput, finished: finishedChain, codec: codecCost };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => a in SECTIONS) as (keyof typeof SECTIONS)[];

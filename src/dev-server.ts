@@ -108,6 +108,8 @@ export interface DevServerOptions {
   port?: number;
   /** Web UI port, or false for no UI. Default: a free one. */
   uiPort?: number | false;
+  /** A codec server (e.g. `npm run codec-server`) the Web UI decodes payloads with: `--ui-codec-endpoint`. */
+  uiCodecEndpoint?: string;
   /** Longest wait for the server to answer. Default 60 s (a first start can be slow). */
   startTimeoutMs?: number;
   /** Progress messages. */
@@ -171,13 +173,17 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const port = options.port ?? (await freePort(ip));
   const uiPort = options.uiPort === false ? undefined : (options.uiPort ?? (await freePort(ip)));
   const cli = findTemporalCli({ log });
-  if (!cli) return startWithSdkDownload({ ip, port, uiPort, dbFile });
+  if (!cli) {
+    if (options.uiCodecEndpoint) throw new Error("uiCodecEndpoint needs the Temporal CLI (TEMPORAL_CLI_PATH, PATH or `npm run ensure-temporal`)");
+    return startWithSdkDownload({ ip, port, uiPort, dbFile });
+  }
 
   const args = ["server", "start-dev", "--ip", ip, "--port", String(port), "--db-filename", dbFile, "--log-level", "error"];
   // The agent's search attributes (AgentStatus, ...), so runs can be found by them; re-registering on a kept db is fine.
   for (const spec of cliSearchAttributeSpecs()) args.push("--search-attribute", spec);
   if (uiPort === undefined) args.push("--headless");
   else args.push("--ui-port", String(uiPort));
+  if (options.uiCodecEndpoint && uiPort !== undefined) args.push("--ui-codec-endpoint", options.uiCodecEndpoint);
   const child = spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {

@@ -4,12 +4,13 @@
  * in through updates, failures, usage and the outcome. `npm run show` prints it;
  * the client uses it (with history-chain.ts) to answer for finished runs.
  */
-import type { PayloadConverter } from "@temporalio/common";
+import type { LoadedDataConverter, PayloadConverter } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type { AgentMessage, AgentRunInput, AgentRunResult, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "./types.js";
 import { addUsage, emptyUsage } from "./workflows/usage.js";
 import { AGENT_RUN_FAILED } from "./workflows/definitions.js";
+import { decodeHistory } from "./codec/history.js";
 
 type Event = temporal.api.history.v1.IHistoryEvent;
 type Payload = temporal.api.common.v1.IPayload;
@@ -101,6 +102,16 @@ function userMessage(input: unknown, at: number): AgentMessage {
   return typeof input === "string" ? { role: "user", content: input, timestamp: at } : (input as AgentMessage);
 }
 
+/**
+ * storyFromHistory for a history as Temporal stores it: its payloads are first
+ * decoded through the converter's codecs (encryption, compression), so a
+ * missing or wrong key fails here with the codec's error instead of a misread.
+ */
+export async function storyFromEncodedHistory(history: { events?: Event[] | null }, converter: LoadedDataConverter): Promise<RunStory> {
+  return storyFromHistory(await decodeHistory(history, converter), converter.payloadConverter);
+}
+
+/** A run's story from a history whose payloads are already decoded (no codec, or see storyFromEncodedHistory). */
 export function storyFromHistory(history: { events?: Event[] | null }, converter: PayloadConverter): RunStory {
   const events = history.events ?? [];
   const decode = <T>(payload: Payload | null | undefined): T | undefined => (payload ? converter.fromPayload<T>(payload as never) : undefined);

@@ -9,7 +9,7 @@
  * Walking stops at the first carry that left nothing out.
  */
 import type { Client } from "@temporalio/client";
-import { runMessages, storyFromHistory, type RunStory } from "./history-transcript.js";
+import { runMessages, storyFromEncodedHistory, type RunStory } from "./history-transcript.js";
 import type { AgentMessage, AgentRunState } from "./types.js";
 import { addUsage } from "./workflows/usage.js";
 
@@ -26,7 +26,7 @@ export interface ClosedRunView {
 /** Reads one run's history (the newest when runId is undefined). */
 export async function readStory(client: Client, workflowId: string, runId?: string): Promise<RunStory> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const story = storyFromHistory(history, client.options.loadedDataConverter.payloadConverter);
+  const story = await storyFromEncodedHistory(history, client.options.loadedDataConverter);
   if (!story.input) throw new Error(`Workflow ${workflowId}${runId ? ` run ${runId}` : ""} has no agent run input in its history`);
   return story;
 }
@@ -169,7 +169,7 @@ async function readStart(client: Client, workflowId: string, runId: string): Pro
   const { namespace } = client.options;
   const response = await client.workflowService.getWorkflowExecutionHistory({ namespace, execution: { workflowId, runId }, maximumPageSize: 1 });
   const first = response.history?.events?.[0];
-  const story = storyFromHistory({ events: first ? [first] : [] }, client.options.loadedDataConverter.payloadConverter);
+  const story = await storyFromEncodedHistory({ events: first ? [first] : [] }, client.options.loadedDataConverter);
   if (!story.input) throw new Error(`Workflow ${workflowId} run ${runId} has no agent run input in its history`);
   return story;
 }

@@ -43,7 +43,8 @@ export class AgentPlugin extends SimplePlugin {
     const base = super.configureWorker(options);
     if (!base.connection) throw new TypeError("AgentPlugin needs the worker's `connection` option (a NativeConnection)");
     // NativeConnection serves a Client too: activities read a run's context through it on a cache miss.
-    const client = new Client({ connection: base.connection, namespace: base.namespace ?? "default" });
+    // With the worker's data converter: under a codec the context query's answer is encoded too.
+    const client = new Client({ connection: base.connection, namespace: base.namespace ?? "default", dataConverter: base.dataConverter });
     const activities = createActivities({
       tools: this.agent.tools ?? [],
       models: this.agent.models,

@@ -2,6 +2,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
+import type { DataConverter } from "@temporalio/common";
 import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
@@ -36,6 +37,11 @@ export interface AgentWorkerOptions {
   compactContext?: ContextCompactor;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
   workflowBundle?: { code: string } | { codePath: string };
+  /**
+   * Data converter (e.g. `{ payloadCodecs: [codec] }` for encryption) for the worker and the client its
+   * activities use to read a run's context; default `workerOptions.dataConverter`, else Temporal's.
+   */
+  dataConverter?: DataConverter;
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
   workerOptions?: Partial<WorkerOptions>;
   /**
@@ -93,8 +99,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const metrics = options.metrics;
   const onEvent = metrics ? metrics.wrapEvents(options.onEvent) : options.onEvent;
   const namespace = options.namespace ?? "default";
-  // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss.
-  const client = new Client({ connection, namespace });
+  const dataConverter = options.dataConverter ?? options.workerOptions?.dataConverter;
+  // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss
+  // (with the worker's data converter: the query's answer is encoded like every other payload).
+  const client = new Client({ connection, namespace, dataConverter });
   const activities = createActivities({
     tools: options.tools ?? [],
     models: options.models,
@@ -139,6 +147,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
       ...options.workerOptions,
       ...(interceptors ? { interceptors } : {}),
+      dataConverter,
     });
   } catch (err) {
     if (owned) await connection.close();

@@ -6,6 +6,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import type { DataConverter } from "@temporalio/common";
 import type { WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import type { ApiKeyResolver, ContextCompactor } from "../activities/index.js";
@@ -26,7 +27,12 @@ export interface AgentServiceConfig {
   onEvent?: AgentEventSink;
   /** Runs whose model context the worker keeps in memory; default 100. */
   contextCacheSize?: number;
-  /** Any other Temporal worker option: a data converter with a payload codec, interceptors, tuning. */
+  /**
+   * Data converter for the worker and its internal client, e.g. `{ payloadCodecs: [myCodec] }`.
+   * Default: the built-in AES-256-GCM codec when JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE is set, else none.
+   */
+  dataConverter?: DataConverter;
+  /** Any other Temporal worker option: interceptors, tuning. */
   workerOptions?: Partial<WorkerOptions>;
 }
 

@@ -8,13 +8,15 @@ import { existsSync } from "node:fs";
 import type { Server } from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import os from "node:os";
+import { Client } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import { registerDemoModel } from "../demo/offline-model.js";
 import { createFileTools } from "../tools/fs-tools.js";
-import { Client } from "@temporalio/client";
 import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker, DEFAULT_TASK_QUEUE } from "../worker.js";
+import { dataConverterFromEnv } from "../codec/config.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
 import { serveHealth } from "./health.js";
@@ -52,6 +54,11 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --no-metrics                  JAI_METRICS=off: no /metrics on the health port (Temporal's runtime metrics + the agent's)
 
 Traces: OTLP over HTTP when OTEL_TRACES_EXPORTER=otlp or OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (standard OTEL_* variables).
+
+Encryption (README "Encryption"): JAI_CODEC_KEYS="id:base64key,..." or JAI_CODEC_KEY_FILE=file, the first
+key current, older ones still decrypt; JAI_CODEC_COMPRESS=1 deflates before encrypting.
+JAI_CODEC_MISSING_KEY=terminate ends a run whose payloads this worker cannot decrypt (default "retry":
+Temporal retries its workflow task until a worker with the key serves it; the log names run and key).
 `;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -119,6 +126,35 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const bundleFile = values["workflow-bundle"] ?? env.JAI_WORKFLOW_BUNDLE ?? shippedBundle();
   if (bundleFile && !existsSync(bundleFile)) throw new Error(`Workflow bundle not found: ${bundleFile}`);
 
+  // A payload this worker cannot decrypt fails its task; in a workflow task Temporal retries that until a
+  // worker with the key takes it, so say which run and which key, once per pair, where operators look.
+  // JAI_CODEC_MISSING_KEY=terminate ends such a run instead (its status and reason name the key).
+  const missingKey = env.JAI_CODEC_MISSING_KEY ?? "retry";
+  if (missingKey !== "retry" && missingKey !== "terminate") throw new Error(`JAI_CODEC_MISSING_KEY must be "retry" or "terminate", got "${missingKey}"`);
+  const keyErrors = new Set<string>();
+  const terminator: { client?: Client } = {}; // set once connected
+  const dataConverter =
+    config.dataConverter ??
+    config.workerOptions?.dataConverter ??
+    dataConverterFromEnv(env, {
+      onKeyError: (err, context) => {
+        const run = (context && "workflowId" in context ? context.workflowId : undefined) ?? "?";
+        if (keyErrors.has(`${run}\n${err.keyId}`)) return;
+        keyErrors.add(`${run}\n${err.keyId}`);
+        const terminate = missingKey === "terminate" && context?.type === "workflow" && run !== "?" && terminator.client !== undefined;
+        log(
+          `jai-agent worker: CANNOT DECRYPT run ${run}: ${err.message}. ` +
+            (terminate ? "Terminating the run (JAI_CODEC_MISSING_KEY=terminate)." : `Its tasks fail (and are retried) until a worker with key "${err.keyId}" serves it.`),
+        );
+        if (terminate) {
+          const reason = `codec key "${err.keyId}" ${err.reason === "missing-key" ? "missing" : "does not decrypt"} on worker ${os.hostname()}/${process.pid}: ${err.message}`;
+          terminator.client!.workflow
+            .getHandle(run)
+            .terminate(reason)
+            .catch((e: unknown) => log(`jai-agent worker: could not terminate run ${run}: ${e instanceof Error ? e.message : String(e)}`));
+        }
+      },
+    });
   // /metrics lives on the health port: the SDK's runtime metrics (served by the core on a loopback port) and the agent's.
   const withMetrics = healthPort !== undefined && !values["no-metrics"] && env.JAI_METRICS !== "off";
   const coreMetrics = withMetrics ? `127.0.0.1:${await freePort()}` : undefined;
@@ -141,7 +177,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     httpPort === undefined
       ? undefined
       : await startRunEventsService({
-          client: new Client({ connection, namespace: target.namespace }),
+          client: new Client({ connection, namespace: target.namespace, dataConverter }),
           host: env.JAI_HTTP_HOST,
           port: httpPort,
           token: env.JAI_HTTP_TOKEN,
@@ -150,6 +186,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
           namespace: target.namespace,
           onEvent: config.onEvent,
         });
+  // Terminating needs no payloads, so no codec: it works on the runs this worker cannot read.
+  terminator.client = new Client({ connection, namespace: target.namespace });
   const agent = await createAgentWorker({
     connection,
     namespace: target.namespace,
@@ -162,6 +200,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     contextCacheSize: config.contextCacheSize,
     metrics,
     tracing,
+    dataConverter,
     ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,
@@ -180,7 +219,12 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       {
         healthy: () => agent.worker.getState() !== "FAILED",
         ready: () => agent.worker.getState() === "RUNNING",
-        detail: () => ({ state: agent.worker.getState(), taskQueue, namespace: target.namespace }),
+        detail: () => ({
+          state: agent.worker.getState(),
+          taskQueue,
+          namespace: target.namespace,
+          ...(keyErrors.size ? { undecryptableKeyIds: [...new Set([...keyErrors].map((k) => k.split("\n")[1]))] } : {}),
+        }),
         ...(metrics ? { metrics: () => scrape(metrics, runtimeMetrics ? coreMetrics : undefined) } : {}),
       },
       healthPort,
@@ -189,7 +233,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   }
   const where = `${health ? `; health on :${(health.address() as { port: number }).port}` : ""}${events ? `; runs API and console on ${events.server.url}` : ""}`;
   const served = [...models.map((m) => `${m.provider}/${m.id}`), "any provider with its API key"].join(", ");
-  log(`jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${where}`);
+  const codec = dataConverter?.payloadCodecs?.length ? ", payload codec on" : "";
+  log(`jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${codec}${where}`);
   log(`  tools: ${tools.map((t) => t.name).join(", ") || "(none)"}; models: ${served}`);
   const running = agent.run();
   log("ready");
