@@ -1,10 +1,12 @@
 /** createAgentWorker: one Temporal worker that serves agent runs with the given tools. */
+import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
+import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
 import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
-import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
+import { ContextCache, createActivities, type ApiKeyResolver, type ContextCacheStats, type ContextCompactor } from "./activities/index.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
@@ -28,8 +30,15 @@ export interface AgentWorkerOptions {
   getApiKey?: ApiKeyResolver;
   /** Receives every AgentEvent of every run served here. */
   onEvent?: AgentEventSink;
-  /** Runs whose model context this worker keeps in memory (the rest is read from the workflow); default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. 0 disables the cache. */
   contextCacheSize?: number;
+  /** Byte budget of the model-context cache (JSON bytes of cached messages and tool outputs); default 256 MB. */
+  contextCacheBytes?: number;
+  /**
+   * Send each run's model calls to this worker's own task queue while it answers them, so they find
+   * the context in its cache (default true). Off: every call goes to the shared queue.
+   */
+  routeModelCalls?: boolean;
   /** Compaction for runs started with `compaction: "worker"` (e.g. an LLM summary). */
   compactContext?: ContextCompactor;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
@@ -67,6 +76,12 @@ export interface AgentWorker {
   readonly worker: Worker;
   /** Task queue it polls. */
   readonly taskQueue: string;
+  /** The queue only this worker polls (its runs' model calls), when routing is on. */
+  readonly ownTaskQueue?: string;
+  /** The worker polling `ownTaskQueue`. */
+  readonly ownWorker?: Worker;
+  /** The context cache's counters and sizes (hit rate, bytes, evictions, query bytes read). */
+  cacheStats(): ContextCacheStats;
   /** Runs until `promise` settles, then shuts down; resolves or rejects with it. */
   runUntil<R>(promise: Promise<R> | (() => Promise<R>)): Promise<R>;
   /** Runs until `shutdown()` or a signal. */
@@ -83,13 +98,17 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const namespace = options.namespace ?? "default";
   // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss.
   const client = new Client({ connection, namespace });
+  const contextCache = new ContextCache(() => client, { maxBytes: options.contextCacheBytes, maxRuns: options.contextCacheSize });
+  // Unique per process start: a restarted worker has an empty cache, so it must not inherit the old queue's calls.
+  const ownTaskQueue = options.routeModelCalls === false ? undefined : `${taskQueue}@${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const activities = createActivities({
     tools: options.tools ?? [],
     models: options.models,
     getApiKey: options.getApiKey,
     onEvent,
     client,
-    contextCacheSize: options.contextCacheSize,
+    contextCache,
+    ownTaskQueue: () => ownTaskQueue,
     compactContext: options.compactContext,
   });
   const sinks: InjectedSinks<AgentSinks> = {
@@ -101,6 +120,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     },
   };
   let worker: Worker;
+  let ownWorker: Worker | undefined;
   try {
     worker = await Worker.create({
       connection,
@@ -119,6 +139,17 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
       ...options.workerOptions,
     });
+    if (ownTaskQueue) {
+      // Activities only: the model calls of the runs whose context this worker holds.
+      ownWorker = await Worker.create({
+        connection,
+        namespace,
+        taskQueue: ownTaskQueue,
+        activities,
+        maxHeartbeatThrottleInterval: "1s",
+        ...ownWorkerOptions(options.workerOptions),
+      });
+    }
   } catch (err) {
     if (owned) await connection.close();
     throw err;
@@ -126,23 +157,56 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const closeOwned = async () => {
     if (owned) await connection.close();
   };
+  const own = ownWorker;
+  // Both pollers live and stop together; the own queue's calls fall back to the shared one when it is gone.
+  const runBoth = async <R>(main: Promise<R>): Promise<R> => {
+    if (!own) return main;
+    const ownRunning = own.run();
+    try {
+      return await main;
+    } finally {
+      if (own.getState() === "RUNNING") own.shutdown();
+      await ownRunning.catch(() => {});
+    }
+  };
   return {
     worker,
     taskQueue,
+    ...(own ? { ownTaskQueue, ownWorker: own } : {}),
+    cacheStats: () => contextCache.stats,
     async runUntil(promise) {
       try {
-        return await worker.runUntil(promise);
+        return await runBoth(worker.runUntil(promise));
       } finally {
         await closeOwned();
       }
     },
     async run() {
       try {
-        await worker.run();
+        await runBoth(worker.run());
       } finally {
         await closeOwned();
       }
     },
-    shutdown: () => worker.shutdown(),
+    shutdown: () => {
+      worker.shutdown();
+      if (own?.getState() === "RUNNING") own.shutdown();
+    },
   };
+}
+
+/** The shared worker's options that also apply to the own-queue worker (activity limits, interceptors, data converter, ...). */
+function ownWorkerOptions(options: Partial<WorkerOptions> | undefined): Partial<WorkerOptions> {
+  if (!options) return {};
+  const {
+    taskQueue: _taskQueue,
+    workflowsPath: _workflowsPath,
+    workflowBundle: _workflowBundle,
+    bundlerOptions: _bundlerOptions,
+    maxConcurrentWorkflowTaskExecutions: _wft,
+    maxCachedWorkflows: _cached,
+    stickyQueueScheduleToStartTimeout: _sticky,
+    ...rest
+  } = options as Partial<WorkerOptions> & Record<string, unknown>;
+  return rest as Partial<WorkerOptions>;
 }
