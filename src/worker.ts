@@ -108,7 +108,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     onEvent,
     client,
     contextCache,
-    ownTaskQueue: () => ownTaskQueue,
+    // Named only while its poller runs: a worker whose own queue stopped must not draw calls to it.
+    ownTaskQueue: () => (ownWorker?.getState() === "RUNNING" ? ownTaskQueue : undefined),
     compactContext: options.compactContext,
   });
   const sinks: InjectedSinks<AgentSinks> = {

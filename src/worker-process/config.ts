@@ -24,8 +24,10 @@ export interface AgentServiceConfig {
   compactContext?: ContextCompactor;
   /** Receives every AgentEvent of the runs this worker serves (logging, metrics). */
   onEvent?: AgentEventSink;
-  /** Runs whose model context the worker keeps in memory; default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as the byte budget allows. */
   contextCacheSize?: number;
+  /** Byte budget of the model-context cache; default 256 MB (flag --context-cache-mb / JAI_CONTEXT_CACHE_MB win). */
+  contextCacheBytes?: number;
   /** Any other Temporal worker option: a data converter with a payload codec, interceptors, tuning. */
   workerOptions?: Partial<WorkerOptions>;
 }

@@ -29,6 +29,7 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --workspace dir               JAI_WORKSPACE: root of the default file tools, default the working folder
   --max-activities n            JAI_MAX_CONCURRENT_ACTIVITIES (model calls + tools at once), default 100
   --max-workflow-tasks n        JAI_MAX_CONCURRENT_WORKFLOW_TASKS, default 40
+  --context-cache-mb n          JAI_CONTEXT_CACHE_MB: byte budget of the model-context cache, default 256
   --health-port n               JAI_HEALTH_PORT: serve /healthz and /readyz (0 = any free port)
   --shutdown-grace duration     JAI_SHUTDOWN_GRACE: how long in-flight activities may finish on SIGTERM, default 30s
   --workflow-bundle file        JAI_WORKFLOW_BUNDLE: prebuilt bundle (\`jai-agent bundle\`), default dist/workflow-bundle.js when present
@@ -71,6 +72,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       "max-activities": { type: "string" },
       "max-workflow-tasks": { type: "string" },
       "health-port": { type: "string" },
+      "context-cache-mb": { type: "string" },
       "shutdown-grace": { type: "string" },
       "workflow-bundle": { type: "string" },
       "no-demo-model": { type: "boolean" },
@@ -92,6 +94,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const models: Model<Api>[] = [...(config.models ?? []), ...(demo ? [registerDemoModel()] : [])];
   const maxActivities = positiveInt(values["max-activities"] ?? env.JAI_MAX_CONCURRENT_ACTIVITIES, "--max-activities") ?? 100;
   const maxWorkflowTasks = positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
+  const cacheMb = positiveInt(values["context-cache-mb"] ?? env.JAI_CONTEXT_CACHE_MB, "--context-cache-mb");
   const healthPort = positiveInt(values["health-port"] ?? env.JAI_HEALTH_PORT, "--health-port");
   const shutdownGrace = values["shutdown-grace"] ?? env.JAI_SHUTDOWN_GRACE ?? "30s";
   const bundleFile = values["workflow-bundle"] ?? env.JAI_WORKFLOW_BUNDLE ?? shippedBundle();
@@ -113,6 +116,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     onEvent: config.onEvent,
     compactContext: config.compactContext,
     contextCacheSize: config.contextCacheSize,
+    contextCacheBytes: cacheMb !== undefined ? cacheMb * 1024 * 1024 : config.contextCacheBytes,
     ...(bundleFile ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,

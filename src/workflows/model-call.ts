@@ -42,7 +42,7 @@ export const MODEL_ROUTE_PATCH = "jai-model-route-v1";
  * the shared queue: a dead worker costs this, a live one answers in
  * milliseconds (its own queue holds only its runs' model calls).
  */
-export const ROUTED_SCHEDULE_TO_START = "3s";
+export const ROUTED_SCHEDULE_TO_START = "2s";
 /** A routed call whose worker stopped heartbeating is not retried there: it goes to the shared queue at once. */
 const HEARTBEAT_TIMEOUT_TYPE = "TemporalTimeout:Heartbeat";
 const { agent } = proxySinks<AgentSinks>();
