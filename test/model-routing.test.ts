@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import type { AgentTool } from "../src/types.js";
+import { replayHistory } from "../src/replay.js";
 import { createAgentWorker } from "../src/worker.js";
 import { ROUTED_SCHEDULE_TO_START } from "../src/workflows/model-call.js";
 import { deferred, fauxModel, openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
@@ -95,6 +96,9 @@ describe("model-call routing", () => {
     // Calls 1-2 as before, call 3 sent to the gone queue, then again on the shared queue, and the rest shared (the worker names no queue now).
     expect(model.slice(0, 4)).toEqual([taskQueue, worker.ownTaskQueue, worker.ownTaskQueue, taskQueue]);
     expect(model.slice(4).every((q) => q === taskQueue)).toBe(true);
+    // Routed calls, the timeout and the fallback replay deterministically.
+    const replayed = await replayHistory(history, "route-lost", env.bundle);
+    expect(replayed.error).toBeUndefined();
   });
 
   it("routing off: every model call stays on the shared queue", async () => {
