@@ -151,7 +151,12 @@ async function runConfig(bench: Bench, bundlePath: string, workersN: number, run
     }
   })();
   const deadline = Number(flag("scale-deadline-s") ?? 3600) * 1000;
-  const settled = await Promise.allSettled(handles.map((h) => Promise.race([h.result(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error("deadline")), deadline))])));
+  let expire!: () => void;
+  const expired = new Promise<never>((_, reject) => (expire = () => reject(new Error("deadline"))));
+  expired.catch(() => {});
+  const timer = setTimeout(expire, deadline);
+  const settled = await Promise.allSettled(handles.map((h) => Promise.race([h.result(), expired])));
+  clearTimeout(timer);
   const seconds = (Date.now() - started) / 1000;
   finished = true;
   await sampler;
