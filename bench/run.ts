@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every benchmark against a fresh dev server, printed and
- * written to docs/benchmarks.md. `npm run bench -- growth parallel` runs a subset.
+ * written to docs/benchmarks.md. `npm run bench -- growth parallel` runs a subset
+ * (and prints it without writing the report); `--scale-*` flags size the scale bench (see scale.ts).
  */
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -13,9 +14,10 @@ import { historyGrowth } from "./history-growth.js";
 import { observability } from "./observability.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
+import { scale } from "./scale.js";
 import { throughput } from "./throughput.js";
 
-const SECTIONS = { growth: historyGrowth, overhead, observability, parallel: parallelTools, throughput, finished: finishedChain, codec: codecCost };
+const SECTIONS = { growth: historyGrowth, overhead, observability, parallel: parallelTools, throughput, finished: finishedChain, codec: codecCost, scale };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => a in SECTIONS) as (keyof typeof SECTIONS)[];

@@ -150,7 +150,8 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       const activity = scheduled.get(Number(done.scheduledEventId));
       const result = decode<unknown>(done.result?.payloads?.[0]);
       if (activity?.type === "streamAssistantMessage") {
-        const message = result as AssistantMessage;
+        // Routed calls answer { message, taskQueue }.
+        const message = (result as { message?: AssistantMessage }).message ?? (result as AssistantMessage);
         story.usage = addUsage(story.usage, message.usage);
         story.items.push({ kind: "message", message, eventId });
         story.steps.push({ kind: "reply", message });

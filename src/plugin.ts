@@ -21,8 +21,10 @@ export interface AgentPluginOptions {
   getApiKey?: ApiKeyResolver;
   /** Receives every AgentEvent of every run served by the worker. */
   onEvent?: AgentEventSink;
-  /** Runs whose model context the worker keeps in memory; default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. */
   contextCacheSize?: number;
+  /** Byte budget of the model-context cache; default 256 MB. (A plugin worker has no own queue: model calls stay on the shared one.) */
+  contextCacheBytes?: number;
   /** Compaction for runs started with `compaction: "worker"`. */
   compactContext?: ContextCompactor;
 }
@@ -52,6 +54,7 @@ export class AgentPlugin extends SimplePlugin {
       onEvent: this.agent.onEvent,
       client,
       contextCacheSize: this.agent.contextCacheSize,
+      contextCacheBytes: this.agent.contextCacheBytes,
       compactContext: this.agent.compactContext,
     });
     const clash = Object.keys(activities).find((name) => name in ((base.activities as object | undefined) ?? {}));

@@ -418,6 +418,14 @@ export interface StreamAssistantInput {
   tools: Tool[];
   /** 1-based turn number, for logs. */
   turn: number;
+  /** Answer with a `ModelReply` naming this worker's own task queue, where the run's next model call is sent. */
+  route?: boolean;
+}
+
+/** A routed model call's answer: the reply, and the task queue only the answering worker polls (absent when it has none). */
+export interface ModelReply {
+  message: AssistantMessage;
+  taskQueue?: string;
 }
 
 /**

@@ -1,11 +1,13 @@
 /** createAgentWorker: one Temporal worker that serves agent runs with the given tools. */
+import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
+import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
 import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
-import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
+import { ContextCache, createActivities, type ApiKeyResolver, type ContextCacheStats, type ContextCompactor } from "./activities/index.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
 import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
@@ -31,8 +33,15 @@ export interface AgentWorkerOptions {
   getApiKey?: ApiKeyResolver;
   /** Receives every AgentEvent of every run served here. */
   onEvent?: AgentEventSink;
-  /** Runs whose model context this worker keeps in memory (the rest is read from the workflow); default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. 0 disables the cache. */
   contextCacheSize?: number;
+  /** Byte budget of the model-context cache (JSON bytes of cached messages and tool outputs); default 256 MB. */
+  contextCacheBytes?: number;
+  /**
+   * Send each run's model calls to this worker's own task queue while it answers them, so they find
+   * the context in its cache (default true). Off: every call goes to the shared queue.
+   */
+  routeModelCalls?: boolean;
   /** Compaction for runs started with `compaction: "worker"` (e.g. an LLM summary). */
   compactContext?: ContextCompactor;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
@@ -84,6 +93,12 @@ export interface AgentWorker {
   readonly worker: Worker;
   /** Task queue it polls. */
   readonly taskQueue: string;
+  /** The queue only this worker polls (its runs' model calls), when routing is on. */
+  readonly ownTaskQueue?: string;
+  /** The worker polling `ownTaskQueue`. */
+  readonly ownWorker?: Worker;
+  /** The context cache's counters and sizes (hit rate, bytes, evictions, query bytes read). */
+  cacheStats(): ContextCacheStats;
   /** Runs until `promise` settles, then shuts down; resolves or rejects with it. */
   runUntil<R>(promise: Promise<R> | (() => Promise<R>)): Promise<R>;
   /** Runs until `shutdown()` or a signal. */
@@ -103,15 +118,19 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss
   // (with the worker's data converter: the query's answer is encoded like every other payload).
   const client = new Client({ connection, namespace, dataConverter });
+  const contextCache = new ContextCache(() => client, { maxBytes: options.contextCacheBytes, maxRuns: options.contextCacheSize, onLookup: metrics?.contextCache });
+  // Unique per process start: a restarted worker has an empty cache, so it must not inherit the old queue's calls.
+  const ownTaskQueue = options.routeModelCalls === false ? undefined : `${taskQueue}@${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const activities = createActivities({
     tools: options.tools ?? [],
     models: options.models,
     getApiKey: options.getApiKey,
     onEvent,
     client,
-    contextCacheSize: options.contextCacheSize,
+    contextCache,
+    // Named only while its poller runs: a worker whose own queue stopped must not draw calls to it.
+    ownTaskQueue: () => (ownWorker?.getState() === "RUNNING" ? ownTaskQueue : undefined),
     compactContext: options.compactContext,
-    onContextCache: metrics?.contextCache,
   });
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {
@@ -124,11 +143,13 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   };
   const tracing = options.tracing;
   if (tracing) (sinks as Record<string, unknown>).exporter = tracing.workflowExporter;
-  const own = options.workerOptions?.interceptors;
-  const activity = [...(tracing?.activityInterceptors ?? []), ...(own?.activity ?? []), ...(metrics ? [metrics.activityInterceptor] : [])];
-  const workflowModules = [...(own?.workflowModules ?? []), ...(tracing && !options.workflowBundle ? [workflowTracingModule()] : [])];
-  const interceptors = tracing || metrics ? { ...own, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) } : own;
+  const userInterceptors = options.workerOptions?.interceptors;
+  const activity = [...(tracing?.activityInterceptors ?? []), ...(userInterceptors?.activity ?? []), ...(metrics ? [metrics.activityInterceptor] : [])];
+  const workflowModules = [...(userInterceptors?.workflowModules ?? []), ...(tracing && !options.workflowBundle ? [workflowTracingModule()] : [])];
+  const interceptors =
+    tracing || metrics ? { ...userInterceptors, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) } : userInterceptors;
   let worker: Worker;
+  let ownWorker: Worker | undefined;
   try {
     worker = await Worker.create({
       connection,
@@ -149,6 +170,20 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ...(interceptors ? { interceptors } : {}),
       dataConverter,
     });
+    if (ownTaskQueue) {
+      // Activities only: the model calls of the runs whose context this worker holds.
+      ownWorker = await Worker.create({
+        connection,
+        namespace,
+        taskQueue: ownTaskQueue,
+        activities,
+        maxHeartbeatThrottleInterval: "1s",
+        ...ownWorkerOptions(options.workerOptions),
+        // The same payloads and activity interceptors (traces, metrics) as the shared worker; no workflows here.
+        dataConverter,
+        interceptors: { activity },
+      });
+    }
   } catch (err) {
     if (owned) await connection.close();
     throw err;
@@ -156,23 +191,56 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const closeOwned = async () => {
     if (owned) await connection.close();
   };
+  const own = ownWorker;
+  // Both pollers live and stop together; the own queue's calls fall back to the shared one when it is gone.
+  const runBoth = async <R>(main: Promise<R>): Promise<R> => {
+    if (!own) return main;
+    const ownRunning = own.run();
+    try {
+      return await main;
+    } finally {
+      if (own.getState() === "RUNNING") own.shutdown();
+      await ownRunning.catch(() => {});
+    }
+  };
   return {
     worker,
     taskQueue,
+    ...(own ? { ownTaskQueue, ownWorker: own } : {}),
+    cacheStats: () => contextCache.stats,
     async runUntil(promise) {
       try {
-        return await worker.runUntil(promise);
+        return await runBoth(worker.runUntil(promise));
       } finally {
         await closeOwned();
       }
     },
     async run() {
       try {
-        await worker.run();
+        await runBoth(worker.run());
       } finally {
         await closeOwned();
       }
     },
-    shutdown: () => worker.shutdown(),
+    shutdown: () => {
+      worker.shutdown();
+      if (own?.getState() === "RUNNING") own.shutdown();
+    },
   };
+}
+
+/** The shared worker's options that also apply to the own-queue worker (activity limits, interceptors, data converter, ...). */
+function ownWorkerOptions(options: Partial<WorkerOptions> | undefined): Partial<WorkerOptions> {
+  if (!options) return {};
+  const {
+    taskQueue: _taskQueue,
+    workflowsPath: _workflowsPath,
+    workflowBundle: _workflowBundle,
+    bundlerOptions: _bundlerOptions,
+    maxConcurrentWorkflowTaskExecutions: _wft,
+    maxCachedWorkflows: _cached,
+    stickyQueueScheduleToStartTimeout: _sticky,
+    ...rest
+  } = options as Partial<WorkerOptions> & Record<string, unknown>;
+  return rest as Partial<WorkerOptions>;
 }

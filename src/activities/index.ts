@@ -22,10 +22,16 @@ export interface ActivityDeps {
   onEvent?: AgentEventSink;
   /** Reads a run's model context on a cache miss (see ContextCache). */
   client?: Client;
-  /** Runs whose model context the worker keeps in memory; default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. 0 disables the cache. */
   contextCacheSize?: number;
   /** Told whether each model call's cached context prefix was used (metrics). */
   onContextCache?: (hit: boolean) => void;
+  /** Byte budget of the model-context cache (JSON bytes); default 256 MB. */
+  contextCacheBytes?: number;
+  /** A cache made by the caller (to read its stats); else one is made from the two options above. */
+  contextCache?: ContextCache;
+  /** The task queue only this worker polls: routed model replies name it so the run's next call comes back here. */
+  ownTaskQueue?: () => string | undefined;
   /** A run's own compaction (`compaction: "worker"`), e.g. an LLM summary; must keep every tool call's result. */
   compactContext?: ContextCompactor;
 }
@@ -42,10 +48,11 @@ export function createActivities(deps: ActivityDeps) {
     if (names.has(tool.name)) throw new Error(`Two tools are named "${tool.name}": tool names must be unique`);
     names.add(tool.name);
   }
-  const contexts = new ContextCache(() => deps.client, deps.contextCacheSize, deps.onContextCache);
+  const contexts =
+    deps.contextCache ?? new ContextCache(() => deps.client, { maxBytes: deps.contextCacheBytes, maxRuns: deps.contextCacheSize, onLookup: deps.onContextCache });
   return {
     resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], searchAttributeCheck(() => deps.client)),
-    streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts),
+    streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts, deps.ownTaskQueue),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {
       if (!deps.compactContext) throw ApplicationFailure.nonRetryable("This worker has no compactContext function", "CompactionUnavailable");
@@ -58,5 +65,6 @@ export function createActivities(deps: ActivityDeps) {
   };
 }
 
+export { ContextCache, DEFAULT_CONTEXT_CACHE_BYTES, type ContextCacheOptions, type ContextCacheStats } from "./context-cache.js";
 export { classifyModelOutcome, keyEnvVar, redact, retryAfterMs, type CallFacts, type ModelOutcome } from "./classify.js";
 export type { ApiKeyResolver } from "./model.js";

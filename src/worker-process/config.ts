@@ -25,13 +25,15 @@ export interface AgentServiceConfig {
   compactContext?: ContextCompactor;
   /** Receives every AgentEvent of the runs this worker serves (logging, metrics). */
   onEvent?: AgentEventSink;
-  /** Runs whose model context the worker keeps in memory; default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as the byte budget allows. */
   contextCacheSize?: number;
   /**
    * Data converter for the worker and its internal client, e.g. `{ payloadCodecs: [myCodec] }`.
    * Default: the built-in AES-256-GCM codec when JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE is set, else none.
    */
   dataConverter?: DataConverter;
+  /** Byte budget of the model-context cache; default 256 MB (flag --context-cache-mb / JAI_CONTEXT_CACHE_MB win). */
+  contextCacheBytes?: number;
   /** Any other Temporal worker option: interceptors, tuning. */
   workerOptions?: Partial<WorkerOptions>;
 }

@@ -45,6 +45,7 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --workspace dir               JAI_WORKSPACE: root of the default file tools, default the working folder
   --max-activities n            JAI_MAX_CONCURRENT_ACTIVITIES (model calls + tools at once), default 100
   --max-workflow-tasks n        JAI_MAX_CONCURRENT_WORKFLOW_TASKS, default 40
+  --context-cache-mb n          JAI_CONTEXT_CACHE_MB: byte budget of the model-context cache, default 256
   --health-port n               JAI_HEALTH_PORT: serve /healthz and /readyz (0 = any free port)
   --http-port n                 JAI_HTTP_PORT: serve the run API, live events (SSE) and run console (JAI_HTTP_HOST,
                                 default 127.0.0.1; anywhere else needs JAI_HTTP_TOKEN); \`npm run serve\` uses 8787
@@ -98,6 +99,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       "max-workflow-tasks": { type: "string" },
       "health-port": { type: "string" },
       "http-port": { type: "string" },
+      "context-cache-mb": { type: "string" },
       "shutdown-grace": { type: "string" },
       "workflow-bundle": { type: "string" },
       "no-demo-model": { type: "boolean" },
@@ -120,6 +122,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const models: Model<Api>[] = [...(config.models ?? []), ...(demo ? [registerDemoModel()] : [])];
   const maxActivities = positiveInt(values["max-activities"] ?? env.JAI_MAX_CONCURRENT_ACTIVITIES, "--max-activities") ?? 100;
   const maxWorkflowTasks = positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
+  const cacheMb = positiveInt(values["context-cache-mb"] ?? env.JAI_CONTEXT_CACHE_MB, "--context-cache-mb");
   const healthPort = positiveInt(values["health-port"] ?? env.JAI_HEALTH_PORT, "--health-port");
   const httpPort = positiveInt(values["http-port"] ?? env.JAI_HTTP_PORT, "--http-port");
   const shutdownGrace = values["shutdown-grace"] ?? env.JAI_SHUTDOWN_GRACE ?? "30s";
@@ -201,6 +204,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     metrics,
     tracing,
     dataConverter,
+    contextCacheBytes: cacheMb !== undefined ? cacheMb * 1024 * 1024 : config.contextCacheBytes,
     ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,

@@ -67,6 +67,8 @@ export class RunState {
   contextEpoch = 0;
   /** Context messages the worker that made the last model call holds (it appended its reply). */
   workerKnows = 0;
+  /** The task queue of the worker that answered the last model call (it holds the context): the next call goes there. */
+  modelQueue?: string;
   /**
    * Tool results that are exactly their activity's output, by their content
    * (the very array the activity returned), with that activity's id: model
