@@ -400,6 +400,11 @@ export interface RunSetup {
    * whether to upsert them. Absent in histories recorded before they existed.
    */
   searchAttributes?: boolean;
+  /**
+   * The worker encrypts payloads (a payload codec): the run keeps content (the
+   * prompt's first line) out of search attributes, which Temporal stores in plain text.
+   */
+  private?: boolean;
 }
 
 /** Input of the model activity. */

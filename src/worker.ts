@@ -131,6 +131,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     // Named only while its poller runs: a worker whose own queue stopped must not draw calls to it.
     ownTaskQueue: () => (ownWorker?.getState() === "RUNNING" ? ownTaskQueue : undefined),
     compactContext: options.compactContext,
+    encrypted: (dataConverter?.payloadCodecs?.length ?? 0) > 0,
   });
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {

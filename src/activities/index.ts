@@ -26,6 +26,8 @@ export interface ActivityDeps {
   contextCacheSize?: number;
   /** Told whether each model call's cached context prefix was used (metrics). */
   onContextCache?: (hit: boolean) => void;
+  /** The worker's payloads are encrypted: runs keep content out of plain-text search attributes. */
+  encrypted?: boolean;
   /** Byte budget of the model-context cache (JSON bytes); default 256 MB. */
   contextCacheBytes?: number;
   /** A cache made by the caller (to read its stats); else one is made from the two options above. */
@@ -51,7 +53,7 @@ export function createActivities(deps: ActivityDeps) {
   const contexts =
     deps.contextCache ?? new ContextCache(() => deps.client, { maxBytes: deps.contextCacheBytes, maxRuns: deps.contextCacheSize, onLookup: deps.onContextCache });
   return {
-    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], searchAttributeCheck(() => deps.client)),
+    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], searchAttributeCheck(() => deps.client), { encrypted: deps.encrypted }),
     streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts, deps.ownTaskQueue),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {

@@ -38,7 +38,12 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
 /** Tells whether a namespace has every agent search attribute (cached per namespace; see search-attributes.ts). */
 export type SearchAttributeCheck = (namespace: string) => Promise<boolean>;
 
-export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[], hasSearchAttributes: SearchAttributeCheck = async () => false) {
+export function createSetupActivity(
+  tools: AgentTool<any>[],
+  models: Model<Api>[],
+  hasSearchAttributes: SearchAttributeCheck = async () => false,
+  options: { encrypted?: boolean } = {},
+) {
   return async function resolveRunSetup(input: { model: ModelRef; tools?: string[] }): Promise<RunSetup> {
     const model = typeof input.model === "string" ? resolveModelRef(input.model, models) : input.model;
     if (!model) throw invalid(`"model": unknown model "${input.model}" (not in the worker's models nor in @jai/ai's catalogue)`);
@@ -58,6 +63,6 @@ export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[
       if (problem) throw ApplicationFailure.nonRetryable(`Invalid tool configuration in the worker: ${problem}`, "InvalidToolConfig");
     }
     const searchAttributes = await hasSearchAttributes(Context.current().info.workflowNamespace ?? "default");
-    return { model, tools: selected.map(toToolSpec), searchAttributes };
+    return { model, tools: selected.map(toToolSpec), searchAttributes, ...(options.encrypted ? { private: true } : {}) };
   };
 }

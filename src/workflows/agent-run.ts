@@ -92,7 +92,9 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     if (!carried) metrics.runStarted(modelLabel);
     // Only when the namespace has them (the setup activity looked); patched so runs recorded before replay.
     if (setup.searchAttributes && patched(SEARCH_ATTRIBUTES_PATCH)) {
-      run.enableSearchAttributes(`${setup.model.provider}/${setup.model.id}`, setup.tools.map((t) => t.name), promptSummary(input.prompt));
+      // The summary is the first prompt's line: not for a continued run (its input has no prompt), nor in plain text when encrypted.
+      const summary = carried || setup.private ? "" : promptSummary(input.prompt);
+      run.enableSearchAttributes(`${setup.model.provider}/${setup.model.id}`, setup.tools.map((t) => t.name), summary);
     }
 
     let prompts: AgentMessage[] = [];
