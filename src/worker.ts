@@ -6,6 +6,8 @@ import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type 
 import type { Api, Model } from "@jai/ai";
 import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
+import type { McpServerConfig } from "./mcp/config.js";
+import { McpToolSource } from "./mcp/source.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -32,6 +34,11 @@ export interface AgentWorkerOptions {
   contextCacheSize?: number;
   /** Compaction for runs started with `compaction: "worker"` (e.g. an LLM summary). */
   compactContext?: ContextCompactor;
+  /**
+   * MCP servers whose tools runs may call, named `<server>__<tool>`. Each worker
+   * opens its own connection (a stdio server is a child process of the worker).
+   */
+  mcpServers?: McpServerConfig[];
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
   workflowBundle?: { code: string } | { codePath: string };
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
@@ -83,7 +90,9 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const namespace = options.namespace ?? "default";
   // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss.
   const client = new Client({ connection, namespace });
+  const mcp = options.mcpServers?.length ? new McpToolSource(options.mcpServers) : undefined;
   const activities = createActivities({
+    mcp,
     tools: options.tools ?? [],
     models: options.models,
     getApiKey: options.getApiKey,
@@ -120,10 +129,12 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       ...options.workerOptions,
     });
   } catch (err) {
+    await mcp?.close();
     if (owned) await connection.close();
     throw err;
   }
   const closeOwned = async () => {
+    await mcp?.close();
     if (owned) await connection.close();
   };
   return {

@@ -34,11 +34,15 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
   };
 }
 
-export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[]) {
+/** Tools found at run setup rather than given up front (MCP servers), for the run's `tools` names (all when absent). */
+export type ToolLister = (names: string[] | undefined) => Promise<AgentTool<any>[]>;
+
+export function createSetupActivity(native: AgentTool<any>[], models: Model<Api>[], listMore?: ToolLister) {
   return async function resolveRunSetup(input: { model: ModelRef; tools?: string[] }): Promise<RunSetup> {
     const model = typeof input.model === "string" ? resolveModelRef(input.model, models) : input.model;
     if (!model) throw invalid(`"model": unknown model "${input.model}" (not in the worker's models nor in @jai/ai's catalogue)`);
     if (!getApiProvider(model.api)) throw invalid(`"model.api": no provider for api "${model.api}" is registered in this worker`);
+    const tools = listMore ? [...native, ...(await listMore(input.tools))] : native;
     let selected = tools;
     if (input.tools) {
       const missing = input.tools.filter((name) => !tools.some((t) => t.name === name));
