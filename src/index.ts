@@ -10,6 +10,8 @@ export { readHistoryFile, replayHistory, replayOptions, checkAgentHistory, Repla
 export { storyFromHistory, storyTranscript, type RunStory, type StoryItem } from "./history-transcript.js";
 export { startDevServer, findTemporalCli, type DevServer, type DevServerOptions } from "./dev-server.js";
 export { createFileTools } from "./tools/fs-tools.js";
+export { agentTool, type AgentToolConfig } from "./subagents/agent-tool.js";
+export type { McpServerConfig, McpStdioTransport, McpHttpTransport } from "./mcp/config.js";
 export { AgentPlugin, type AgentPluginOptions } from "./plugin.js";
 export { runWorkerProcess, type WorkerProcessOptions } from "./worker-process/run.js";
 export { defineConfig, type AgentServiceConfig } from "./worker-process/config.js";

@@ -119,6 +119,28 @@ export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> exte
    * as `activity.retry.maximumAttempts: 1`.) Default true.
    */
   idempotent?: boolean;
+  /** Set by `agentTool()`: a call starts a child agent run instead of `execute`. */
+  subAgent?: SubAgentSpec;
+}
+
+/**
+ * A sub-agent: each call of its tool is a child `agentRun` workflow (id
+ * `<parent workflow id>/sub-<turn>-<index>`) whose final answer is the result.
+ * Plain JSON: it is part of the run's setup in history.
+ */
+export interface SubAgentSpec {
+  /** The child's model. */
+  model: ModelRef;
+  /** The child's system prompt. */
+  systemPrompt?: string;
+  /** The worker's tools the child may use (names); default none. */
+  tools?: string[];
+  /** The child's most model calls; default 10. */
+  maxTurns?: number;
+  /** The child's default tool execution mode. */
+  toolExecution?: ToolExecutionMode;
+  /** Task queue of the child; default the parent's. */
+  taskQueue?: string;
 }
 
 /** Everything the loop tells the outside world about a run, in order. */
@@ -386,6 +408,8 @@ export interface ToolSpec {
   approval?: "always" | "predicate";
   /** The tool's approval timeout. */
   approvalTimeout?: string | number;
+  /** Calls start a child agent run (see `agentTool`). */
+  subAgent?: SubAgentSpec;
 }
 
 /** Output of the setup activity. */

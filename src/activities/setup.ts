@@ -31,6 +31,7 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
         : {}),
     ...(tool.requiresApproval ? { approval: typeof tool.requiresApproval === "function" ? "predicate" : "always" } : {}),
     ...(tool.approvalTimeout !== undefined ? { approvalTimeout: tool.approvalTimeout } : {}),
+    ...(tool.subAgent ? { subAgent: JSON.parse(JSON.stringify(tool.subAgent)) } : {}),
   };
 }
 

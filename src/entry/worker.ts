@@ -7,5 +7,7 @@ export { runWorkerProcess, type WorkerProcessOptions } from "../worker-process/r
 export { defineConfig, type AgentServiceConfig } from "../worker-process/config.js";
 export { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";
 export { createFileTools } from "../tools/fs-tools.js";
+export { agentTool, type AgentToolConfig } from "../subagents/agent-tool.js";
+export type { McpServerConfig, McpStdioTransport, McpHttpTransport } from "../mcp/config.js";
 export { registerDemoModel, DEMO_LABEL } from "../demo/offline-model.js";
 export type { ApiKeyResolver, ContextCompactor } from "../activities/index.js";

@@ -11,6 +11,7 @@ import type { ApprovalWait, RunState } from "./run-state.js";
 import { toolSummary } from "./summary.js";
 import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
+import { runSubAgent } from "./sub-agent.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -152,6 +153,7 @@ async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, cal
       if (run.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
     }
   }
+  if (spec.subAgent) return runSubAgent(spec, spec.subAgent, call, run, index);
   return executeCall(spec, call, run.turn, index, input.toolResultLimits, run.fromActivity);
 }
 
