@@ -12,6 +12,8 @@ export { startDevServer, findTemporalCli, type DevServer, type DevServerOptions 
 export { createFileTools } from "./tools/fs-tools.js";
 export { agentTool, type AgentToolConfig } from "./subagents/agent-tool.js";
 export type { McpServerConfig, McpStdioTransport, McpHttpTransport } from "./mcp/config.js";
+export { signWebhookBody, SIGNATURE_HEADER, DELIVERY_HEADER, type RunOutcome, type WebhookOptions } from "./webhooks/deliver.js";
+export type { WebhookTarget } from "./webhooks/field.js";
 export { AgentPlugin, type AgentPluginOptions } from "./plugin.js";
 export { runWorkerProcess, type WorkerProcessOptions } from "./worker-process/run.js";
 export { defineConfig, type AgentServiceConfig } from "./worker-process/config.js";

@@ -20,6 +20,7 @@ import type {
   UserMessage,
 } from "@jai/ai";
 import type { Static, TSchema } from "@sinclair/typebox";
+import type { WebhookTarget } from "./webhooks/field.js";
 
 /** A message of the transcript. The loop only knows the provider layer's messages. */
 export type AgentMessage = Message;
@@ -215,6 +216,11 @@ export interface AgentRunInput {
    * session between prompts). Transparent: same workflow id, same result.
    */
   continueAsNew?: { afterTurns?: number };
+  /**
+   * POST the run's outcome here when it ends, however it ends, signed with the
+   * worker's secret of that name (HMAC-SHA256 of the body in `x-jai-signature`).
+   */
+  webhook?: WebhookTarget;
   /** Internal: what a run continued-as-new carries over. Never set it yourself. */
   continued?: ContinuedRun;
 }

@@ -8,6 +8,7 @@ import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./
 import type { AgentEventSink, AgentTool } from "./types.js";
 import type { McpServerConfig } from "./mcp/config.js";
 import { McpToolSource } from "./mcp/source.js";
+import type { WebhookOptions } from "./webhooks/deliver.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -39,6 +40,8 @@ export interface AgentWorkerOptions {
    * opens its own connection (a stdio server is a child process of the worker).
    */
   mcpServers?: McpServerConfig[];
+  /** Completion webhooks: signing secrets by name (else `JAI_WEBHOOK_SECRET_<NAME>`), whether private hosts may be reached. */
+  webhooks?: WebhookOptions;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
   workflowBundle?: { code: string } | { codePath: string };
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
@@ -93,6 +96,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const mcp = options.mcpServers?.length ? new McpToolSource(options.mcpServers) : undefined;
   const activities = createActivities({
     mcp,
+    webhooks: options.webhooks,
     tools: options.tools ?? [],
     models: options.models,
     getApiKey: options.getApiKey,

@@ -10,6 +10,7 @@ import { createModelActivity, type ApiKeyResolver } from "./model.js";
 import { createSetupActivity } from "./setup.js";
 import { createToolActivities } from "./tool.js";
 import type { McpToolSource } from "../mcp/source.js";
+import { createWebhookActivity, type WebhookOptions } from "../webhooks/deliver.js";
 
 export interface ActivityDeps {
   /** The tools runs may call, by name. */
@@ -28,6 +29,8 @@ export interface ActivityDeps {
   compactContext?: ContextCompactor;
   /** MCP servers whose tools runs may call (listed at each run's setup). */
   mcp?: McpToolSource;
+  /** Completion webhooks: signing secrets by name, private hosts. */
+  webhooks?: WebhookOptions;
 }
 
 /** Shrinks a context to about `budgetTokens`. Contract: keep every tool call with its result, in order. */
@@ -81,6 +84,7 @@ export function createActivities(deps: ActivityDeps) {
       const messages = await contexts.resolve(currentRun(), input.context, (why) => Context.current().log.warn(why));
       return withHeartbeats((signal) => deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }));
     },
+    deliverRunWebhook: createWebhookActivity(deps.webhooks),
     prepareToolCall: withMcpTool(toolActivities.prepareToolCall),
     executeTool: withMcpTool(toolActivities.executeTool),
   };

@@ -132,6 +132,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     onEvent: events?.onEvent ?? config.onEvent,
     compactContext: config.compactContext,
     contextCacheSize: config.contextCacheSize,
+    mcpServers: config.mcpServers,
+    webhooks: config.webhooks,
     ...(bundleFile ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,

@@ -27,6 +27,7 @@ import { validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, runTools } from "./tool-calls.js";
+import { withCompletionWebhook } from "./webhook.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -46,6 +47,10 @@ interface Outcome {
 
 /** Workflow `agentRun`: one agent run (or session), from prompt to final answer. */
 export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
+  return withCompletionWebhook(input, () => runAgent(input));
+}
+
+async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   const run = new RunState();
   const problem = validateRunInput(input);
   if (problem) failBeforeLoop(`Invalid run input: ${problem}`, "InvalidRunInput");
