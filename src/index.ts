@@ -10,6 +10,18 @@ export { readHistoryFile, replayHistory, replayOptions, checkAgentHistory, Repla
 export { storyFromHistory, storyTranscript, type RunStory, type StoryItem } from "./history-transcript.js";
 export { startDevServer, findTemporalCli, type DevServer, type DevServerOptions } from "./dev-server.js";
 export { createFileTools } from "./tools/fs-tools.js";
+export {
+  scheduleAgentRun,
+  listAgentSchedules,
+  describeAgentSchedule,
+  pauseAgentSchedule,
+  unpauseAgentSchedule,
+  triggerAgentSchedule,
+  deleteAgentSchedule,
+  type ScheduleAgentRunOptions,
+  type AgentScheduleSpec,
+  type AgentScheduleInfo,
+} from "./schedules.js";
 export { agentTool, type AgentToolConfig } from "./subagents/agent-tool.js";
 export type { McpServerConfig, McpStdioTransport, McpHttpTransport } from "./mcp/config.js";
 export { signWebhookBody, SIGNATURE_HEADER, DELIVERY_HEADER, type RunOutcome, type WebhookOptions } from "./webhooks/deliver.js";
