@@ -16,7 +16,10 @@ import { fauxAssistantMessage, fauxToolCall } from "@jai/ai";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { MockActivityEnvironment } from "@temporalio/testing";
+import { createActivities } from "../src/activities/index.js";
 import { startAgentRun } from "../src/client.js";
+import { McpToolSource } from "../src/mcp/source.js";
 import type { McpServerConfig } from "../src/mcp/config.js";
 import type { AgentEvent } from "../src/types.js";
 import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
@@ -114,6 +117,19 @@ describe("filesystem MCP server over stdio", () => {
     const memo = (await handle.workflow.describe()).memo as { tools: string[] };
     expect(memo.tools).toContain("fs__read_text_file");
     expect(memo.tools).not.toContain("fs__write_file");
+  });
+
+  it("a worker that did not set the run up lists the server before running the call", async () => {
+    const root = newFolder();
+    writeFileSync(path.join(root, "a.txt"), "from a fresh worker");
+    const mcp = new McpToolSource([filesystemServer(root)]);
+    try {
+      const { executeTool } = createActivities({ tools: [], mcp });
+      const output = await new MockActivityEnvironment().run(executeTool, { toolCallId: "c1", toolName: "fs__read_text_file", args: { path: path.join(root, "a.txt") } });
+      expect(output).toMatchObject({ isError: false, result: { content: [{ type: "text", text: "from a fresh worker" }] } });
+    } finally {
+      await mcp.close();
+    }
   });
 
   it.each([

@@ -1,7 +1,7 @@
 /** Sub-agents as child workflows: parallel children, usage, events, cancellation. Real server, faux models. */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun } from "../src/client.js";
+import { getAgentRun, startAgentRun } from "../src/client.js";
 import { agentTool } from "../src/subagents/agent-tool.js";
 import type { AgentRunResult, AgentTool, AgentRunRef, AgentEvent } from "../src/types.js";
 import { addUsage, emptyUsage } from "../src/workflows/usage.js";
@@ -103,5 +103,39 @@ describe("sub-agents", () => {
     const results = result.messages.filter((m) => m.role === "toolResult");
     expect(results).toHaveLength(2);
     expect(results.every((m) => m.isError)).toBe(true);
+  });
+
+  it("a tool call waiting for approval inside a child is approved through the child's handle", async () => {
+    let ran = 0;
+    const guarded: AgentTool = {
+      name: "guarded",
+      description: "Needs approval",
+      parameters: Type.Object({}),
+      requiresApproval: true,
+      async execute() {
+        ran++;
+        return { content: [{ type: "text", text: "guarded ran" }] };
+      },
+    };
+    const child = fauxModel([fauxAssistantMessage([fauxToolCall("guarded", {}, { id: "g1" })], { stopReason: "toolUse" }), (context: Context) => fauxAssistantMessage(`child saw: ${textOf(context.messages.at(-1))}`)]);
+    const researcher = agentTool({ name: "researcher", description: "Researches", model: child.getModel(), tools: ["guarded"] });
+    const parent = fauxModel([fauxAssistantMessage([fauxToolCall("researcher", { prompt: "go" })], { stopReason: "toolUse" }), fauxAssistantMessage("parent done")]);
+    const waiting = deferred();
+    const { worker, taskQueue } = await testWorker(env, [researcher, guarded], {
+      onEvent: (event, run) => {
+        if (event.type === "tool_execution_start" && event.toolName === "guarded" && run.workflowId.endsWith("/sub-1-0")) waiting.resolve();
+      },
+    });
+    const workflowId = uniqueId("parent");
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: parent.getModel(), prompt: "go", tools: ["researcher"] });
+    const result = await worker.runUntil(async () => {
+      await within(waiting.promise, 30_000, "the child's call to wait for approval");
+      const childHandle = getAgentRun(env.client, `${workflowId}/sub-1-0`);
+      expect((await childHandle.state()).pendingApprovals.map((p) => p.toolCallId)).toEqual(["g1"]);
+      await childHandle.approve("g1");
+      return handle.result();
+    });
+    expect(ran).toBe(1);
+    expect(textOf(result.messages.find((m) => m.role === "toolResult"))).toBe("child saw: guarded ran");
   });
 });
