@@ -14,6 +14,22 @@ export { decodeHistory, decodeHistoryPayloads } from "./codec/history.js";
 export { createCodecServer, codecRequestHandler, bearerTokens, type CodecServerOptions, type CodecAuthorizer } from "./codec/server.js";
 export { startDevServer, findTemporalCli, type DevServer, type DevServerOptions } from "./dev-server.js";
 export { createFileTools } from "./tools/fs-tools.js";
+export {
+  scheduleAgentRun,
+  listAgentSchedules,
+  describeAgentSchedule,
+  pauseAgentSchedule,
+  unpauseAgentSchedule,
+  triggerAgentSchedule,
+  deleteAgentSchedule,
+  type ScheduleAgentRunOptions,
+  type AgentScheduleSpec,
+  type AgentScheduleInfo,
+} from "./schedules.js";
+export { agentTool, type AgentToolConfig } from "./subagents/agent-tool.js";
+export type { McpServerConfig, McpStdioTransport, McpHttpTransport } from "./mcp/config.js";
+export { signWebhookBody, SIGNATURE_HEADER, DELIVERY_HEADER, type RunOutcome, type WebhookOptions } from "./webhooks/deliver.js";
+export type { WebhookTarget } from "./webhooks/field.js";
 export { AgentPlugin, type AgentPluginOptions } from "./plugin.js";
 export { runWorkerProcess, type WorkerProcessOptions } from "./worker-process/run.js";
 export { defineConfig, type AgentServiceConfig } from "./worker-process/config.js";

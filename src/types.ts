@@ -20,6 +20,7 @@ import type {
   UserMessage,
 } from "@jai/ai";
 import type { Static, TSchema } from "@sinclair/typebox";
+import type { WebhookTarget } from "./webhooks/field.js";
 
 /** A message of the transcript. The loop only knows the provider layer's messages. */
 export type AgentMessage = Message;
@@ -119,6 +120,28 @@ export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> exte
    * as `activity.retry.maximumAttempts: 1`.) Default true.
    */
   idempotent?: boolean;
+  /** Set by `agentTool()`: a call starts a child agent run instead of `execute`. */
+  subAgent?: SubAgentSpec;
+}
+
+/**
+ * A sub-agent: each call of its tool is a child `agentRun` workflow (id
+ * `<parent workflow id>/sub-<turn>-<index>`) whose final answer is the result.
+ * Plain JSON: it is part of the run's setup in history.
+ */
+export interface SubAgentSpec {
+  /** The child's model. */
+  model: ModelRef;
+  /** The child's system prompt. */
+  systemPrompt?: string;
+  /** The worker's tools the child may use (names); default none. */
+  tools?: string[];
+  /** The child's most model calls; default 10. */
+  maxTurns?: number;
+  /** The child's default tool execution mode. */
+  toolExecution?: ToolExecutionMode;
+  /** Task queue of the child; default the parent's. */
+  taskQueue?: string;
 }
 
 /** Everything the loop tells the outside world about a run, in order. */
@@ -193,6 +216,11 @@ export interface AgentRunInput {
    * session between prompts). Transparent: same workflow id, same result.
    */
   continueAsNew?: { afterTurns?: number };
+  /**
+   * POST the run's outcome here when it ends, however it ends, signed with the
+   * worker's secret of that name (HMAC-SHA256 of the body in `x-jai-signature`).
+   */
+  webhook?: WebhookTarget;
   /** Internal: what a run continued-as-new carries over. Never set it yourself. */
   continued?: ContinuedRun;
 }
@@ -386,6 +414,8 @@ export interface ToolSpec {
   approval?: "always" | "predicate";
   /** The tool's approval timeout. */
   approvalTimeout?: string | number;
+  /** Calls start a child agent run (see `agentTool`). */
+  subAgent?: SubAgentSpec;
 }
 
 /** Output of the setup activity. */

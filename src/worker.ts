@@ -11,6 +11,9 @@ import { ContextCache, createActivities, type ApiKeyResolver, type ContextCacheS
 import type { AgentEventSink, AgentTool } from "./types.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
 import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
+import type { McpServerConfig } from "./mcp/config.js";
+import { McpToolSource } from "./mcp/source.js";
+import type { WebhookOptions } from "./webhooks/deliver.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -44,6 +47,13 @@ export interface AgentWorkerOptions {
   routeModelCalls?: boolean;
   /** Compaction for runs started with `compaction: "worker"` (e.g. an LLM summary). */
   compactContext?: ContextCompactor;
+  /**
+   * MCP servers whose tools runs may call, named `<server>__<tool>`. Each worker
+   * opens its own connection (a stdio server is a child process of the worker).
+   */
+  mcpServers?: McpServerConfig[];
+  /** Completion webhooks: signing secrets by name (else `JAI_WEBHOOK_SECRET_<NAME>`), whether private hosts may be reached. */
+  webhooks?: WebhookOptions;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
   workflowBundle?: { code: string } | { codePath: string };
   /**
@@ -121,7 +131,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const contextCache = new ContextCache(() => client, { maxBytes: options.contextCacheBytes, maxRuns: options.contextCacheSize, onLookup: metrics?.contextCache });
   // Unique per process start: a restarted worker has an empty cache, so it must not inherit the old queue's calls.
   const ownTaskQueue = options.routeModelCalls === false ? undefined : `${taskQueue}@${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const mcp = options.mcpServers?.length ? new McpToolSource(options.mcpServers) : undefined;
   const activities = createActivities({
+    mcp,
+    webhooks: options.webhooks,
     tools: options.tools ?? [],
     models: options.models,
     getApiKey: options.getApiKey,
@@ -186,10 +199,12 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       });
     }
   } catch (err) {
+    await mcp?.close();
     if (owned) await connection.close();
     throw err;
   }
   const closeOwned = async () => {
+    await mcp?.close();
     if (owned) await connection.close();
   };
   const own = ownWorker;

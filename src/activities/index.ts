@@ -10,6 +10,8 @@ import { createModelActivity, type ApiKeyResolver } from "./model.js";
 import { searchAttributeCheck } from "./search-attributes.js";
 import { createSetupActivity } from "./setup.js";
 import { createToolActivities } from "./tool.js";
+import type { McpToolSource } from "../mcp/source.js";
+import { createWebhookActivity, type WebhookOptions } from "../webhooks/deliver.js";
 
 export interface ActivityDeps {
   /** The tools runs may call, by name. */
@@ -36,6 +38,10 @@ export interface ActivityDeps {
   ownTaskQueue?: () => string | undefined;
   /** A run's own compaction (`compaction: "worker"`), e.g. an LLM summary; must keep every tool call's result. */
   compactContext?: ContextCompactor;
+  /** MCP servers whose tools runs may call (listed at each run's setup). */
+  mcp?: McpToolSource;
+  /** Completion webhooks: signing secrets by name, private hosts. */
+  webhooks?: WebhookOptions;
 }
 
 /** Shrinks a context to about `budgetTokens`. Contract: keep every tool call with its result, in order. */
@@ -52,8 +58,36 @@ export function createActivities(deps: ActivityDeps) {
   }
   const contexts =
     deps.contextCache ?? new ContextCache(() => deps.client, { maxBytes: deps.contextCacheBytes, maxRuns: deps.contextCacheSize, onLookup: deps.onContextCache });
+  const toolMap = new Map(deps.tools.map((t) => [t.name, t]));
+  const mcp = deps.mcp;
+  const toolActivities = createToolActivities(toolMap, deps.onEvent, (call, output) =>
+    contexts.rememberOutput(currentRun(), Context.current().info.activityId, call.toolName, output),
+  );
+  // A call may land on a worker that did not set the run up: it lists the MCP server first.
+  const withMcpTool = <I extends { toolName: string }, O>(activity: (input: I) => Promise<O>) =>
+    mcp
+      ? async (input: I) => {
+          if (!toolMap.has(input.toolName)) {
+            const tool = await mcp.find(input.toolName);
+            if (tool) toolMap.set(tool.name, tool);
+          }
+          return activity(input);
+        }
+      : activity;
   return {
-    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], searchAttributeCheck(() => deps.client), { encrypted: deps.encrypted }),
+    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], searchAttributeCheck(() => deps.client), {
+      encrypted: deps.encrypted,
+      listMore: mcp
+        ? async (names) => {
+            const listed = await mcp.listTools(names);
+            for (const tool of listed) {
+              if (deps.tools.some((t) => t.name === tool.name)) throw new Error(`MCP tool ${tool.name} has the name of a native tool`);
+              toolMap.set(tool.name, tool);
+            }
+            return listed;
+          }
+        : undefined,
+    }),
     streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts, deps.ownTaskQueue),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {
@@ -61,9 +95,9 @@ export function createActivities(deps: ActivityDeps) {
       const messages = await contexts.resolve(currentRun(), input.context, (why) => Context.current().log.warn(why));
       return withHeartbeats((signal) => deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }));
     },
-    ...createToolActivities(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent, (call, output) =>
-      contexts.rememberOutput(currentRun(), Context.current().info.activityId, call.toolName, output),
-    ),
+    deliverRunWebhook: createWebhookActivity(deps.webhooks),
+    prepareToolCall: withMcpTool(toolActivities.prepareToolCall),
+    executeTool: withMcpTool(toolActivities.executeTool),
   };
 }
 

@@ -32,22 +32,28 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
         : {}),
     ...(tool.requiresApproval ? { approval: typeof tool.requiresApproval === "function" ? "predicate" : "always" } : {}),
     ...(tool.approvalTimeout !== undefined ? { approvalTimeout: tool.approvalTimeout } : {}),
+    ...(tool.subAgent ? { subAgent: JSON.parse(JSON.stringify(tool.subAgent)) } : {}),
   };
 }
 
 /** Tells whether a namespace has every agent search attribute (cached per namespace; see search-attributes.ts). */
 export type SearchAttributeCheck = (namespace: string) => Promise<boolean>;
 
+/** Tools found at run setup rather than given up front (MCP servers), for the run's `tools` names (all when absent). */
+export type ToolLister = (names: string[] | undefined) => Promise<AgentTool<any>[]>;
+
 export function createSetupActivity(
-  tools: AgentTool<any>[],
+  native: AgentTool<any>[],
   models: Model<Api>[],
   hasSearchAttributes: SearchAttributeCheck = async () => false,
-  options: { encrypted?: boolean } = {},
+  options: { encrypted?: boolean; listMore?: ToolLister } = {},
 ) {
+  const listMore = options.listMore;
   return async function resolveRunSetup(input: { model: ModelRef; tools?: string[] }): Promise<RunSetup> {
     const model = typeof input.model === "string" ? resolveModelRef(input.model, models) : input.model;
     if (!model) throw invalid(`"model": unknown model "${input.model}" (not in the worker's models nor in @jai/ai's catalogue)`);
     if (!getApiProvider(model.api)) throw invalid(`"model.api": no provider for api "${model.api}" is registered in this worker`);
+    const tools = listMore ? [...native, ...(await listMore(input.tools))] : native;
     let selected = tools;
     if (input.tools) {
       const missing = input.tools.filter((name) => !tools.some((t) => t.name === name));

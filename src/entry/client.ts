@@ -3,6 +3,18 @@
  * It loads neither the worker (native code), the bundler nor the dev server.
  */
 export * from "../types.js";
+export {
+  scheduleAgentRun,
+  listAgentSchedules,
+  describeAgentSchedule,
+  pauseAgentSchedule,
+  unpauseAgentSchedule,
+  triggerAgentSchedule,
+  deleteAgentSchedule,
+  type ScheduleAgentRunOptions,
+  type AgentScheduleSpec,
+  type AgentScheduleInfo,
+} from "../schedules.js";
 export { startAgentRun, getAgentRun, InvalidRunInputError } from "../client.js";
 export type { AgentRunHandle, StartAgentRunOptions } from "../client.js";
 export { DEFAULT_TASK_QUEUE, AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";

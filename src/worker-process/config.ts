@@ -11,6 +11,8 @@ import type { WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import type { ApiKeyResolver, ContextCompactor } from "../activities/index.js";
 import type { AgentEventSink, AgentTool } from "../types.js";
+import type { McpServerConfig } from "../mcp/config.js";
+import type { WebhookOptions } from "../webhooks/deliver.js";
 
 export interface AgentServiceConfig {
   /** Tools the runs may call; default: the workspace-confined `read_file` and `list_dir` over JAI_WORKSPACE (or the working folder). */
@@ -34,7 +36,11 @@ export interface AgentServiceConfig {
   dataConverter?: DataConverter;
   /** Byte budget of the model-context cache; default 256 MB (flag --context-cache-mb / JAI_CONTEXT_CACHE_MB win). */
   contextCacheBytes?: number;
-  /** Any other Temporal worker option: interceptors, tuning. */
+  /** MCP servers whose tools runs may call, as `<server>__<tool>` (see README, "Reach"). */
+  mcpServers?: McpServerConfig[];
+  /** Completion webhooks: signing secrets by name (else `JAI_WEBHOOK_SECRET_<NAME>`), private hosts. */
+  webhooks?: WebhookOptions;
+  /** Any other Temporal worker option: a data converter with a payload codec, interceptors, tuning. */
   workerOptions?: Partial<WorkerOptions>;
 }
 
@@ -83,5 +89,6 @@ export async function loadServiceConfig(file: string): Promise<AgentServiceConfi
     if (typeof tool?.name !== "string" || typeof tool.execute !== "function") throw new Error(`${file}: tools[${i}] needs a "name" and an "execute" function`);
   }
   if (config.models !== undefined && !Array.isArray(config.models)) throw new Error(`${file}: "models" must be an array of models`);
+  if (config.mcpServers !== undefined && !Array.isArray(config.mcpServers)) throw new Error(`${file}: "mcpServers" must be an array of MCP server configs`);
   return config;
 }

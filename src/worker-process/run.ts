@@ -205,6 +205,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     tracing,
     dataConverter,
     contextCacheBytes: cacheMb !== undefined ? cacheMb * 1024 * 1024 : config.contextCacheBytes,
+    mcpServers: config.mcpServers,
+    webhooks: config.webhooks,
     ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,

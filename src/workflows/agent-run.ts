@@ -48,6 +48,7 @@ import { metrics } from "./metrics-sink.js";
 import { promptSummary } from "./summary.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, runTools } from "./tool-calls.js";
+import { withCompletionWebhook } from "./webhook.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -72,6 +73,10 @@ interface Outcome {
 
 /** Workflow `agentRun`: one agent run (or session), from prompt to final answer. */
 export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
+  return withCompletionWebhook(input, () => runAgent(input));
+}
+
+async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   const run = new RunState();
   const problem = validateRunInput(input);
   if (problem) failBeforeLoop(`Invalid run input: ${problem}`, "InvalidRunInput");

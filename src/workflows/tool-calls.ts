@@ -12,6 +12,7 @@ import { toolSummary } from "./summary.js";
 import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
+import { runSubAgent } from "./sub-agent.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -153,6 +154,7 @@ async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, cal
       if (run.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
     }
   }
+  if (spec.subAgent) return runSubAgent(spec, spec.subAgent, call, run, index);
   return executeCall(spec, call, run.turn, index, input.toolResultLimits, run.fromActivity);
 }
 
