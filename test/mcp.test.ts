@@ -209,7 +209,7 @@ describe("Streamable HTTP MCP server", () => {
 
   beforeAll(async () => {
     const sessions = new Map<string, StreamableHTTPServerTransport>();
-    // eslint-disable-next-line @typescript-eslint/no-misused-promises -- node's http server ignores the handler's promise; failures end the response below
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises -- node's http server ignores the handler's returned promise
     http = createServer(async (req, res) => {
       seenAuth.push(String(req.headers.authorization));
       if (req.headers.authorization !== "Bearer test-token") return void res.writeHead(401).end();
