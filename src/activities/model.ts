@@ -31,6 +31,13 @@ export interface ModelActivity {
   (input: StreamAssistantInput): Promise<AssistantMessage>;
 }
 
+/** The assistant message of a model activity's output, routed (`{ message, taskQueue }`) or not. */
+export function replyMessage(output: unknown): AssistantMessage | undefined {
+  const value = output as (AssistantMessage & { message?: undefined }) | ModelReply | undefined;
+  if (!value || typeof value !== "object") return undefined;
+  return "role" in value && value.role === "assistant" ? value : (value as ModelReply).message;
+}
+
 /** `ownTaskQueue`: the queue only this worker polls, named in routed replies (none: replies name no queue). */
 export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEventSink | undefined, contexts: ContextCache, ownTaskQueue?: () => string | undefined): ModelActivity {
   const streamAssistantMessage = async (input: StreamAssistantInput): Promise<AssistantMessage | ModelReply> => {

@@ -14,6 +14,7 @@ import type { AssistantMessage } from "@jai/ai";
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, ActivityInterceptorsFactory, InjectedSinks, Next } from "@temporalio/worker";
 import type { AgentSinks } from "../workflows/definitions.js";
 import type { AgentEvent, AgentEventSink, AgentStopReason, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "../types.js";
+import { replyMessage } from "../activities/model.js";
 
 const SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -99,8 +100,8 @@ export function createAgentMetrics(registry = new Registry()): AgentMetrics {
         const run = `${this.info.workflowExecution?.workflowId}/${this.info.workflowExecution?.runId}`;
         awaitingFirst.set(run, { model: `${args.model.provider}/${args.model.id}`, start });
         try {
-          const result = (await next(input)) as AssistantMessage;
-          observeModel(args, start, result, false);
+          const result = await next(input);
+          observeModel(args, start, replyMessage(result), false);
           return result;
         } catch (err) {
           observeModel(args, start, undefined, true);

@@ -24,6 +24,7 @@ import type { WorkflowClientInterceptor } from "@temporalio/client";
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, ActivityInterceptorsFactory, InjectedSink, Next } from "@temporalio/worker";
 import type { AssistantMessage } from "@jai/ai";
 import type { ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "../types.js";
+import { replyMessage } from "../activities/model.js";
 
 /** Name of the tracer the agent's own spans come from. */
 export const TRACER_NAME = "jai-agent";
@@ -116,7 +117,8 @@ class GenAiSpans implements ActivityInboundCallsInterceptor {
     };
     return this.tracer.startActiveSpan(`chat ${call.model.id}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
       try {
-        const message = (await next(input)) as AssistantMessage;
+        const output = await next(input);
+        const message = replyMessage(output) ?? (output as AssistantMessage);
         span.setAttributes({
           "gen_ai.response.model": message.model ?? call.model.id,
           "gen_ai.response.finish_reasons": [message.stopReason],
