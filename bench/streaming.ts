@@ -96,12 +96,16 @@ function childSubscriber(address: string, workflowId: string) {
   return { proc, arrivals, attached, exited };
 }
 
-/** The run's history bytes, and how many of them are worker identity strings. */
+/** The run's history bytes, and how many of them are worker identity strings (also the base of the sticky queue's name). */
 async function historyBytes(bench: Bench, workflowId: string): Promise<{ bytes: number; identity: number }> {
   const events = (await bench.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   let identity = 0;
   for (const e of events)
-    for (const [key, value] of Object.entries(e)) if (key.endsWith("Attributes") && value && typeof (value as any).identity === "string") identity += (value as any).identity.length;
+    for (const [key, value] of Object.entries(e) as [string, any][]) {
+      if (!key.endsWith("Attributes") || !value) continue;
+      if (typeof value.identity === "string") identity += value.identity.length;
+      if (value.taskQueue?.normalName) identity += value.taskQueue.name.length; // sticky queue: `<identity>-<uuid>`
+    }
   return { bytes: events.reduce((n, e) => n + eventBytes(e), 0), identity };
 }
 
@@ -248,7 +252,7 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
     const markdown = [
       `### Streaming: event tap + SSE (${TURNS} tool turns + the answer, faux model streaming text at ${TOKENS_PER_SECOND} tokens/s)`,
       "",
-      table(["streaming", "history bytes per turn", "vs off", "of which worker identity strings", "deltas emitted", "live deltas timed (other process)"], rows),
+      table(["streaming", "history bytes per turn", "vs off", "of which worker identity + sticky queue names", "deltas emitted", "live deltas timed (other process)"], rows),
       "",
       table(
         ["token delta → subscriber in another process", "p50", "p99", "max", "deltas"],
