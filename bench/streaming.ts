@@ -6,7 +6,7 @@
  * stamps each message_update when the provider's stream yields it (before the tap sees it); the
  * subscriber process stamps it on arrival; only deltas emitted after that subscriber was attached count
  * (earlier ones are catch-up, not live). Slow/vanished: on an unthrottled bulk run, a subscriber process
- * frozen with SIGSTOP (stops reading; its socket fills) and one killed, against none and two healthy ones,
+ * frozen with SIGSTOP (stops reading) and one killed, against none and two healthy ones,
  * with a tap capped small enough that its trimming engages.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -206,7 +206,7 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
         live || "—",
       ]);
     }
-    // 3: a subscriber process frozen (SIGSTOP: it stops reading, its socket fills) and one killed, against no
+    // 3: a subscriber process frozen (SIGSTOP: it stops reading) and one killed, against no
     // subscriber and against two healthy subscriber processes (which cost the same process start-up CPU on this
     // 2-core machine); rounds rotate the order, after a warm-up run; the tap capped at SMALL_TAP_BYTES.
     type Condition = "none" | "healthy" | "stalled";
