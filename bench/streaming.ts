@@ -47,7 +47,7 @@ function streamingScript() {
   return { tool, model: faux.getModel() };
 }
 
-/** For the slow-subscriber rows: no rate limit and BULK_TEXT characters per message, so a stalled reader's socket fills. */
+/** For the slow-subscriber rows: no rate limit and BULK_TEXT characters per message, megabytes of events per subscriber. */
 function bulkScript() {
   const faux = registerFauxProvider({ api: "bench-streaming-bulk", provider: "bench", models: [{ id: "streaming-bulk", contextWindow: 100_000_000, maxTokens: 1000 }] });
   const body = (n: number) => text(n).repeat(Math.ceil(BULK_TEXT / text(n).length)).slice(0, BULK_TEXT);
