@@ -15,9 +15,10 @@ import { observability } from "./observability.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
 import { scale } from "./scale.js";
+import { streaming } from "./streaming.js";
 import { throughput } from "./throughput.js";
 
-const SECTIONS = { growth: historyGrowth, overhead, observability, parallel: parallelTools, throughput, finished: finishedChain, codec: codecCost, scale };
+const SECTIONS = { growth: historyGrowth, overhead, observability, parallel: parallelTools, throughput, finished: finishedChain, codec: codecCost, scale, streaming };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => a in SECTIONS) as (keyof typeof SECTIONS)[];
