@@ -1,5 +1,5 @@
 /** Public API of the durable agent loop. Never imported by workflow code. */
-export * from "./types.js";
+export type * from "./contracts.js";
 export { createAgentWorker, bundleAgentWorkflows, DEFAULT_TASK_QUEUE } from "./worker.js";
 export type { AgentWorker, AgentWorkerOptions } from "./worker.js";
 export { startAgentRun, getAgentRun, InvalidRunInputError, RunFinishedError, RunUpdateRejectedError, TEMPORAL_PAYLOAD_LIMIT_BYTES } from "./client.js";

@@ -2,7 +2,7 @@
  * `jai-agent/client`: what a process that only starts and watches runs needs.
  * It loads neither the worker (native code), the bundler nor the dev server.
  */
-export * from "../types.js";
+export type * from "../contracts.js";
 export {
   scheduleAgentRun,
   listAgentSchedules,
@@ -15,7 +15,7 @@ export {
   type AgentScheduleSpec,
   type AgentScheduleInfo,
 } from "../schedules.js";
-export { startAgentRun, getAgentRun, InvalidRunInputError } from "../client.js";
+export { startAgentRun, getAgentRun, InvalidRunInputError, RunFinishedError, RunUpdateRejectedError } from "../client.js";
 export type { AgentRunHandle, StartAgentRunOptions } from "../client.js";
 export { DEFAULT_TASK_QUEUE, AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
 export { storyFromHistory, storyFromEncodedHistory, storyTranscript, type RunStory, type StoryItem } from "../history-transcript.js";

@@ -1,5 +1,5 @@
 /** `jai-agent/worker`: serving agent runs: the worker factory, the plugin, the worker process and its config helpers. */
-export * from "../types.js";
+export type * from "../contracts.js";
 export { createAgentWorker, bundleAgentWorkflows, agentWorkflowsPath, DEFAULT_TASK_QUEUE } from "../worker.js";
 export type { AgentWorker, AgentWorkerOptions } from "../worker.js";
 export { AgentPlugin, type AgentPluginOptions } from "../plugin.js";
