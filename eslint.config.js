@@ -8,7 +8,12 @@ export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "coverage/**", "bench/peers/**"] },
   ...tseslint.configs.recommended,
   {
+    // Type-aware: a promise nobody awaits or catches loses its failure (and a run's update with it).
+    files: ["**/*.ts"],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
       "@typescript-eslint/no-explicit-any": "off",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
     },

@@ -14,6 +14,7 @@ import type { AgentTool } from "../src/types.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
 import type { AgentSinks } from "../src/workflows/definitions.js";
 import type { BenchActivities } from "./naive-workflows.js";
+import { noMetricsSink } from "../src/telemetry/metrics.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -57,7 +58,7 @@ export async function benchWorker(bench: Bench, taskQueue: string, tools: AgentT
     },
     async noop() {},
   };
-  const sinks: InjectedSinks<AgentSinks> = { agent: { emit: { fn: () => {}, callDuringReplay: false } } };
+  const sinks: InjectedSinks<AgentSinks> = { agent: { emit: { fn: () => {}, callDuringReplay: false } }, metrics: noMetricsSink() };
   return Worker.create({ connection: bench.connection, taskQueue, activities, workflowBundle: bench.bundle, sinks, maxHeartbeatThrottleInterval: "1s", ...extra });
 }
 

@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every benchmark against a fresh dev server, printed and
- * written to docs/benchmarks.md. `npm run bench -- growth parallel` runs a subset;
+ * written to docs/benchmarks.md. `npm run bench -- growth parallel` runs a subset
+ * (and prints it without writing the report); `--scale-*` flags size the scale bench (see scale.ts);
  * `--peers` adds the side-by-side comparison with Temporal's AI SDK integration
  * (installed on first use into ~/.cache/jai-bench-peers), `npm run bench -- --peers peers` runs only that.
  */
@@ -8,17 +9,33 @@ import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { codecCost } from "./codec.js";
 import { openBench } from "./common.js";
+import { finishedChain } from "./finished-chain.js";
 import { historyGrowth } from "./history-growth.js";
+import { observability } from "./observability.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
+import { scale } from "./scale.js";
+import { streaming } from "./streaming.js";
 import { throughput } from "./throughput.js";
 import { versus } from "./versus.js";
 
 const PEERS_START = "<!-- peers: npm run bench -- --peers peers -->";
 const PEERS_END = "<!-- /peers -->";
 
-const SECTIONS = { growth: historyGrowth, overhead, parallel: parallelTools, throughput, peers: versus };
+const SECTIONS = {
+  growth: historyGrowth,
+  overhead,
+  observability,
+  parallel: parallelTools,
+  throughput,
+  finished: finishedChain,
+  codec: codecCost,
+  scale,
+  streaming,
+  peers: versus,
+};
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => a in SECTIONS) as (keyof typeof SECTIONS)[];

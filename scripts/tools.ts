@@ -6,25 +6,17 @@
  * what is missing; a tool that cannot be built is an error, never a skip.
  */
 import { spawnSync, type SpawnSyncOptions } from "node:child_process";
-import { accessSync, constants, cpSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { isExecutable, userCacheDir } from "../src/dev-server.js";
 
 export const TEMPORAL_SERVER_VERSION = "v1.29.1";
 export const COMPOSE_VERSION = "v2.40.3";
 export const HADOLINT_VERSION = "2.15.1";
 
 export function toolsCacheDir(): string {
-  return process.env.JAI_TOOLS_HOME ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"), "jai-tools");
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
+  return process.env.JAI_TOOLS_HOME ?? userCacheDir("jai-tools");
 }
 
 function run(cmd: string, args: string[], options: SpawnSyncOptions = {}): string {

@@ -1,9 +1,11 @@
 /** startAgentRun / getAgentRun: typed handles on agent runs for any @temporalio/client Client. */
 import { randomUUID } from "node:crypto";
-import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
-import { WorkflowNotFoundError } from "@temporalio/common";
+import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { WorkflowFailedError, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
+import { ApplicationFailure, WorkflowNotFoundError, type SearchAttributePair, type TypedSearchAttributes } from "@temporalio/common";
 import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState, PromptResult } from "./types.js";
 import {
+  AGENT_RUN_FAILED,
   AGENT_RUN_WORKFLOW,
   approveUpdate,
   DEFAULT_TASK_QUEUE,
@@ -18,6 +20,7 @@ import {
   type UserInput,
 } from "./workflows/definitions.js";
 import { validateRunInput, validateUserInput } from "./workflows/input.js";
+import { promptSummary } from "./workflows/summary.js";
 import { closedRunStateOnly, closedRunView } from "./history-view.js";
 import { runEvents, type RunEvent, type RunEventsOptions } from "./events/subscribe.js";
 
@@ -70,12 +73,36 @@ const errorText = (err: unknown) => (err instanceof Error ? `${err.message} ${er
 async function finishedOutcome(workflow: WorkflowHandle): Promise<string | undefined> {
   const status = (await workflow.describe()).status.name;
   if (status === "RUNNING") return undefined;
-  if (status !== "COMPLETED") return status.toLowerCase();
+  if (status !== "COMPLETED" && status !== "FAILED") return status.toLowerCase();
   try {
-    return ((await workflow.result()) as AgentRunResult).stopReason;
+    return (await runResult(workflow)).stopReason;
   } catch {
-    return "completed";
+    return status.toLowerCase();
   }
+}
+
+/**
+ * A run's result. A run that ended with stopReason "error" fails (so the
+ * Temporal UI, metrics and alerts count it as failed) with an ApplicationFailure
+ * of type "AgentRunFailed" whose details carry the result: it is returned like
+ * any other. Other failures (invalid input, termination, ...) are thrown.
+ */
+export async function runResult(workflow: WorkflowHandle): Promise<AgentRunResult> {
+  try {
+    return (await workflow.result()) as AgentRunResult;
+  } catch (err) {
+    const result = agentRunFailedResult(err);
+    if (result) return result;
+    throw err;
+  }
+}
+
+/** The AgentRunResult inside a WorkflowFailedError of a run that ended with stopReason "error"; undefined for any other error. */
+export function agentRunFailedResult(err: unknown): AgentRunResult | undefined {
+  if (!(err instanceof WorkflowFailedError)) return undefined;
+  const cause = err.cause;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== AGENT_RUN_FAILED) return undefined;
+  return cause.details?.[0] as AgentRunResult | undefined;
 }
 
 /** Sends an update, turning what the caller got wrong into typed errors. */
@@ -125,6 +152,18 @@ export interface StartAgentRunOptions extends AgentRunInput {
    * takes it up. Loop decisions take milliseconds, so a few seconds is plenty.
    */
   workflowTaskTimeout?: string | number;
+  /**
+   * The run's line in the Temporal UI's workflow list; default: the first line
+   * of the prompt. (Temporal sets it at start only: runs started elsewhere, e.g.
+   * `temporal workflow start`, pass `--static-summary`.)
+   */
+  staticSummary?: string;
+  /** Longer text shown on the run's page (markdown). */
+  staticDetails?: string;
+  /** The caller's own search attributes (registered in the namespace), besides the agent's own (see search-attributes.ts). */
+  searchAttributes?: SearchAttributePair[] | TypedSearchAttributes;
+  /** The caller's own memo fields (the run adds model, tools, stopReason, turns, totalTokens). */
+  memo?: Record<string, unknown>;
 }
 
 export interface AgentRunHandle {
@@ -189,7 +228,7 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
   return {
     workflowId: id,
     workflow,
-    result: () => workflow.result() as Promise<AgentRunResult>,
+    result: () => runResult(workflow),
     state: async () => ((await running()) ? workflow.query(stateQuery) : closedRunStateOnly(client, id)),
     transcript,
     events: (options) => runEvents(client, id, { transcript: () => transcript(), closed: async () => !(await running()) }, options),
@@ -240,34 +279,47 @@ export async function chainTranscript(client: Client, workflowId: string, runId:
   return out;
 }
 
-function promptSummary(prompt: AgentRunInput["prompt"]): string {
-  const last = Array.isArray(prompt) ? prompt[prompt.length - 1] : prompt;
-  const content = typeof last === "string" ? last : last.content;
-  const text = typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length > 100 ? `${line.slice(0, 99)}…` : line;
-}
 
 /** Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. */
 export async function startAgentRun(client: Client, options: StartAgentRunOptions): Promise<AgentRunHandle> {
-  const { taskQueue, workflowId, workflowTaskTimeout, ...input } = options;
+  const { taskQueue, workflowId, workflowTaskTimeout, staticSummary, staticDetails, searchAttributes, memo, ...input } = options;
   const problem = validateRunInput(input);
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
   // Backstop for the byte budgets of validateRunInput: never let the server refuse the input with a raw error.
   if (jsonBytes(input) > TEMPORAL_PAYLOAD_LIMIT_BYTES) throw tooBigInput(input);
+  const id = workflowId ?? `agent-${randomUUID()}`;
   const model = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
-  try {
-    const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
-      taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
-      workflowId: workflowId ?? `agent-${randomUUID()}`,
-      args: [input],
-      staticSummary: `${model} · ${promptSummary(input.prompt)}`,
-      ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
-    });
-    return handleFor(client, workflow);
-  } catch (err) {
-    if (TOO_BIG.test(errorText(err))) throw tooBigInput(input, errorText(err).trim());
-    throw err;
+  // The root of the run's trace (GenAI conventions) when the process traces; with the Temporal client interceptor
+  // of createAgentTracing() on `client`, the workflow and its activities join it. A no-op otherwise.
+  const attributes = { "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "jai-agent", "gen_ai.request.model": model, "gen_ai.conversation.id": id };
+  return trace.getTracer("jai-agent").startActiveSpan("invoke_agent jai-agent", { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    try {
+      return await start();
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err) });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+
+  async function start(): Promise<AgentRunHandle> {
+    try {
+      const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
+        taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
+        workflowId: id,
+        args: [input],
+        staticSummary: staticSummary ?? (promptSummary(input.prompt) || "(empty prompt)"),
+        ...(staticDetails !== undefined ? { staticDetails } : {}),
+        ...(searchAttributes !== undefined ? { typedSearchAttributes: searchAttributes } : {}),
+        ...(memo !== undefined ? { memo } : {}),
+        ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
+      });
+      return handleFor(client, workflow);
+    } catch (err) {
+      if (TOO_BIG.test(errorText(err))) throw tooBigInput(input, errorText(err).trim());
+      throw err;
+    }
   }
 }
 

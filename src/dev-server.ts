@@ -11,17 +11,23 @@ import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Connection } from "@temporalio/client";
+import { AGENT_SEARCH_ATTRIBUTES, cliSearchAttributeSpecs } from "./workflows/search-attributes.js";
 
 /** The newest CLI tag that `go install pkg@version` accepts (later ones carry `replace` directives). */
 export const TEMPORAL_CLI_VERSION = "v1.5.1";
 const GO_PACKAGE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
 
 /** Folder outside any clone where the built CLI is kept, so fresh clones (CI) reuse it. */
-export function cliCacheDir(): string {
-  return process.env.JAI_TEMPORAL_HOME ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"), "jai-temporal");
+/** A folder under the user's cache (outside any clone, so fresh clones and CI reuse what was built there). */
+export function userCacheDir(name: string): string {
+  return path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"), name);
 }
 
-function isExecutable(file: string): boolean {
+export function cliCacheDir(): string {
+  return process.env.JAI_TEMPORAL_HOME ?? userCacheDir("jai-temporal");
+}
+
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return true;
@@ -102,6 +108,8 @@ export interface DevServerOptions {
   port?: number;
   /** Web UI port, or false for no UI. Default: a free one. */
   uiPort?: number | false;
+  /** A codec server (e.g. `npm run codec-server`) the Web UI decodes payloads with: `--ui-codec-endpoint`. */
+  uiCodecEndpoint?: string;
   /** Longest wait for the server to answer. Default 60 s (a first start can be slow). */
   startTimeoutMs?: number;
   /** Progress messages. */
@@ -165,11 +173,17 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const port = options.port ?? (await freePort(ip));
   const uiPort = options.uiPort === false ? undefined : (options.uiPort ?? (await freePort(ip)));
   const cli = findTemporalCli({ log });
-  if (!cli) return startWithSdkDownload({ ip, port, uiPort, dbFile });
+  if (!cli) {
+    if (options.uiCodecEndpoint) throw new Error("uiCodecEndpoint needs the Temporal CLI (TEMPORAL_CLI_PATH, PATH or `npm run ensure-temporal`)");
+    return startWithSdkDownload({ ip, port, uiPort, dbFile });
+  }
 
   const args = ["server", "start-dev", "--ip", ip, "--port", String(port), "--db-filename", dbFile, "--log-level", "error"];
+  // The agent's search attributes (AgentStatus, ...), so runs can be found by them; re-registering on a kept db is fine.
+  for (const spec of cliSearchAttributeSpecs()) args.push("--search-attribute", spec);
   if (uiPort === undefined) args.push("--headless");
   else args.push("--ui-port", String(uiPort));
+  if (options.uiCodecEndpoint && uiPort !== undefined) args.push("--ui-codec-endpoint", options.uiCodecEndpoint);
   const child = spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
@@ -196,7 +210,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
 async function startWithSdkDownload(o: { ip: string; port: number; uiPort?: number; dbFile: string }): Promise<DevServer> {
   const { TestWorkflowEnvironment } = await import("@temporalio/testing");
   const env = await TestWorkflowEnvironment.createLocal({
-    server: { ip: o.ip, port: o.port, dbFilename: o.dbFile, ui: o.uiPort !== undefined, uiPort: o.uiPort },
+    server: { ip: o.ip, port: o.port, dbFilename: o.dbFile, ui: o.uiPort !== undefined, uiPort: o.uiPort, searchAttributes: [...AGENT_SEARCH_ATTRIBUTES] },
   });
   return {
     address: `${o.ip}:${o.port}`,

@@ -4,11 +4,13 @@
  * in through updates, failures, usage and the outcome. `npm run show` prints it;
  * the client uses it (with history-chain.ts) to answer for finished runs.
  */
-import type { PayloadConverter } from "@temporalio/common";
+import type { LoadedDataConverter, PayloadConverter } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type { AgentMessage, AgentRunInput, AgentRunResult, ExecuteFastToolOutput, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "./types.js";
 import { addUsage, emptyUsage } from "./workflows/usage.js";
+import { AGENT_RUN_FAILED } from "./workflows/definitions.js";
+import { decodeHistory } from "./codec/history.js";
 
 type Event = temporal.api.history.v1.IHistoryEvent;
 type Payload = temporal.api.common.v1.IPayload;
@@ -100,6 +102,16 @@ function userMessage(input: unknown, at: number): AgentMessage {
   return typeof input === "string" ? { role: "user", content: input, timestamp: at } : (input as AgentMessage);
 }
 
+/**
+ * storyFromHistory for a history as Temporal stores it: its payloads are first
+ * decoded through the converter's codecs (encryption, compression), so a
+ * missing or wrong key fails here with the codec's error instead of a misread.
+ */
+export async function storyFromEncodedHistory(history: { events?: Event[] | null }, converter: LoadedDataConverter): Promise<RunStory> {
+  return storyFromHistory(await decodeHistory(history, converter), converter.payloadConverter);
+}
+
+/** A run's story from a history whose payloads are already decoded (no codec, or see storyFromEncodedHistory). */
 export function storyFromHistory(history: { events?: Event[] | null }, converter: PayloadConverter): RunStory {
   const events = history.events ?? [];
   const decode = <T>(payload: Payload | null | undefined): T | undefined => (payload ? converter.fromPayload<T>(payload as never) : undefined);
@@ -138,7 +150,8 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       const activity = scheduled.get(Number(done.scheduledEventId));
       const result = decode<unknown>(done.result?.payloads?.[0]);
       if (activity?.type === "streamAssistantMessage") {
-        const message = result as AssistantMessage;
+        // Routed calls answer { message, taskQueue }.
+        const message = (result as { message?: AssistantMessage }).message ?? (result as AssistantMessage);
         story.usage = addUsage(story.usage, message.usage);
         story.items.push({ kind: "message", message, eventId });
         story.steps.push({ kind: "reply", message });
@@ -178,10 +191,19 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       if (name === "steer" || name === "followUp" || name === "prompt") story.steps.push({ kind: "userInput", name, message: userMessage(args[0], times.previous[index]) });
     }
     for (const [key, status] of CLOSE) {
-      const attrs = event[key] as { result?: { payloads?: Payload[] }; failure?: { message?: string }; input?: { payloads?: Payload[] } } | undefined;
+      const attrs = event[key] as
+        | {
+            result?: { payloads?: Payload[] };
+            failure?: { message?: string; applicationFailureInfo?: { type?: string; details?: { payloads?: Payload[] } } };
+            input?: { payloads?: Payload[] };
+          }
+        | undefined;
       if (!attrs) continue;
       story.status = status;
+      const info = attrs.failure?.applicationFailureInfo;
       if (status === "continued") story.continuedAs = decode<AgentRunInput>(attrs.input?.payloads?.[0]);
+      // A run that ended with stopReason "error" fails with its result in the failure's details.
+      else if (info?.type === AGENT_RUN_FAILED) story.result = decode<AgentRunResult>(info.details?.payloads?.[0]);
       else story.result = decode<AgentRunResult>(attrs.result?.payloads?.[0]);
       story.failure = attrs.failure?.message ?? undefined;
     }

@@ -9,7 +9,7 @@
  * Walking stops at the first carry that left nothing out.
  */
 import type { Client } from "@temporalio/client";
-import { runMessages, storyFromHistory, type RunStory } from "./history-transcript.js";
+import { runMessages, storyFromEncodedHistory, type RunStory } from "./history-transcript.js";
 import type { AgentMessage, AgentRunState } from "./types.js";
 import { addUsage } from "./workflows/usage.js";
 
@@ -19,16 +19,29 @@ export interface ClosedRunView {
   /** False when some tool results had to be rebuilt from activity outputs and may differ from the recorded ones (timestamps, loop-made results). */
   exact: boolean;
   state: AgentRunState;
-  /** The stories read, newest run first. */
+  /** The stories read, newest run first (of runs whose carry was all that was needed, only the first event: input and links). */
   runs: RunStory[];
 }
 
 /** Reads one run's history (the newest when runId is undefined). */
 export async function readStory(client: Client, workflowId: string, runId?: string): Promise<RunStory> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const story = storyFromHistory(history, client.options.loadedDataConverter.payloadConverter);
+  const story = await storyFromEncodedHistory(history, client.options.loadedDataConverter);
   if (!story.input) throw new Error(`Workflow ${workflowId}${runId ? ` run ${runId}` : ""} has no agent run input in its history`);
   return story;
+}
+
+/** Every run of the chain that ends at workflowId's newest run (or runId), oldest first: what `npm run show` prints. */
+export async function readChain(client: Client, workflowId: string, runId?: string): Promise<RunStory[]> {
+  const last = await readStory(client, workflowId, runId);
+  const ids = last.previousRunId ? await chainRunIds(client, workflowId, last) : undefined;
+  if (ids) {
+    const stories = [...(await pooled(ids.slice(0, -1), FETCH_CONCURRENCY, (id) => readStory(client, workflowId, id))), last];
+    if (stories.every((story, i) => i === 0 || story.previousRunId === ids[i - 1])) return stories;
+  }
+  const chain: RunStory[] = [last];
+  while (chain[0].previousRunId) chain.unshift(await readStory(client, workflowId, chain[0].previousRunId));
+  return chain;
 }
 
 const seedOf = (story: RunStory): AgentMessage[] => {
@@ -71,6 +84,15 @@ function ownMessages(story: RunStory, after: AgentMessage[] | undefined, count: 
 /** The transcript and state of a finished run's chain (workflowId's newest run, or runId). */
 export async function closedRunView(client: Client, workflowId: string, runId?: string): Promise<ClosedRunView> {
   const last = await readStory(client, workflowId, runId);
+  if (!(last.result && last.result.messagesOmitted === undefined) && last.input?.continued && chainTotal(last) !== undefined) {
+    const fast = await windowedView(client, workflowId, last).catch(() => undefined);
+    if (fast) return { ...fast, state: closedRunState(last, fast.transcript.length) };
+  }
+  return linkedView(client, workflowId, last);
+}
+
+/** The chain read run by run along the continue-as-new links, back to the first carry that left nothing out. */
+async function linkedView(client: Client, workflowId: string, last: RunStory): Promise<ClosedRunView> {
   const total = chainTotal(last);
   const runs = [last];
   let transcript: AgentMessage[];
@@ -137,4 +159,152 @@ export async function closedRunStateOnly(client: Client, workflowId: string, run
   const total = chainTotal(last);
   if (total !== undefined) return closedRunState(last, total);
   return (await closedRunView(client, workflowId, runId)).state;
+}
+
+/** The visibility list or a history disagrees with the chain's links: the caller walks the links instead. */
+class ChainMismatch extends Error {}
+
+/** What a run's first event says: its input and its place in the chain (the rest of its history is not fetched). */
+async function readStart(client: Client, workflowId: string, runId: string): Promise<RunStory> {
+  const { namespace } = client.options;
+  const response = await client.workflowService.getWorkflowExecutionHistory({ namespace, execution: { workflowId, runId }, maximumPageSize: 1 });
+  const first = response.history?.events?.[0];
+  const story = await storyFromEncodedHistory({ events: first ? [first] : [] }, client.options.loadedDataConverter);
+  if (!story.input) throw new Error(`Workflow ${workflowId} run ${runId} has no agent run input in its history`);
+  return story;
+}
+
+/** The chain's run ids, oldest first, from visibility; undefined when the list does not (yet) hold the chain as its links say. */
+async function chainRunIds(client: Client, workflowId: string, last: RunStory): Promise<string[] | undefined> {
+  const found: { runId: string; start: number }[] = [];
+  for await (const info of client.workflow.list({ query: `WorkflowId = ${JSON.stringify(workflowId)}` })) {
+    found.push({ runId: info.runId, start: info.startTime.getTime() });
+  }
+  found.sort((a, b) => a.start - b.start);
+  const ids = found.map((f) => f.runId);
+  const end = ids.indexOf(last.runId ?? "");
+  const begin = ids.indexOf(last.firstRunId ?? "");
+  if (end < 1 || begin < 0 || begin >= end || ids[end - 1] !== last.previousRunId) return undefined;
+  return ids.slice(begin, end + 1);
+}
+
+/** Runs `work` over `items`, at most `limit` at a time. */
+async function pooled<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await work(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return out;
+}
+
+const FETCH_CONCURRENCY = 6;
+
+/**
+ * The chain's transcript from as few histories as possible. Every continued
+ * run's input carries the chain's newest messages, at known positions
+ * ([earlierMessages - newMessages.length, earlierMessages)), so a few carries
+ * spaced along the chain cover it; only the first events of those runs are
+ * fetched, in parallel, at run indexes guessed from the visibility list and
+ * checked against what each history says. Where no carry reaches, the run
+ * holding the gap is rebuilt from its whole history, as the linked walk does.
+ * Undefined when the list is incomplete (visibility lags just after a run ends).
+ */
+async function windowedView(client: Client, workflowId: string, last: RunStory): Promise<Omit<ClosedRunView, "state"> | undefined> {
+  const ids = await chainRunIds(client, workflowId, last);
+  if (!ids) return undefined;
+  const lastCarry = last.input!.continued!;
+  const total = chainTotal(last)!;
+  const n = ids.length - 1; // the last run's index
+  // Transcript positions: the seed (the first run's array prompt) comes first, then the chain's new messages.
+  const seedLength = lastCarry.earlierMessages - lastCarry.newMessages.length - lastCarry.newMessagesOmitted;
+  const starts = new Map<number, RunStory>([[n, last]]);
+  const earlier = (i: number): number | undefined => (i === 0 ? 0 : starts.get(i)?.input?.continued?.earlierMessages);
+  const fetchStarts = async (indexes: number[]) => {
+    const wanted = [...new Set(indexes)].filter((i) => i > 0 && i < n && !starts.has(i));
+    const got = await pooled(wanted, FETCH_CONCURRENCY, (i) => readStart(client, workflowId, ids[i]));
+    got.forEach((story, k) => {
+      if (story.firstRunId !== last.firstRunId || !story.input?.continued) throw new ChainMismatch();
+      starts.set(wanted[k], story);
+    });
+    // Positions grow along the chain; anything else means the list's order is not the chain's.
+    const known = [...starts.keys()].sort((a, b) => a - b);
+    for (let k = 1; k < known.length; k++) if (earlier(known[k])! < earlier(known[k - 1])!) throw new ChainMismatch();
+  };
+
+  const own = ownMessages(last, last.result?.messages, total - lastCarry.earlierMessages);
+  const parts: AgentMessage[][] = [own.messages];
+  let exact = own.exact;
+  const runs: RunStory[] = [last];
+  let frontier = lastCarry.earlierMessages; // positions [frontier, total) are known
+  let windowLength = Math.max(1, lastCarry.newMessages.length);
+
+  /** Predicted index of the first run whose earlierMessages reach `position`, between the nearest known runs. */
+  const predict = (position: number): number => {
+    const known = [0, ...[...starts.keys()].sort((a, b) => a - b)];
+    let lo = 0;
+    let hi = n;
+    for (const i of known) {
+      if (earlier(i)! < position) lo = Math.max(lo, i);
+      else hi = Math.min(hi, i);
+    }
+    const eLo = earlier(lo)!;
+    const eHi = earlier(hi)!;
+    if (hi - lo <= 1 || eHi <= eLo) return hi;
+    return Math.min(hi, Math.max(lo + 1, lo + Math.ceil(((position - eLo) / (eHi - eLo)) * (hi - lo))));
+  };
+
+  while (frontier > seedLength) {
+    // The known carry reaching furthest back past the frontier.
+    let best: RunStory | undefined;
+    for (const story of starts.values()) {
+      const c = story.input!.continued!;
+      if (c.earlierMessages >= frontier && c.earlierMessages - c.newMessages.length < frontier) {
+        if (!best || c.earlierMessages - c.newMessages.length < best.input!.continued!.earlierMessages - best.input!.continued!.newMessages.length) best = story;
+      }
+    }
+    if (best) {
+      const c = best.input!.continued!;
+      const from = Math.max(seedLength, c.earlierMessages - c.newMessages.length);
+      parts.unshift(c.newMessages.slice(from - (c.earlierMessages - c.newMessages.length), frontier - (c.earlierMessages - c.newMessages.length)));
+      frontier = from;
+      windowLength = Math.max(1, c.newMessages.length);
+      continue;
+    }
+    // No known carry reaches: the runs around the frontier, known or to fetch.
+    const next = predict(frontier);
+    const before = next - 1;
+    if (starts.has(next) && (before === 0 || starts.has(before)) && earlier(before)! < frontier) {
+      // Run `before` added the messages at the frontier and no carry kept them: rebuild it from its whole history.
+      const holder = starts.get(next)!;
+      if (holder.previousRunId !== ids[before]) throw new ChainMismatch();
+      const story = await readStory(client, workflowId, ids[before]);
+      runs.push(story);
+      const mine = ownMessages(story, holder.input!.continued!.newMessages, holder.input!.continued!.earlierMessages - earlier(before)!);
+      const begin = earlier(before)!;
+      parts.unshift(mine.messages.slice(0, frontier - begin));
+      exact &&= mine.exact;
+      frontier = begin;
+      continue;
+    }
+    // Fetch a run a little past the frontier (its carry then reaches back past it) and, guessing the spacing, the ones after it.
+    const margin = Math.max(1, Math.floor(windowLength / 4));
+    const plan = [next, before];
+    // A fetched run's carry reaches about windowLength messages back from its position.
+    for (let guess = frontier + margin, k = 0; guess > seedLength && k < 64; guess -= windowLength - margin, k++) plan.push(predict(guess));
+    const size = starts.size;
+    await fetchStarts(plan);
+    if (starts.size === size) throw new ChainMismatch(); // nothing new to learn: do not loop
+  }
+  if (frontier > 0) {
+    const first = starts.get(0) ?? (await readStart(client, workflowId, ids[0]));
+    parts.unshift(seedOf(first).slice(0, frontier));
+  }
+  const transcript = parts.flat();
+  if (transcript.length !== total) throw new ChainMismatch();
+  return { transcript, exact, runs: [...runs, ...[...starts.entries()].sort((a, b) => b[0] - a[0]).map(([, s]) => s).filter((s) => s !== last)] };
 }

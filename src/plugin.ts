@@ -10,6 +10,7 @@ import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./
 import type { AgentEventSink, AgentTool } from "./types.js";
 import { agentWorkflowsPath, webpackConfigHook } from "./worker.js";
 import type { AgentSinks } from "./workflows/definitions.js";
+import { noMetricsSink } from "./telemetry/metrics.js";
 
 export interface AgentPluginOptions {
   /** Tools the runs may call. */
@@ -20,8 +21,10 @@ export interface AgentPluginOptions {
   getApiKey?: ApiKeyResolver;
   /** Receives every AgentEvent of every run served by the worker. */
   onEvent?: AgentEventSink;
-  /** Runs whose model context the worker keeps in memory; default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. */
   contextCacheSize?: number;
+  /** Byte budget of the model-context cache; default 256 MB. (A plugin worker has no own queue: model calls stay on the shared one.) */
+  contextCacheBytes?: number;
   /** Compaction for runs started with `compaction: "worker"`. */
   compactContext?: ContextCompactor;
 }
@@ -42,7 +45,8 @@ export class AgentPlugin extends SimplePlugin {
     const base = super.configureWorker(options);
     if (!base.connection) throw new TypeError("AgentPlugin needs the worker's `connection` option (a NativeConnection)");
     // NativeConnection serves a Client too: activities read a run's context through it on a cache miss.
-    const client = new Client({ connection: base.connection, namespace: base.namespace ?? "default" });
+    // With the worker's data converter: under a codec the context query's answer is encoded too.
+    const client = new Client({ connection: base.connection, namespace: base.namespace ?? "default", dataConverter: base.dataConverter });
     const activities = createActivities({
       tools: this.agent.tools ?? [],
       models: this.agent.models,
@@ -50,6 +54,7 @@ export class AgentPlugin extends SimplePlugin {
       onEvent: this.agent.onEvent,
       client,
       contextCacheSize: this.agent.contextCacheSize,
+      contextCacheBytes: this.agent.contextCacheBytes,
       compactContext: this.agent.compactContext,
     });
     const clash = Object.keys(activities).find((name) => name in ((base.activities as object | undefined) ?? {}));
@@ -59,6 +64,7 @@ export class AgentPlugin extends SimplePlugin {
       agent: {
         emit: { fn: (info, event) => onEvent?.(event, { workflowId: info.workflowId, runId: info.runId }), callDuringReplay: false },
       },
+      metrics: noMetricsSink(),
     };
     const ownWorkflows = base.workflowsPath !== undefined || base.workflowBundle !== undefined;
     return {

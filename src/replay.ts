@@ -7,6 +7,7 @@ import { historyFromJSON } from "@temporalio/common/lib/proto-utils.js";
 import type { temporal } from "@temporalio/proto";
 import { Worker, type InjectedSinks, type ReplayWorkerOptions } from "@temporalio/worker";
 import { AGENT_RUN_WORKFLOW, type AgentSinks } from "./workflows/definitions.js";
+import { noMetricsSink } from "./telemetry/metrics.js";
 import { bundleAgentWorkflows } from "./worker.js";
 
 export type History = temporal.api.history.v1.IHistory;
@@ -121,7 +122,7 @@ async function locateDivergence(history: History, options: ReplayWorkerOptions):
 
 /** Replay worker options: the loop's event sink is registered (and silent: nothing is re-emitted on replay). */
 export function replayOptions(workflowBundle: { code: string }): ReplayWorkerOptions {
-  const sinks: InjectedSinks<AgentSinks> = { agent: { emit: { fn: () => {}, callDuringReplay: false } } };
+  const sinks: InjectedSinks<AgentSinks> = { agent: { emit: { fn: () => {}, callDuringReplay: false } }, metrics: noMetricsSink() };
   return { workflowBundle, sinks };
 }
 

@@ -20,6 +20,7 @@ import type {
   UserMessage,
 } from "@jai/ai";
 import type { Static, TSchema } from "@sinclair/typebox";
+import type { WebhookTarget } from "./webhooks/field.js";
 
 /** A message of the transcript. The loop only knows the provider layer's messages. */
 export type AgentMessage = Message;
@@ -129,6 +130,28 @@ export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> exte
    * Default false.
    */
   fast?: boolean;
+  /** Set by `agentTool()`: a call starts a child agent run instead of `execute`. */
+  subAgent?: SubAgentSpec;
+}
+
+/**
+ * A sub-agent: each call of its tool is a child `agentRun` workflow (id
+ * `<parent workflow id>/sub-<turn>-<index>`) whose final answer is the result.
+ * Plain JSON: it is part of the run's setup in history.
+ */
+export interface SubAgentSpec {
+  /** The child's model. */
+  model: ModelRef;
+  /** The child's system prompt. */
+  systemPrompt?: string;
+  /** The worker's tools the child may use (names); default none. */
+  tools?: string[];
+  /** The child's most model calls; default 10. */
+  maxTurns?: number;
+  /** The child's default tool execution mode. */
+  toolExecution?: ToolExecutionMode;
+  /** Task queue of the child; default the parent's. */
+  taskQueue?: string;
 }
 
 /** Everything the loop tells the outside world about a run, in order. */
@@ -203,6 +226,11 @@ export interface AgentRunInput {
    * session between prompts). Transparent: same workflow id, same result.
    */
   continueAsNew?: { afterTurns?: number };
+  /**
+   * POST the run's outcome here when it ends, however it ends, signed with the
+   * worker's secret of that name (HMAC-SHA256 of the body in `x-jai-signature`).
+   */
+  webhook?: WebhookTarget;
   /** Internal: what a run continued-as-new carries over. Never set it yourself. */
   continued?: ContinuedRun;
 }
@@ -400,6 +428,8 @@ export interface ToolSpec {
   approvalTimeout?: string | number;
   /** The tool is `fast`: its calls run as local activities. */
   local?: boolean;
+  /** Calls start a child agent run (see `agentTool`). */
+  subAgent?: SubAgentSpec;
 }
 
 /** Output of the setup activity. */
@@ -408,6 +438,17 @@ export interface RunSetup {
   model: Model<Api>;
   /** The tools the run may call, in the worker's order. */
   tools: ToolSpec[];
+  /**
+   * The namespace has the agent's search attributes (AgentStatus, ...), as the
+   * worker found them; recorded here so the workflow decides deterministically
+   * whether to upsert them. Absent in histories recorded before they existed.
+   */
+  searchAttributes?: boolean;
+  /**
+   * The worker encrypts payloads (a payload codec): the run keeps content (the
+   * prompt's first line) out of search attributes, which Temporal stores in plain text.
+   */
+  private?: boolean;
 }
 
 /** Input of the model activity. */
@@ -426,6 +467,14 @@ export interface StreamAssistantInput {
   tools: Tool[];
   /** 1-based turn number, for logs. */
   turn: number;
+  /** Answer with a `ModelReply` naming this worker's own task queue, where the run's next model call is sent. */
+  route?: boolean;
+}
+
+/** A routed model call's answer: the reply, and the task queue only the answering worker polls (absent when it has none). */
+export interface ModelReply {
+  message: AssistantMessage;
+  taskQueue?: string;
 }
 
 /**

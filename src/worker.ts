@@ -1,11 +1,19 @@
 /** createAgentWorker: one Temporal worker that serves agent runs with the given tools. */
+import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
+import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
+import type { DataConverter } from "@temporalio/common";
 import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
-import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
+import { ContextCache, createActivities, type ApiKeyResolver, type ContextCacheStats, type ContextCompactor } from "./activities/index.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
+import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
+import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
+import type { McpServerConfig } from "./mcp/config.js";
+import { McpToolSource } from "./mcp/source.js";
+import type { WebhookOptions } from "./webhooks/deliver.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -28,14 +36,40 @@ export interface AgentWorkerOptions {
   getApiKey?: ApiKeyResolver;
   /** Receives every AgentEvent of every run served here. */
   onEvent?: AgentEventSink;
-  /** Runs whose model context this worker keeps in memory (the rest is read from the workflow); default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. 0 disables the cache. */
   contextCacheSize?: number;
+  /** Byte budget of the model-context cache (JSON bytes of cached messages and tool outputs); default 256 MB. */
+  contextCacheBytes?: number;
+  /**
+   * Send each run's model calls to this worker's own task queue while it answers them, so they find
+   * the context in its cache (default true). Off: every call goes to the shared queue.
+   */
+  routeModelCalls?: boolean;
   /** Compaction for runs started with `compaction: "worker"` (e.g. an LLM summary). */
   compactContext?: ContextCompactor;
+  /**
+   * MCP servers whose tools runs may call, named `<server>__<tool>`. Each worker
+   * opens its own connection (a stdio server is a child process of the worker).
+   */
+  mcpServers?: McpServerConfig[];
+  /** Completion webhooks: signing secrets by name (else `JAI_WEBHOOK_SECRET_<NAME>`), whether private hosts may be reached. */
+  webhooks?: WebhookOptions;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
   workflowBundle?: { code: string } | { codePath: string };
+  /**
+   * Data converter (e.g. `{ payloadCodecs: [codec] }` for encryption) for the worker and the client its
+   * activities use to read a run's context; default `workerOptions.dataConverter`, else Temporal's.
+   */
+  dataConverter?: DataConverter;
   /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
   workerOptions?: Partial<WorkerOptions>;
+  /**
+   * OpenTelemetry traces (`createAgentTracing()` / `tracingFromEnv()`). With a
+   * `workflowBundle`, bundle it with `bundleAgentWorkflows(path, { tracing: true })`.
+   */
+  tracing?: AgentTracing;
+  /** Prometheus metrics of the runs this worker serves (`createAgentMetrics()`; the worker process serves them on /metrics). */
+  metrics?: AgentMetrics;
 }
 
 /** Where the workflow sources are: `.ts` when running from source (tsx, jest), `.js` when built. */
@@ -55,8 +89,10 @@ export const webpackConfigHook = (config: any) => {
  * `workflowBundle`. `workflowsPath` bundles another workflows module instead
  * (e.g. a changed loop, to replay old histories against it before deploying).
  */
-export async function bundleAgentWorkflows(workflowsPath = agentWorkflowsPath()): Promise<{ code: string }> {
-  return bundleWorkflowCode({ workflowsPath, webpackConfigHook, logger: quietLogger });
+export async function bundleAgentWorkflows(workflowsPath = agentWorkflowsPath(), options: { tracing?: boolean } = {}): Promise<{ code: string }> {
+  // Tracing needs Temporal's workflow interceptors inside the bundle; without it the workflows carry nothing extra.
+  const workflowInterceptorModules = options.tracing ? [workflowTracingModule()] : undefined;
+  return bundleWorkflowCode({ workflowsPath, webpackConfigHook, logger: quietLogger, ...(workflowInterceptorModules ? { workflowInterceptorModules } : {}) });
 }
 
 const quietLogger = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} } as any;
@@ -67,6 +103,12 @@ export interface AgentWorker {
   readonly worker: Worker;
   /** Task queue it polls. */
   readonly taskQueue: string;
+  /** The queue only this worker polls (its runs' model calls), when routing is on. */
+  readonly ownTaskQueue?: string;
+  /** The worker polling `ownTaskQueue`. */
+  readonly ownWorker?: Worker;
+  /** The context cache's counters and sizes (hit rate, bytes, evictions, query bytes read). */
+  cacheStats(): ContextCacheStats;
   /** Runs until `promise` settles, then shuts down; resolves or rejects with it. */
   runUntil<R>(promise: Promise<R> | (() => Promise<R>)): Promise<R>;
   /** Runs until `shutdown()` or a signal. */
@@ -79,18 +121,30 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const owned = options.connection === undefined;
   const connection = options.connection ?? (await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? "localhost:7233" }));
   const taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
-  const onEvent = options.onEvent;
+  const metrics = options.metrics;
+  const onEvent = metrics ? metrics.wrapEvents(options.onEvent) : options.onEvent;
   const namespace = options.namespace ?? "default";
-  // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss.
-  const client = new Client({ connection, namespace });
+  const dataConverter = options.dataConverter ?? options.workerOptions?.dataConverter;
+  // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss
+  // (with the worker's data converter: the query's answer is encoded like every other payload).
+  const client = new Client({ connection, namespace, dataConverter });
+  const contextCache = new ContextCache(() => client, { maxBytes: options.contextCacheBytes, maxRuns: options.contextCacheSize, onLookup: metrics?.contextCache });
+  // Unique per process start: a restarted worker has an empty cache, so it must not inherit the old queue's calls.
+  const ownTaskQueue = options.routeModelCalls === false ? undefined : `${taskQueue}@${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const mcp = options.mcpServers?.length ? new McpToolSource(options.mcpServers) : undefined;
   const activities = createActivities({
+    mcp,
+    webhooks: options.webhooks,
     tools: options.tools ?? [],
     models: options.models,
     getApiKey: options.getApiKey,
     onEvent,
     client,
-    contextCacheSize: options.contextCacheSize,
+    contextCache,
+    // Named only while its poller runs: a worker whose own queue stopped must not draw calls to it.
+    ownTaskQueue: () => (ownWorker?.getState() === "RUNNING" ? ownTaskQueue : undefined),
     compactContext: options.compactContext,
+    encrypted: (dataConverter?.payloadCodecs?.length ?? 0) > 0,
   });
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {
@@ -99,8 +153,17 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
         callDuringReplay: false,
       },
     },
+    metrics: metrics ? metricsSink(metrics) : noMetricsSink(),
   };
+  const tracing = options.tracing;
+  if (tracing) (sinks as Record<string, unknown>).exporter = tracing.workflowExporter;
+  const userInterceptors = options.workerOptions?.interceptors;
+  const activity = [...(tracing?.activityInterceptors ?? []), ...(userInterceptors?.activity ?? []), ...(metrics ? [metrics.activityInterceptor] : [])];
+  const workflowModules = [...(userInterceptors?.workflowModules ?? []), ...(tracing && !options.workflowBundle ? [workflowTracingModule()] : [])];
+  const interceptors =
+    tracing || metrics ? { ...userInterceptors, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) } : userInterceptors;
   let worker: Worker;
+  let ownWorker: Worker | undefined;
   try {
     worker = await Worker.create({
       connection,
@@ -118,31 +181,82 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
       stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
       ...options.workerOptions,
+      ...(interceptors ? { interceptors } : {}),
+      dataConverter,
     });
+    if (ownTaskQueue) {
+      // Activities only: the model calls of the runs whose context this worker holds.
+      ownWorker = await Worker.create({
+        connection,
+        namespace,
+        taskQueue: ownTaskQueue,
+        activities,
+        maxHeartbeatThrottleInterval: "1s",
+        ...ownWorkerOptions(options.workerOptions),
+        // The same payloads and activity interceptors (traces, metrics) as the shared worker; no workflows here.
+        dataConverter,
+        interceptors: { activity },
+      });
+    }
   } catch (err) {
+    await mcp?.close();
     if (owned) await connection.close();
     throw err;
   }
   const closeOwned = async () => {
+    await mcp?.close();
     if (owned) await connection.close();
+  };
+  const own = ownWorker;
+  // Both pollers live and stop together; the own queue's calls fall back to the shared one when it is gone.
+  const runBoth = async <R>(main: Promise<R>): Promise<R> => {
+    if (!own) return main;
+    const ownRunning = own.run();
+    try {
+      return await main;
+    } finally {
+      if (own.getState() === "RUNNING") own.shutdown();
+      await ownRunning.catch(() => {});
+    }
   };
   return {
     worker,
     taskQueue,
+    ...(own ? { ownTaskQueue, ownWorker: own } : {}),
+    cacheStats: () => contextCache.stats,
     async runUntil(promise) {
       try {
-        return await worker.runUntil(promise);
+        return await runBoth(worker.runUntil(promise));
       } finally {
         await closeOwned();
       }
     },
     async run() {
       try {
-        await worker.run();
+        await runBoth(worker.run());
       } finally {
         await closeOwned();
       }
     },
-    shutdown: () => worker.shutdown(),
+    shutdown: () => {
+      worker.shutdown();
+      if (own?.getState() === "RUNNING") own.shutdown();
+    },
   };
+}
+
+/** The shared worker's options that also apply to the own-queue worker (activity limits, interceptors, data converter, ...). */
+function ownWorkerOptions(options: Partial<WorkerOptions> | undefined): Partial<WorkerOptions> {
+  if (!options) return {};
+  const {
+    taskQueue: _taskQueue,
+    workflowsPath: _workflowsPath,
+    workflowBundle: _workflowBundle,
+    bundlerOptions: _bundlerOptions,
+    maxConcurrentWorkflowTaskExecutions: _wft,
+    maxCachedWorkflows: _cached,
+    stickyQueueScheduleToStartTimeout: _sticky,
+    ...rest
+  } = options as Partial<WorkerOptions> & Record<string, unknown>;
+  return rest as Partial<WorkerOptions>;
 }

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
-import { classifyModelOutcome, providerErrorOf, redact, type ModelOutcome } from "../src/activities/classify.js";
+import { classifyModelOutcome, keyEnvVar, providerErrorOf, redact, retryAfterMs, type CallFacts, type ModelOutcome } from "../src/activities/classify.js";
 
 /** The message each SDK makes of an error (OpenAI: `status message`; Anthropic: `status {body}`; in a stream: the message alone). */
 function sdkMessage(provider: "openai" | "anthropic", status: number | undefined, body: any): string {
@@ -110,5 +110,77 @@ describe("redact", () => {
     expect(redact("gsk_7Qm is short", [key])).toBe("gsk_7Qm is short");
     expect(redact("nothing secret here", [key])).toBe("nothing secret here");
     expect(redact("a key-shaped gsk_abcdefghijklmnop", [])).toBe("a key-shaped [redacted key]");
+  });
+});
+
+describe("classifyModelOutcome", () => {
+  const failed = (errorMessage: string) => fauxAssistantMessage([], { stopReason: "error", errorMessage });
+  const facts = (more: Partial<CallFacts> = {}): CallFacts => ({ provider: "anthropic", modelId: "claude-x", contextWindow: 200000, ...more });
+  const retryType = (o: ModelOutcome) => ("retry" in o ? o.retry.type : undefined);
+  const finalText = (o: ModelOutcome) => ("message" in o ? o.message.errorMessage : undefined);
+
+  it("returns success and aborts as they are", () => {
+    const ok = fauxAssistantMessage("fine");
+    expect(classifyModelOutcome(ok, facts({ status: 200 }))).toEqual({ message: ok });
+    expect("message" in classifyModelOutcome(fauxAssistantMessage([], { stopReason: "aborted" }), facts())).toBe(true);
+  });
+
+  it.each([
+    [429, "ModelRateLimited"],
+    [529, "ModelOverloaded"],
+    [500, "ModelUnavailable"],
+    [502, "ModelUnavailable"],
+    [503, "ModelUnavailable"],
+    [408, "ModelUnavailable"],
+  ])("makes HTTP %i a retryable %s", (status, type) => {
+    const outcome = classifyModelOutcome(failed(`${status} oops`), facts({ status }));
+    expect(retryType(outcome)).toBe(type);
+    expect("retry" in outcome && outcome.retry.nonRetryable).toBe(false);
+    expect("retry" in outcome && outcome.retry.message).toContain(`HTTP ${status}`);
+  });
+
+  it("reads the status from the SDK's message when no response was recorded", () => {
+    expect(retryType(classifyModelOutcome(failed("429 Too Many Requests"), facts()))).toBe("ModelRateLimited");
+    expect(finalText(classifyModelOutcome(failed("400 bad field"), facts()))).toMatch(/rejected the request \(HTTP 400/);
+  });
+
+  it("honours retry-after and retry-after-ms", () => {
+    const outcome = classifyModelOutcome(failed("slow down"), facts({ status: 429, headers: { "retry-after": "7" } }));
+    expect("retry" in outcome && outcome.retry.nextRetryDelay).toBe(7000);
+    expect(retryAfterMs({ "retry-after-ms": "1500", "retry-after": "9" })).toBe(1500);
+    expect(retryAfterMs({ "retry-after": new Date(10_000).toUTCString() }, 4_000)).toBe(6000);
+    expect(retryAfterMs({ "retry-after": "soon" })).toBeUndefined();
+  });
+
+  it("makes 401/403 name the provider and the env var, never the key", () => {
+    const key = "sk-ant-SENTINEL-123456789";
+    const text = finalText(classifyModelOutcome(failed(`401 invalid x-api-key ${key}`), facts({ status: 401, secrets: [key] })));
+    expect(text).toMatch(/Authentication failed for provider "anthropic"/);
+    expect(text).toContain("ANTHROPIC_API_KEY");
+    expect(text).not.toContain("SENTINEL");
+    expect(keyEnvVar("my-llm")).toBe("MY_LLM_API_KEY");
+    expect(redact("Incorrect API key provided: sk-proj-abc123***wxyz")).toBe("Incorrect API key provided: [redacted key]");
+  });
+
+  it("ends the turn on 400 with the provider's message, on 404 naming the model, on context overflow clearly", () => {
+    expect(finalText(classifyModelOutcome(failed("messages: field required"), facts({ status: 400 })))).toMatch(/anthropic\/claude-x rejected the request \(HTTP 400: messages: field required\)/);
+    expect(finalText(classifyModelOutcome(failed("no such model"), facts({ status: 404 })))).toMatch(/Model "claude-x" not found at provider "anthropic"/);
+    expect(finalText(classifyModelOutcome(failed("prompt is too long: 250000 tokens > 200000 maximum"), facts({ status: 400 })))).toMatch(
+      /^Context overflow: the conversation no longer fits anthropic\/claude-x's context window \(200000 tokens\)/,
+    );
+  });
+
+  it("retries streams cut or corrupted after a 200, and connections that never answered", () => {
+    expect(retryType(classifyModelOutcome(failed("read ECONNRESET"), facts({ status: 200 })))).toBe("ModelStreamInterrupted");
+    expect(retryType(classifyModelOutcome(failed("terminated"), facts({ status: 200 })))).toBe("ModelStreamInterrupted");
+    expect(retryType(classifyModelOutcome(failed("Unexpected token } in JSON"), facts({ status: 200 })))).toBe("ModelStreamInterrupted");
+    expect(retryType(classifyModelOutcome(failed("Overloaded"), facts({ status: 200 })))).toBe("ModelOverloaded");
+    expect(retryType(classifyModelOutcome(failed("503 connection failed"), facts({ networkError: "fetch failed: ECONNREFUSED" })))).toBe("ModelUnavailable");
+    // The fetch layer saw the body break even when the SDK's message says nothing useful.
+    expect(retryType(classifyModelOutcome(failed("{}"), facts({ status: 200, bodyError: "terminated: UND_ERR_SOCKET" })))).toBe("ModelStreamInterrupted");
+  });
+
+  it("returns other errors as data", () => {
+    expect(finalText(classifyModelOutcome(failed("something odd"), facts({ status: 200 })))).toBe("something odd");
   });
 });

@@ -150,7 +150,7 @@ describe("recovery with default options (issue 9, row 10)", () => {
     expect(contextMismatches(seenContexts(run.log), run.result.messages)).toEqual([]);
     expect(run.sinceKillMs).toBeDefined();
     // A generous bound that still fails at Temporal's 10 s sticky default (~3 + 10 s); the measured time is reported.
-    expect(run.sinceKillMs!).toBeLessThan(3000 + 5000);
+    expect(run.sinceKillMs!).toBeLessThan(3000 + 9000);
     report.push(`default options, heartbeat 3 s: seconds-kill-to-model-call-requested-again=${(run.sinceKillMs! / 1000).toFixed(1)}`);
   });
 });

@@ -16,7 +16,7 @@ import type { AgentEvent, AgentRunInput, AgentTool } from "../src/types.js";
 import { AGENT_RUN_WORKFLOW, promptUpdate } from "../src/workflows/definitions.js";
 import { readLog, startChildWorker, waitFor } from "./crash/harness.js";
 import { MODEL_REF } from "./crash/scenario.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import { errorChain, fauxModel, gateTool, rejection, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 let dir: string;
@@ -29,42 +29,12 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function messages(err: unknown): string {
-  const parts: string[] = [];
-  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) parts.push(String(e.message));
-  return parts.join(" | ");
-}
-
-async function rejection(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (err) {
-    return messages(err);
-  }
-  throw new Error("expected a rejection");
-}
-
-function gate(name = "gate") {
-  const entered = deferred();
-  const release = deferred();
-  const tool: AgentTool = {
-    name,
-    description: name,
-    parameters: Type.Object({}),
-    async execute() {
-      entered.resolve();
-      await within(release.promise, 120000, `${name} release`);
-      return { content: [{ type: "text", text: `${name} done` }] };
-    },
-  };
-  return { tool, entered, release };
-}
 
 const ends = (events: AgentEvent[]) => events.filter((e) => e.type === "agent_end").length;
 
 describe("nothing queued is lost", () => {
   it("carries close() across continue-as-new: the session ends after the prompt, not at the idle timeout", async () => {
-    const g = gate();
+    const g = gateTool();
     const faux = fauxModel([
       fauxAssistantMessage("hello"),
       fauxAssistantMessage([fauxToolCall("gate", {})], { stopReason: "toolUse" }),
@@ -98,7 +68,7 @@ describe("nothing queued is lost", () => {
   });
 
   it("reports steering and follow-ups the run could not process as dropped, with why", async () => {
-    const g = gate();
+    const g = gateTool();
     const faux = fauxModel([fauxAssistantMessage([fauxToolCall("gate", {})], { stopReason: "toolUse" })]);
     const { worker, taskQueue, events } = await testWorker(env, [g.tool]);
     const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("dropped"), model: faux.getModel(), prompt: "go", maxTurns: 1 });
@@ -146,7 +116,7 @@ describe("bad settings are refused before the run starts", () => {
       return within(handle.result(), 20000, "the run to fail").catch((e) => e);
     });
     expect(err).toBeInstanceOf(WorkflowFailedError);
-    expect(messages(err)).toMatch(/Invalid run input: "approvalTimeout" is not a duration/);
+    expect(errorChain(err)).toMatch(/Invalid run input: "approvalTimeout" is not a duration/);
     expect(ends(events)).toBe(1);
   });
 
@@ -164,7 +134,7 @@ describe("bad settings are refused before the run starts", () => {
       const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("bad-tool"), model: faux.getModel(), prompt: "hi" });
       return within(handle.result(), 20000, "the run to fail").catch((e) => e);
     });
-    expect(messages(err)).toMatch(/Invalid tool configuration in the worker: "odd.activity.heartbeatTimeout" is not a duration/);
+    expect(errorChain(err)).toMatch(/Invalid tool configuration in the worker: "odd.activity.heartbeatTimeout" is not a duration/);
   });
 });
 

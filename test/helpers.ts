@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
-import { registerFauxProvider, type FauxResponseStep } from "@jai/ai";
+import { registerFauxProvider, Type, type FauxResponseStep } from "@jai/ai";
 import { bundleAgentWorkflows, createAgentWorker, type AgentWorkerOptions } from "../src/worker.js";
 import type { AgentEvent, AgentTool } from "../src/types.js";
 
@@ -126,4 +126,41 @@ export function toolEventProblems(events: AgentEvent[]): string[] {
     }
   });
   return problems;
+}
+
+/** The messages of an error and of its causes (a validator's rejection arrives as the cause of an update failure). */
+export function errorChain(err: unknown): string {
+  const parts: string[] = [];
+  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) parts.push(String(e.message));
+  return parts.join(" | ");
+}
+
+/** What `promise` was rejected with (its error chain); fails when it resolves. */
+export async function rejection(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (err) {
+    return errorChain(err);
+  }
+  throw new Error("expected a rejection");
+}
+
+/** A tool that waits until released, so updates can be sent while the run is busy with it. */
+export function gateTool(name = "gate", mode: "parallel" | "sequential" = "parallel", releaseWithinMs = 120_000) {
+  const entered = deferred();
+  const release = deferred();
+  let executed = false;
+  const tool: AgentTool = {
+    name,
+    description: name,
+    parameters: Type.Object({}),
+    executionMode: mode,
+    async execute() {
+      executed = true;
+      entered.resolve();
+      await within(release.promise, releaseWithinMs, `${name} release`);
+      return { content: [{ type: "text", text: `${name} done` }] };
+    },
+  };
+  return { tool, entered, release, executed: () => executed };
 }

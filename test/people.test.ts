@@ -4,7 +4,7 @@ import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai"
 import { RunUpdateRejectedError, startAgentRun, type AgentRunHandle } from "../src/client.js";
 import type { AgentEvent, AgentTool } from "../src/types.js";
 import { ABORTED_BY_CANCEL, SKIPPED_BY_STEERING } from "../src/workflows/tool-calls.js";
-import { deferred, eventTrace, fauxModel, openTestEnv, testWorker, textOf, toolEventProblems, uniqueId, within, type TestEnv } from "./helpers.js";
+import { deferred, eventTrace, fauxModel, gateTool, openTestEnv, testWorker, textOf, toolEventProblems, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -29,24 +29,6 @@ function eventSeen(events: AgentEvent[], match: (e: AgentEvent) => boolean) {
 
 const lastUserText = (context: Context) => textOf([...context.messages].reverse().find((m) => m.role === "user"));
 
-function gateTool(name: string, mode: "parallel" | "sequential" = "parallel") {
-  const entered = deferred();
-  const release = deferred();
-  let executed = false;
-  const tool: AgentTool = {
-    name,
-    description: name,
-    parameters: Type.Object({}),
-    executionMode: mode,
-    async execute() {
-      executed = true;
-      entered.resolve();
-      await within(release.promise, 20000, `${name} release`);
-      return { content: [{ type: "text", text: `${name} done` }] };
-    },
-  };
-  return { tool, entered, release, executed: () => executed };
-}
 
 describe("steering", () => {
   it("skips the unstarted calls of a batch, lets running ones finish, and enters before the next model call", async () => {

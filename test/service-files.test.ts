@@ -6,6 +6,7 @@
  * that cannot be built fails the test.
  */
 import { spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -102,3 +103,54 @@ test("hadolint passes the Dockerfile at warning level; the image is multi-stage,
     rmSync(dir, { recursive: true, force: true });
   }
 }, BUILD_TIMEOUT);
+
+test("observability profile: Prometheus scrapes the workers' /metrics and the server, Grafana provisions the dashboard; all panels use real metrics", async () => {
+  const plain = compose(["-f", "docker-compose.yml", "config", "--format", "json"]);
+  const plainServices = Object.keys((JSON.parse(plain.stdout) as { services: Record<string, unknown> }).services);
+  expect(plainServices).not.toContain("prometheus");
+  const out = compose(["-f", "docker-compose.yml", "--profile", "observability", "config", "--format", "json"]);
+  expect({ status: out.status, stderr: out.stderr }).toEqual({ status: 0, stderr: "" });
+  const services = (JSON.parse(out.stdout) as { services: Record<string, ComposeService & { volumes?: { source: string; target: string }[] }> }).services;
+  const prometheus = Object.entries(services).find(([, s]) => s.image?.startsWith("prom/prometheus:"));
+  const grafana = Object.entries(services).find(([, s]) => s.image?.startsWith("grafana/grafana:"));
+  expect(prometheus && grafana).toBeTruthy();
+  const mounted = (s: { volumes?: { source: string; target: string }[] }) => Object.fromEntries((s.volumes ?? []).map((v) => [v.target, path.relative(repoRoot, v.source)]));
+  expect(mounted(prometheus![1])["/etc/prometheus/prometheus.yml"]).toBe("deploy/prometheus/prometheus.yml");
+  expect(mounted(grafana![1])).toMatchObject({ "/etc/grafana/provisioning": "deploy/grafana/provisioning", "/var/lib/grafana/dashboards": "deploy/grafana/dashboards" });
+
+  // The scrape config targets the worker service on the port its /metrics is served (JAI_HEALTH_PORT) and the server's exporter.
+  const { load } = createRequire(import.meta.url)("js-yaml") as { load(text: string): unknown };
+  const config = load(readFileSync(path.join(repoRoot, "deploy/prometheus/prometheus.yml"), "utf8")) as {
+    scrape_configs: { job_name: string; metrics_path?: string; dns_sd_configs?: { names: string[]; port: number }[]; static_configs?: { targets: string[] }[] }[];
+  };
+  const workerJob = config.scrape_configs.find((j) => j.dns_sd_configs?.[0]?.names.includes("worker"));
+  expect(workerJob?.metrics_path).toBe("/metrics");
+  expect(String(workerJob?.dns_sd_configs?.[0]?.port)).toBe(services.worker.environment?.JAI_HEALTH_PORT);
+  const serverExporter = services.temporal.environment?.PROMETHEUS_ENDPOINT?.split(":").pop();
+  expect(config.scrape_configs.flatMap((j) => j.static_configs?.flatMap((c) => c.targets) ?? [])).toContain(`temporal:${serverExporter}`);
+  for (const file of ["datasources/prometheus.yml", "dashboards/jai-agent.yml"]) expect(load(readFileSync(path.join(repoRoot, "deploy/grafana/provisioning", file), "utf8"))).toBeTruthy();
+
+  // Every panel queries metrics that exist: the agent's from its registry, Temporal's from the SDK core's names.
+  const dashboard = JSON.parse(readFileSync(path.join(repoRoot, "deploy/grafana/dashboards/jai-agent.json"), "utf8")) as { uid: string; panels: { title: string; targets: { expr: string }[] }[] };
+  expect(dashboard.uid).toBe("jai-agent");
+  const { createAgentMetrics } = await import("../src/telemetry/metrics.js");
+  const agentMetrics = (await createAgentMetrics().registry.getMetricsAsJSON()).map((m) => m.name);
+  const temporalMetrics = ["temporal_workflow_failed_total", "temporal_workflow_task_schedule_to_start_latency", "temporal_worker_task_slots_used", "temporal_worker_task_slots_available"];
+  const known = new Set([...agentMetrics, ...temporalMetrics].flatMap((n) => [n, `${n}_bucket`, `${n}_count`, `${n}_sum`]));
+  for (const panel of dashboard.panels) {
+    expect(panel.targets.length).toBeGreaterThan(0);
+    for (const { expr } of panel.targets) {
+      const names = expr.match(/\b(jai_agent|temporal)_[a-z_]+/g) ?? [];
+      expect({ panel: panel.title, unknown: names.filter((n) => !known.has(n)) }).toEqual({ panel: panel.title, unknown: [] });
+    }
+  }
+  for (const name of agentMetrics) expect(JSON.stringify(dashboard)).toContain(name);
+}, BUILD_TIMEOUT);
+
+test("the compose namespace job registers exactly the agent's search attributes", async () => {
+  const script = readFileSync(path.join(repoRoot, "deploy/temporal/create-namespace.sh"), "utf8");
+  const { cliSearchAttributeSpecs } = await import("../src/workflows/search-attributes.js");
+  const listed = /for spec in ([^;]+); do/.exec(script)?.[1].trim().split(/\s+/);
+  expect(listed).toEqual(cliSearchAttributeSpecs());
+  expect(script).toMatch(/temporal operator search-attribute create --namespace "\$ns" --name "\$name" --type "\$\{spec#\*=\}"/);
+});

@@ -7,8 +7,11 @@ import { currentRun, withHeartbeats } from "./heartbeat.js";
 import type { Client } from "@temporalio/client";
 import { ContextCache } from "./context-cache.js";
 import { createModelActivity, type ApiKeyResolver } from "./model.js";
+import { searchAttributeCheck } from "./search-attributes.js";
 import { createSetupActivity } from "./setup.js";
 import { createToolActivities } from "./tool.js";
+import type { McpToolSource } from "../mcp/source.js";
+import { createWebhookActivity, type WebhookOptions } from "../webhooks/deliver.js";
 
 export interface ActivityDeps {
   /** The tools runs may call, by name. */
@@ -21,10 +24,24 @@ export interface ActivityDeps {
   onEvent?: AgentEventSink;
   /** Reads a run's model context on a cache miss (see ContextCache). */
   client?: Client;
-  /** Runs whose model context the worker keeps in memory; default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. 0 disables the cache. */
   contextCacheSize?: number;
+  /** Told whether each model call's cached context prefix was used (metrics). */
+  onContextCache?: (hit: boolean) => void;
+  /** The worker's payloads are encrypted: runs keep content out of plain-text search attributes. */
+  encrypted?: boolean;
+  /** Byte budget of the model-context cache (JSON bytes); default 256 MB. */
+  contextCacheBytes?: number;
+  /** A cache made by the caller (to read its stats); else one is made from the two options above. */
+  contextCache?: ContextCache;
+  /** The task queue only this worker polls: routed model replies name it so the run's next call comes back here. */
+  ownTaskQueue?: () => string | undefined;
   /** A run's own compaction (`compaction: "worker"`), e.g. an LLM summary; must keep every tool call's result. */
   compactContext?: ContextCompactor;
+  /** MCP servers whose tools runs may call (listed at each run's setup). */
+  mcp?: McpToolSource;
+  /** Completion webhooks: signing secrets by name, private hosts. */
+  webhooks?: WebhookOptions;
 }
 
 /** Shrinks a context to about `budgetTokens`. Contract: keep every tool call with its result, in order. */
@@ -39,21 +56,52 @@ export function createActivities(deps: ActivityDeps) {
     if (names.has(tool.name)) throw new Error(`Two tools are named "${tool.name}": tool names must be unique`);
     names.add(tool.name);
   }
-  const contexts = new ContextCache(() => deps.client, deps.contextCacheSize);
+  const contexts =
+    deps.contextCache ?? new ContextCache(() => deps.client, { maxBytes: deps.contextCacheBytes, maxRuns: deps.contextCacheSize, onLookup: deps.onContextCache });
+  const toolMap = new Map(deps.tools.map((t) => [t.name, t]));
+  const mcp = deps.mcp;
+  const toolActivities = createToolActivities(toolMap, deps.onEvent, (call, output) =>
+    contexts.rememberOutput(currentRun(), call.outputKey ?? Context.current().info.activityId, call.toolName, output),
+  );
+  // A call may land on a worker that did not set the run up: it lists the MCP server first.
+  const withMcpTool = <I extends { toolName: string }, O>(activity: (input: I) => Promise<O>) =>
+    mcp
+      ? async (input: I) => {
+          if (!toolMap.has(input.toolName)) {
+            const tool = await mcp.find(input.toolName);
+            if (tool) toolMap.set(tool.name, tool);
+          }
+          return activity(input);
+        }
+      : activity;
   return {
-    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? []),
-    streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts),
+    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], searchAttributeCheck(() => deps.client), {
+      encrypted: deps.encrypted,
+      listMore: mcp
+        ? async (names) => {
+            const listed = await mcp.listTools(names);
+            for (const tool of listed) {
+              if (deps.tools.some((t) => t.name === tool.name)) throw new Error(`MCP tool ${tool.name} has the name of a native tool`);
+              toolMap.set(tool.name, tool);
+            }
+            return listed;
+          }
+        : undefined,
+    }),
+    streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts, deps.ownTaskQueue),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {
       if (!deps.compactContext) throw ApplicationFailure.nonRetryable("This worker has no compactContext function", "CompactionUnavailable");
       const messages = await contexts.resolve(currentRun(), input.context, (why) => Context.current().log.warn(why));
       return withHeartbeats((signal) => deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }));
     },
-    ...createToolActivities(new Map(deps.tools.map((t) => [t.name, t])), deps.onEvent, (call, output) =>
-      contexts.rememberOutput(currentRun(), call.outputKey ?? Context.current().info.activityId, call.toolName, output),
-    ),
+    deliverRunWebhook: createWebhookActivity(deps.webhooks),
+    prepareToolCall: withMcpTool(toolActivities.prepareToolCall),
+    executeTool: withMcpTool(toolActivities.executeTool),
+    executeFastTool: withMcpTool(toolActivities.executeFastTool),
   };
 }
 
+export { ContextCache, DEFAULT_CONTEXT_CACHE_BYTES, type ContextCacheOptions, type ContextCacheStats } from "./context-cache.js";
 export { classifyModelOutcome, keyEnvVar, redact, retryAfterMs, type CallFacts, type ModelOutcome } from "./classify.js";
 export type { ApiKeyResolver } from "./model.js";

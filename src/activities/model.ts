@@ -2,7 +2,7 @@
 import { Context } from "@temporalio/activity";
 import { CancelledFailure } from "@temporalio/common";
 import { stream, type AssistantMessage, type AssistantMessageEventStream, type ProviderResponse } from "@jai/ai";
-import type { AgentEventSink, StreamAssistantInput } from "../types.js";
+import type { AgentEventSink, ModelReply, StreamAssistantInput } from "../types.js";
 import { classifyModelOutcome, overflowFailure, stalledFailure, unsupportedModelFailure } from "./classify.js";
 import { activityEmitter } from "./events.js";
 import type { ContextCache } from "./context-cache.js";
@@ -21,8 +21,34 @@ export function stallTimeoutMs(heartbeatTimeoutMs: number | undefined): number {
   return heartbeatTimeoutMs ?? 60_000;
 }
 
-export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEventSink | undefined, contexts: ContextCache) {
-  return async function streamAssistantMessage(input: StreamAssistantInput): Promise<AssistantMessage> {
+/**
+ * The model activity. Asked with `route: true` (by workflows that route model
+ * calls to the worker holding the run's context), it answers with the reply and
+ * this worker's own task queue; else with the reply alone.
+ */
+export interface ModelActivity {
+  (input: StreamAssistantInput & { route: true }): Promise<ModelReply>;
+  (input: StreamAssistantInput): Promise<AssistantMessage>;
+}
+
+/** The assistant message of a model activity's output, routed (`{ message, taskQueue }`) or not. */
+export function replyMessage(output: unknown): AssistantMessage | undefined {
+  const value = output as (AssistantMessage & { message?: undefined }) | ModelReply | undefined;
+  if (!value || typeof value !== "object") return undefined;
+  return "role" in value && value.role === "assistant" ? value : (value as ModelReply).message;
+}
+
+/** `ownTaskQueue`: the queue only this worker polls, named in routed replies (none: replies name no queue). */
+export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEventSink | undefined, contexts: ContextCache, ownTaskQueue?: () => string | undefined): ModelActivity {
+  const streamAssistantMessage = async (input: StreamAssistantInput): Promise<AssistantMessage | ModelReply> => {
+    const message = await streamOne(input);
+    if (!input.route) return message;
+    const taskQueue = ownTaskQueue?.();
+    return taskQueue ? { message, taskQueue } : { message };
+  };
+  return streamAssistantMessage as ModelActivity;
+
+  async function streamOne(input: StreamAssistantInput): Promise<AssistantMessage> {
     const emit = activityEmitter(onEvent);
     const { model } = input;
     const run = currentRun();
@@ -91,9 +117,10 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
       // The workflow compacts the context and calls again once; its own message if that does not help.
       if (outcome.overflow) throw overflowFailure(outcome.message);
       // The workflow appends exactly this reply (as JSON) to the context: cache the same.
-      contexts.remember(run, input.context.epoch, [...messages, JSON.parse(JSON.stringify(outcome.message)) as AssistantMessage]);
+      const ended = !outcome.message.content.some((c) => c.type === "toolCall");
+      contexts.remember(run, input.context.epoch, [...messages, JSON.parse(JSON.stringify(outcome.message)) as AssistantMessage], ended);
       if (!started) emit({ type: "message_start", message: outcome.message });
       return outcome.message;
     });
-  };
+  }
 }

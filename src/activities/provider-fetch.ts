@@ -12,6 +12,7 @@
  * (`data: {"error": …}`, `event: error`), since the SDKs keep only its message.
  * Nothing here decides what a failure means: classify.ts does.
  */
+import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { providerErrorOf, type ProviderError } from "./classify.js";
 
 export const CALL_HEADER = "x-jai-model-call";
@@ -57,16 +58,19 @@ function install(): void {
     const record = id ? calls.get(id) : undefined;
     if (!id || !record) return original(input, init);
     headers.delete(CALL_HEADER);
+    const span = httpSpan(input, init);
     let response: Response;
     try {
       response = await original(input, { ...init, headers });
     } catch (err) {
+      span.end(undefined, describe(err));
       if (init?.signal?.aborted) throw err;
       record.networkError = describe(err);
       const body = JSON.stringify({ error: { type: "connection_error", message: `connection failed: ${record.networkError}` } });
       return new Response(body, { status: 503, headers: { "content-type": "application/json", "x-should-retry": "false" } });
     }
     record.status = response.status;
+    span.status(response.status);
     record.headers = toRecord(response.headers);
     record.lastByteAt = Date.now();
     const marked = new Headers(response.headers);
@@ -75,6 +79,7 @@ function install(): void {
       // Error bodies are small: read it whole, keep the provider's error object, hand the SDK the same text.
       const text = await response.text().catch(() => "");
       record.providerError = providerErrorOf(parseJson(text));
+      span.end(response.status);
       return new Response(text, { status: response.status, statusText: response.statusText, headers: marked });
     }
     const reader = response.body?.getReader();
@@ -88,7 +93,10 @@ function install(): void {
           try {
             const { done, value } = await reader.read();
             if (cancelled) return;
-            if (done) return controller.close();
+            if (done) {
+              span.end(response.status);
+              return controller.close();
+            }
             record.lastByteAt = Date.now();
             sniffer.push(value);
             controller.enqueue(value);
@@ -96,16 +104,46 @@ function install(): void {
             if (cancelled) return;
             // Our own abort (cancellation, the stall watchdog) is not the provider's stream breaking.
             if (!init?.signal?.aborted) record.bodyError = describe(err);
+            span.end(response.status, describe(err));
             controller.error(err);
           }
         },
         cancel: (reason) => {
           cancelled = true;
+          span.end(response.status);
           return reader.cancel(reason);
         },
       });
+    if (!reader) span.end(response.status);
     return new Response(body ?? null, { status: response.status, statusText: response.statusText, headers: marked });
   } as typeof fetch;
+}
+
+/**
+ * The provider's HTTP request as an OpenTelemetry client span (HTTP semantic
+ * conventions), under the model call's span; it lasts until the body is read.
+ * A no-op unless tracing is set up (src/telemetry/tracing.ts).
+ */
+function httpSpan(input: Parameters<typeof fetch>[0], init: RequestInit | undefined) {
+  const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
+  const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
+  const span = trace.getTracer("jai-agent").startSpan(method, {
+    kind: SpanKind.CLIENT,
+    attributes: { "http.request.method": method, "url.full": `${url.origin}${url.pathname}`, "server.address": url.hostname, ...(url.port ? { "server.port": Number(url.port) } : {}) },
+  });
+  let ended = false;
+  return {
+    status(code: number) {
+      span.setAttribute("http.response.status_code", code);
+    },
+    end(code?: number, error?: string) {
+      if (ended) return;
+      ended = true;
+      if (error || (code !== undefined && code >= 400)) span.setStatus({ code: SpanStatusCode.ERROR, message: error ?? `HTTP ${code}` });
+      if (error) span.setAttribute("error.type", error);
+      span.end();
+    },
+  };
 }
 
 function parseJson(text: string): unknown {

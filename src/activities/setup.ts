@@ -1,4 +1,5 @@
 /** The setup activity: resolves the run's model and tool subset in the worker, once per run. */
+import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
 import { getApiProvider, getModel, type Api, type KnownProvider, type Model } from "@jai/ai";
 import type { AgentTool, ModelRef, RunSetup, ToolSpec } from "../types.js";
@@ -33,14 +34,28 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
     ...(tool.approvalTimeout !== undefined ? { approvalTimeout: tool.approvalTimeout } : {}),
     // A local activity may run again after a worker dies: only idempotent tools may be fast.
     ...(tool.fast === true && tool.idempotent !== false ? { local: true } : {}),
+    ...(tool.subAgent ? { subAgent: JSON.parse(JSON.stringify(tool.subAgent)) } : {}),
   };
 }
 
-export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[]) {
+/** Tells whether a namespace has every agent search attribute (cached per namespace; see search-attributes.ts). */
+export type SearchAttributeCheck = (namespace: string) => Promise<boolean>;
+
+/** Tools found at run setup rather than given up front (MCP servers), for the run's `tools` names (all when absent). */
+export type ToolLister = (names: string[] | undefined) => Promise<AgentTool<any>[]>;
+
+export function createSetupActivity(
+  native: AgentTool<any>[],
+  models: Model<Api>[],
+  hasSearchAttributes: SearchAttributeCheck = async () => false,
+  options: { encrypted?: boolean; listMore?: ToolLister } = {},
+) {
+  const listMore = options.listMore;
   return async function resolveRunSetup(input: { model: ModelRef; tools?: string[] }): Promise<RunSetup> {
     const model = typeof input.model === "string" ? resolveModelRef(input.model, models) : input.model;
     if (!model) throw invalid(`"model": unknown model "${input.model}" (not in the worker's models nor in @jai/ai's catalogue)`);
     if (!getApiProvider(model.api)) throw invalid(`"model.api": no provider for api "${model.api}" is registered in this worker`);
+    const tools = listMore ? [...native, ...(await listMore(input.tools))] : native;
     let selected = tools;
     if (input.tools) {
       const missing = input.tools.filter((name) => !tools.some((t) => t.name === name));
@@ -55,6 +70,7 @@ export function createSetupActivity(tools: AgentTool<any>[], models: Model<Api>[
       // The worker's configuration, not the caller's input: the run cannot use this tool as configured.
       if (problem) throw ApplicationFailure.nonRetryable(`Invalid tool configuration in the worker: ${problem}`, "InvalidToolConfig");
     }
-    return { model, tools: selected.map(toToolSpec) };
+    const searchAttributes = await hasSearchAttributes(Context.current().info.workflowNamespace ?? "default");
+    return { model, tools: selected.map(toToolSpec), searchAttributes, ...(options.encrypted ? { private: true } : {}) };
   };
 }

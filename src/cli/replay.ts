@@ -9,12 +9,16 @@ import path from "node:path";
 import { DefaultLogger, Runtime } from "@temporalio/worker";
 import { bundleAgentWorkflows } from "../worker.js";
 import { flag, connectClient } from "./connect.js";
+import { codecFromEnv } from "../codec/config.js";
+import { CodecKeyError } from "../codec/aes-gcm.js";
+import { decodeHistoryPayloads, encryptedKeyIds } from "../codec/history.js";
 import { checkAgentHistory, readHistoryFile, replayHistory, ReplayInputError, type History } from "../replay.js";
 
 const USAGE =
   "usage: npm run replay -- <workflowId> [--run-id ID] [--address host:port] [--workflows path]\n" +
   "       npm run replay -- --file history.json [--workflows path]\n" +
-  "--workflows replays against another workflows module (e.g. a changed loop) instead of this project's.";
+  "--workflows replays against another workflows module (e.g. a changed loop) instead of this project's.\n" +
+  "Encrypted histories are decrypted with JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE.";
 
 async function main(): Promise<number> {
   Runtime.install({ logger: new DefaultLogger("WARN") });
@@ -38,6 +42,19 @@ async function main(): Promise<number> {
       await close();
     }
   }
+  // Replay feeds payloads to the workflow code: decrypt them as the workers would (a missing key is named here).
+  const codec = codecFromEnv();
+  if (codec) {
+    try {
+      history = await decodeHistoryPayloads(history, [codec]);
+    } catch (err) {
+      if (err instanceof CodecKeyError) throw new ReplayInputError(source, `cannot decrypt it: ${err.message}`);
+      throw err;
+    }
+  }
+  // Encrypted payloads the workflow code cannot read would show as a divergence: say what is missing instead.
+  const sealed = encryptedKeyIds(history);
+  if (sealed.length) throw new ReplayInputError(source, `its payloads are encrypted (key ${sealed.map((k) => `"${k}"`).join(", ")}): set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE`);
   checkAgentHistory(history, source); // before bundling: nothing to replay
   const workflows = flag(args, "--workflows");
   const outcome = await replayHistory(history, workflowId ?? "replay", workflows ? await bundleAgentWorkflows(path.resolve(workflows)) : undefined);

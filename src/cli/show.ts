@@ -4,7 +4,7 @@
  */
 import type { AgentMessage } from "../types.js";
 import type { RunStory, StoryItem } from "../history-transcript.js";
-import { readStory } from "../history-view.js";
+import { readChain } from "../history-view.js";
 import { addUsage, emptyUsage } from "../workflows/usage.js";
 import { connectClient, flag } from "./connect.js";
 
@@ -41,9 +41,7 @@ async function main(): Promise<number> {
   }
   const { client, close } = await connectClient(args);
   try {
-    // Newest run first, then back along the chain.
-    const chain: RunStory[] = [await readStory(client, workflowId, flag(args, "--run-id"))];
-    while (chain[0].previousRunId) chain.unshift(await readStory(client, workflowId, chain[0].previousRunId));
+    const chain: RunStory[] = await readChain(client, workflowId, flag(args, "--run-id"));
     const story = chain[chain.length - 1];
     const model = story.input?.model;
     const events = chain.reduce((n, s) => n + s.events, 0);

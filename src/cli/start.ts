@@ -11,6 +11,7 @@ import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
 import { startAgentRun } from "../client.js";
+import { dataConverterFromEnv } from "../codec/config.js";
 import { DEMO_LABEL, registerDemoModel } from "../demo/offline-model.js";
 import { portInUse, startDevServer, type DevServer } from "../dev-server.js";
 import { createFileTools } from "../tools/fs-tools.js";
@@ -56,7 +57,9 @@ async function main(): Promise<void> {
 
   const connection = await NativeConnection.connect({ address: server.address });
   const clientConnection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection: clientConnection });
+  // JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE: the run's payloads are encrypted before they reach Temporal.
+  const dataConverter = dataConverterFromEnv();
+  const client = new Client({ connection: clientConnection, dataConverter });
   // A queue of this process alone: no other process's worker picks this run up, and this worker serves no other run.
   const taskQueue = `jai-start-${randomUUID().slice(0, 8)}`;
   // What this process prints is what anyone can watch: its worker serves the run's events (loopback, any free port)
@@ -69,17 +72,10 @@ async function main(): Promise<void> {
     models,
     onEvent: events.onEvent,
     workerOptions: { identity: events.identity },
+    dataConverter,
   });
   const handle = await startAgentRun(client, { taskQueue, model, prompt, systemPrompt: "You are a helpful assistant with read-only access to a workspace." });
-  const { runId } = await handle.workflow.describe();
-  const link = server.uiUrl ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history` : undefined;
-  console.log(`Run ${handle.workflowId} · ${note}${link ? `\nWatch it in the Temporal UI: ${link}` : ""}`);
-  console.log(`Follow it from elsewhere: npm run watch -- ${handle.workflowId}   or the console ${events.server.url}/runs/${handle.workflowId}/console`);
-  const print = eventPrinter();
-  const followed = (async () => {
-    for await (const { event } of handle.events({ url: events.server.url })) print(event);
-  })();
-
+  // Before anything is printed: a Ctrl-C from here on cancels the run, never orphans it.
   let interrupts = 0;
   const interrupt = () => {
     interrupts++;
@@ -93,6 +89,15 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", interrupt);
   process.on("SIGTERM", interrupt);
+  const { runId } = await handle.workflow.describe();
+  const link = server.uiUrl ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history` : undefined;
+  console.log(`Run ${handle.workflowId} · ${note}${link ? `\nWatch it in the Temporal UI: ${link}` : ""}`);
+  console.log(`Follow it from elsewhere: npm run watch -- ${handle.workflowId}   or the console ${events.server.url}/runs/${handle.workflowId}/console`);
+  const print = eventPrinter();
+  const followed = (async () => {
+    for await (const { event } of handle.events({ url: events.server.url })) print(event);
+  })();
+
 
   // The worker keeps serving until the run is closed, however it closes.
   const outcome = await worker.runUntil(handle.result().then((result) => ({ result }), (error: unknown) => ({ error })));

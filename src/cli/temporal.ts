@@ -1,12 +1,19 @@
 /**
- * `npm run temporal [-- --port 7233 --ui-port 8233 --ip 127.0.0.1]`: a Temporal dev server with its Web UI on
- * the project's SQLite file, until Ctrl-C. Without --port, TEMPORAL_ADDRESS's port, else 7233 when free.
+ * `npm run temporal [-- --port 7233 --ui-port 8233 --ip 127.0.0.1 --ui-codec-endpoint http://127.0.0.1:8888]`:
+ * a Temporal dev server with its Web UI on the project's SQLite file, until Ctrl-C. Without --port,
+ * TEMPORAL_ADDRESS's port, else 7233 when free. --ui-codec-endpoint (or JAI_UI_CODEC_ENDPOINT) makes the UI
+ * decode payloads through a codec server (`npm run codec-server`).
  */
 import { parseArgs } from "node:util";
 import { portInUse, startDevServer } from "../dev-server.js";
 import { clearServerState, dbFile, runningServer, writeServerState } from "./server-state.js";
 
-const { values } = parseArgs({ args: process.argv.slice(2), options: { port: { type: "string" }, "ui-port": { type: "string" }, ip: { type: "string" } } });
+const { values } = parseArgs({ args: process.argv.slice(2), options: { port: { type: "string" }, "ui-port": { type: "string" }, ip: { type: "string" }, "ui-codec-endpoint": { type: "string" } } });
+const uiCodecEndpoint = values["ui-codec-endpoint"] ?? process.env.JAI_UI_CODEC_ENDPOINT;
+if (uiCodecEndpoint !== undefined && !/^https?:\/\/[^/]+/.test(uiCodecEndpoint)) {
+  console.error(`--ui-codec-endpoint must be an http(s) URL, got "${uiCodecEndpoint}"`);
+  process.exit(2);
+}
 const fromEnv = process.env.TEMPORAL_ADDRESS?.match(/^(.*):(\d+)$/);
 const ip = values.ip ?? (fromEnv && fromEnv[1] !== "localhost" ? fromEnv[1] : "127.0.0.1");
 const asPort = (value: string | undefined, name: string) => {
@@ -39,10 +46,10 @@ for (const [port, what] of [
 const port = askedPort ?? ((await portInUse(7233)) ? undefined : 7233);
 const uiPort = askedUiPort ?? ((await portInUse(8233)) ? undefined : 8233);
 console.log("Starting the Temporal dev server...");
-const server = await startDevServer({ dbFile: dbFile(), ip, port, uiPort, log: (line) => console.log(line) });
+const server = await startDevServer({ dbFile: dbFile(), ip, port, uiPort, uiCodecEndpoint, log: (line) => console.log(line) });
 writeServerState({ address: server.address, uiUrl: server.uiUrl, pid: server.pid });
 console.log(`Temporal dev server: ${server.address} (namespace "default")`);
-console.log(`Web UI:              ${server.uiUrl}`);
+console.log(`Web UI:              ${server.uiUrl}${uiCodecEndpoint ? ` (decodes payloads with ${uiCodecEndpoint})` : ""}`);
 console.log(`History is kept in   ${server.dbFile}`);
 console.log("Press Ctrl-C to stop.");
 
@@ -54,5 +61,5 @@ const stop = async () => {
   await server.stop();
   process.exit(0);
 };
-process.on("SIGINT", stop);
-process.on("SIGTERM", stop);
+process.on("SIGINT", () => void stop());
+process.on("SIGTERM", () => void stop());

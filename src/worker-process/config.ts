@@ -6,10 +6,13 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import type { DataConverter } from "@temporalio/common";
 import type { WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import type { ApiKeyResolver, ContextCompactor } from "../activities/index.js";
 import type { AgentEventSink, AgentTool } from "../types.js";
+import type { McpServerConfig } from "../mcp/config.js";
+import type { WebhookOptions } from "../webhooks/deliver.js";
 
 export interface AgentServiceConfig {
   /** Tools the runs may call; default: the workspace-confined `read_file` and `list_dir` over JAI_WORKSPACE (or the working folder). */
@@ -24,8 +27,19 @@ export interface AgentServiceConfig {
   compactContext?: ContextCompactor;
   /** Receives every AgentEvent of the runs this worker serves (logging, metrics). */
   onEvent?: AgentEventSink;
-  /** Runs whose model context the worker keeps in memory; default 100. */
+  /** At most this many runs' model contexts in memory; default: as many as the byte budget allows. */
   contextCacheSize?: number;
+  /**
+   * Data converter for the worker and its internal client, e.g. `{ payloadCodecs: [myCodec] }`.
+   * Default: the built-in AES-256-GCM codec when JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE is set, else none.
+   */
+  dataConverter?: DataConverter;
+  /** Byte budget of the model-context cache; default 256 MB (flag --context-cache-mb / JAI_CONTEXT_CACHE_MB win). */
+  contextCacheBytes?: number;
+  /** MCP servers whose tools runs may call, as `<server>__<tool>` (see README, "Reach"). */
+  mcpServers?: McpServerConfig[];
+  /** Completion webhooks: signing secrets by name (else `JAI_WEBHOOK_SECRET_<NAME>`), private hosts. */
+  webhooks?: WebhookOptions;
   /** Any other Temporal worker option: a data converter with a payload codec, interceptors, tuning. */
   workerOptions?: Partial<WorkerOptions>;
 }
@@ -75,5 +89,6 @@ export async function loadServiceConfig(file: string): Promise<AgentServiceConfi
     if (typeof tool?.name !== "string" || typeof tool.execute !== "function") throw new Error(`${file}: tools[${i}] needs a "name" and an "execute" function`);
   }
   if (config.models !== undefined && !Array.isArray(config.models)) throw new Error(`${file}: "models" must be an array of models`);
+  if (config.mcpServers !== undefined && !Array.isArray(config.mcpServers)) throw new Error(`${file}: "mcpServers" must be an array of MCP server configs`);
   return config;
 }

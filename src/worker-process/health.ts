@@ -1,4 +1,4 @@
-/** `/healthz` (the process and its worker are alive) and `/readyz` (polling for tasks) for orchestrators. */
+/** `/healthz` (the process and its worker are alive), `/readyz` (polling for tasks) for orchestrators, `/metrics` for Prometheus. */
 import { createServer, type Server } from "node:http";
 
 export interface HealthProbe {
@@ -8,15 +8,24 @@ export interface HealthProbe {
   ready(): boolean;
   /** Shown in the response body. */
   detail(): Record<string, unknown>;
+  /** Prometheus text exposition for /metrics (absent: 404). */
+  metrics?(): Promise<string>;
 }
 
 /** Serves the probe on host:port; resolves with the server once it listens (port 0: any free one). */
 export function serveHealth(probe: HealthProbe, port: number, host = "0.0.0.0"): Promise<Server> {
   const server = createServer((req, res) => {
     const route = (req.url ?? "").split("?")[0];
+    if (route === "/metrics" && probe.metrics) {
+      probe.metrics().then(
+        (text) => res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(text),
+        (err: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(`metrics failed: ${String(err)}\n`),
+      );
+      return;
+    }
     const ok = route === "/healthz" ? probe.healthy() : route === "/readyz" ? probe.ready() : undefined;
     if (ok === undefined) {
-      res.writeHead(404, { "content-type": "text/plain" }).end("not found: try /healthz or /readyz\n");
+      res.writeHead(404, { "content-type": "text/plain" }).end(`not found: try /healthz, /readyz${probe.metrics ? " or /metrics" : ""}\n`);
       return;
     }
     res.writeHead(ok ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify({ ok, ...probe.detail() }) + "\n");

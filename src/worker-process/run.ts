@@ -8,16 +8,30 @@ import { existsSync } from "node:fs";
 import type { Server } from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import os from "node:os";
+import { Client } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import { registerDemoModel } from "../demo/offline-model.js";
 import { createFileTools } from "../tools/fs-tools.js";
-import { Client } from "@temporalio/client";
 import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker, DEFAULT_TASK_QUEUE } from "../worker.js";
+import { dataConverterFromEnv } from "../codec/config.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
 import { serveHealth } from "./health.js";
+import { freePort } from "../dev-server.js";
+import { createAgentMetrics, type AgentMetrics } from "../telemetry/metrics.js";
+import { tracingFromEnv } from "../telemetry/tracing.js";
+
+/** The agent's metrics and, when this process installed the runtime, the SDK's (fetched from the core's loopback exporter). */
+async function scrape(metrics: AgentMetrics, core: string | undefined): Promise<string> {
+  const own = await metrics.registry.metrics();
+  if (!core) return own;
+  const response = await fetch(`http://${core}/metrics`).catch(() => undefined);
+  const runtime = response?.ok ? await response.text() : "# Temporal runtime metrics unavailable\n";
+  return `${runtime.trimEnd()}\n${own}`;
+}
 
 export const WORKER_USAGE = `usage: jai-agent worker [options]
 
@@ -31,12 +45,21 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --workspace dir               JAI_WORKSPACE: root of the default file tools, default the working folder
   --max-activities n            JAI_MAX_CONCURRENT_ACTIVITIES (model calls + tools at once), default 100
   --max-workflow-tasks n        JAI_MAX_CONCURRENT_WORKFLOW_TASKS, default 40
+  --context-cache-mb n          JAI_CONTEXT_CACHE_MB: byte budget of the model-context cache, default 256
   --health-port n               JAI_HEALTH_PORT: serve /healthz and /readyz (0 = any free port)
   --http-port n                 JAI_HTTP_PORT: serve the run API, live events (SSE) and run console (JAI_HTTP_HOST,
                                 default 127.0.0.1; anywhere else needs JAI_HTTP_TOKEN); \`npm run serve\` uses 8787
   --shutdown-grace duration     JAI_SHUTDOWN_GRACE: how long in-flight activities may finish on SIGTERM, default 30s
   --workflow-bundle file        JAI_WORKFLOW_BUNDLE: prebuilt bundle (\`jai-agent bundle\`), default dist/workflow-bundle.js when present
   --no-demo-model               JAI_DEMO_MODEL=off: do not serve demo/offline-scripted
+  --no-metrics                  JAI_METRICS=off: no /metrics on the health port (Temporal's runtime metrics + the agent's)
+
+Traces: OTLP over HTTP when OTEL_TRACES_EXPORTER=otlp or OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (standard OTEL_* variables).
+
+Encryption (README "Encryption"): JAI_CODEC_KEYS="id:base64key,..." or JAI_CODEC_KEY_FILE=file, the first
+key current, older ones still decrypt; JAI_CODEC_COMPRESS=1 deflates before encrypting.
+JAI_CODEC_MISSING_KEY=terminate ends a run whose payloads this worker cannot decrypt (default "retry":
+Temporal retries its workflow task until a worker with the key serves it; the log names run and key).
 `;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -76,9 +99,11 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       "max-workflow-tasks": { type: "string" },
       "health-port": { type: "string" },
       "http-port": { type: "string" },
+      "context-cache-mb": { type: "string" },
       "shutdown-grace": { type: "string" },
       "workflow-bundle": { type: "string" },
       "no-demo-model": { type: "boolean" },
+      "no-metrics": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -97,23 +122,65 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const models: Model<Api>[] = [...(config.models ?? []), ...(demo ? [registerDemoModel()] : [])];
   const maxActivities = positiveInt(values["max-activities"] ?? env.JAI_MAX_CONCURRENT_ACTIVITIES, "--max-activities") ?? 100;
   const maxWorkflowTasks = positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
+  const cacheMb = positiveInt(values["context-cache-mb"] ?? env.JAI_CONTEXT_CACHE_MB, "--context-cache-mb");
   const healthPort = positiveInt(values["health-port"] ?? env.JAI_HEALTH_PORT, "--health-port");
   const httpPort = positiveInt(values["http-port"] ?? env.JAI_HTTP_PORT, "--http-port");
   const shutdownGrace = values["shutdown-grace"] ?? env.JAI_SHUTDOWN_GRACE ?? "30s";
   const bundleFile = values["workflow-bundle"] ?? env.JAI_WORKFLOW_BUNDLE ?? shippedBundle();
   if (bundleFile && !existsSync(bundleFile)) throw new Error(`Workflow bundle not found: ${bundleFile}`);
 
+  // A payload this worker cannot decrypt fails its task; in a workflow task Temporal retries that until a
+  // worker with the key takes it, so say which run and which key, once per pair, where operators look.
+  // JAI_CODEC_MISSING_KEY=terminate ends such a run instead (its status and reason name the key).
+  const missingKey = env.JAI_CODEC_MISSING_KEY ?? "retry";
+  if (missingKey !== "retry" && missingKey !== "terminate") throw new Error(`JAI_CODEC_MISSING_KEY must be "retry" or "terminate", got "${missingKey}"`);
+  const keyErrors = new Set<string>();
+  const terminator: { client?: Client } = {}; // set once connected
+  const dataConverter =
+    config.dataConverter ??
+    config.workerOptions?.dataConverter ??
+    dataConverterFromEnv(env, {
+      onKeyError: (err, context) => {
+        const run = (context && "workflowId" in context ? context.workflowId : undefined) ?? "?";
+        if (keyErrors.has(`${run}\n${err.keyId}`)) return;
+        keyErrors.add(`${run}\n${err.keyId}`);
+        const terminate = missingKey === "terminate" && context?.type === "workflow" && run !== "?" && terminator.client !== undefined;
+        log(
+          `jai-agent worker: CANNOT DECRYPT run ${run}: ${err.message}. ` +
+            (terminate ? "Terminating the run (JAI_CODEC_MISSING_KEY=terminate)." : `Its tasks fail (and are retried) until a worker with key "${err.keyId}" serves it.`),
+        );
+        if (terminate) {
+          const reason = `codec key "${err.keyId}" ${err.reason === "missing-key" ? "missing" : "does not decrypt"} on worker ${os.hostname()}/${process.pid}: ${err.message}`;
+          terminator.client!.workflow
+            .getHandle(run)
+            .terminate(reason)
+            .catch((e: unknown) => log(`jai-agent worker: could not terminate run ${run}: ${e instanceof Error ? e.message : String(e)}`));
+        }
+      },
+    });
+  // /metrics lives on the health port: the SDK's runtime metrics (served by the core on a loopback port) and the agent's.
+  const withMetrics = healthPort !== undefined && !values["no-metrics"] && env.JAI_METRICS !== "off";
+  const coreMetrics = withMetrics ? `127.0.0.1:${await freePort()}` : undefined;
+  let runtimeMetrics = false;
   try {
-    Runtime.install({ logger: new DefaultLogger((env.JAI_LOG_LEVEL ?? "WARN") as LogLevel) });
+    Runtime.install({
+      logger: new DefaultLogger((env.JAI_LOG_LEVEL ?? "WARN") as LogLevel),
+      ...(coreMetrics ? { telemetryOptions: { metrics: { prometheus: { bindAddress: coreMetrics, countersTotalSuffix: true, useSecondsForDurations: true } } } } : {}),
+    });
+    runtimeMetrics = coreMetrics !== undefined;
   } catch {
-    // Already installed by the embedding process.
+    // Already installed by the embedding process (its own telemetry options apply).
   }
+  const metrics = withMetrics ? createAgentMetrics() : undefined;
+  // Traces when the standard OTEL_* environment asks for them (OTLP over HTTP); the shipped bundle has no tracing
+  // interceptors, so the workflows are bundled here then.
+  const tracing = await tracingFromEnv(env);
   const connection = await NativeConnection.connect(target.connectionOptions);
   const events =
     httpPort === undefined
       ? undefined
       : await startRunEventsService({
-          client: new Client({ connection, namespace: target.namespace }),
+          client: new Client({ connection, namespace: target.namespace, dataConverter }),
           host: env.JAI_HTTP_HOST,
           port: httpPort,
           token: env.JAI_HTTP_TOKEN,
@@ -122,6 +189,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
           namespace: target.namespace,
           onEvent: config.onEvent,
         });
+  // Terminating needs no payloads, so no codec: it works on the runs this worker cannot read.
+  terminator.client = new Client({ connection, namespace: target.namespace });
   const agent = await createAgentWorker({
     connection,
     namespace: target.namespace,
@@ -132,7 +201,13 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     onEvent: events?.onEvent ?? config.onEvent,
     compactContext: config.compactContext,
     contextCacheSize: config.contextCacheSize,
-    ...(bundleFile ? { workflowBundle: { codePath: bundleFile } } : {}),
+    metrics,
+    tracing,
+    dataConverter,
+    contextCacheBytes: cacheMb !== undefined ? cacheMb * 1024 * 1024 : config.contextCacheBytes,
+    mcpServers: config.mcpServers,
+    webhooks: config.webhooks,
+    ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,
       maxConcurrentWorkflowTaskExecutions: maxWorkflowTasks,
@@ -150,7 +225,13 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       {
         healthy: () => agent.worker.getState() !== "FAILED",
         ready: () => agent.worker.getState() === "RUNNING",
-        detail: () => ({ state: agent.worker.getState(), taskQueue, namespace: target.namespace }),
+        detail: () => ({
+          state: agent.worker.getState(),
+          taskQueue,
+          namespace: target.namespace,
+          ...(keyErrors.size ? { undecryptableKeyIds: [...new Set([...keyErrors].map((k) => k.split("\n")[1]))] } : {}),
+        }),
+        ...(metrics ? { metrics: () => scrape(metrics, runtimeMetrics ? coreMetrics : undefined) } : {}),
       },
       healthPort,
       env.JAI_HEALTH_HOST,
@@ -158,7 +239,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   }
   const where = `${health ? `; health on :${(health.address() as { port: number }).port}` : ""}${events ? `; runs API and console on ${events.server.url}` : ""}`;
   const served = [...models.map((m) => `${m.provider}/${m.id}`), "any provider with its API key"].join(", ");
-  log(`jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${where}`);
+  const codec = dataConverter?.payloadCodecs?.length ? ", payload codec on" : "";
+  log(`jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${codec}${where}`);
   log(`  tools: ${tools.map((t) => t.name).join(", ") || "(none)"}; models: ${served}`);
   const running = agent.run();
   log("ready");
@@ -172,6 +254,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   } finally {
     health?.close();
     await events?.server.close();
+    await tracing?.shutdown().catch(() => {});
     // run() closes only connections it opened itself.
     await connection.close().catch(() => {});
   }

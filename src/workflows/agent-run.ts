@@ -3,6 +3,25 @@
  * activity, every event leaves through the `agent` sink, the transcript lives
  * in workflow state and so in history. People steer it, queue follow-ups,
  * approve tools and send session prompts through updates (see handlers.ts).
+ *
+ * A map of one turn, and what each step records in history (the whole cost):
+ *
+ *   1. steering taken up       nothing new: the update that queued it was recorded when accepted
+ *   2. fitContext              nothing, or one `compactContext` activity (compaction: "worker")
+ *   3. callModel               one `streamAssistantMessage` activity (model-call.ts):
+ *                                input  = model, system prompt, tool schemas, and the context as a
+ *                                         delta: messages new since the last call, tool results by
+ *                                         reference to their activity, a digest of the whole (context-ref.ts)
+ *                                output = the assistant message, once
+ *   4. runTools                per tool call (tool-calls.ts, scheduled by tool-batch.ts):
+ *                                an approval predicate: one `prepareToolCall` activity
+ *                                an approval: the `approve`/`deny` update (accepted + completed events)
+ *                                the call: one `executeTool` activity, input = name + args,
+ *                                          output = the capped result (caps.ts), once
+ *   5. between turns           continue-as-new when due (continue-as-new.ts): the carry is the next run's input
+ *
+ * plus three workflow-task events per step that waits. So every message enters
+ * history once, and a turn costs the same at turn 10 as at turn 200.
  */
 import {
   allHandlersFinished,
@@ -22,12 +41,15 @@ import type { createActivities } from "../activities/index.js";
 import type { AgentEvent, AgentMessage, AgentRunInput, AgentRunResult, AgentStopReason, PromptLoopState, RunSetup } from "../types.js";
 import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, restoreCarry, shouldContinueAsNew } from "./continue-as-new.js";
-import type { AgentSinks } from "./definitions.js";
+import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
 import { validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
+import { metrics } from "./metrics-sink.js";
+import { promptSummary } from "./summary.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, LOCAL_ACTIVITIES_PATCH, runTools } from "./tool-calls.js";
+import { withCompletionWebhook } from "./webhook.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -35,6 +57,11 @@ const DEFAULT_MAX_TURNS = 50;
 const DEFAULT_IDLE_TIMEOUT = "1h";
 /** Patch id of the memo (model, tools, outcome) shown in the Temporal UI. */
 export const MEMO_PATCH = "jai-memo-v1";
+/** Patch id of the search attributes (AgentStatus, ...; see search-attributes.ts). */
+export const SEARCH_ATTRIBUTES_PATCH = "jai-search-attributes-v1";
+/** Patch id of failing (rather than completing) a run that ends with stopReason "error". */
+export const FAILED_STATUS_PATCH = "jai-failed-status-v1";
+
 
 const SETUP_OPTIONS = { startToCloseTimeout: "1m", retry: { maximumAttempts: 5 } } as const;
 const { resolveRunSetup } = proxyActivities<Activities>(SETUP_OPTIONS);
@@ -50,6 +77,10 @@ interface Outcome {
 
 /** Workflow `agentRun`: one agent run (or session), from prompt to final answer. */
 export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
+  return withCompletionWebhook(input, () => runAgent(input));
+}
+
+async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   const run = new RunState();
   const problem = validateRunInput(input);
   if (problem) failBeforeLoop(`Invalid run input: ${problem}`, "InvalidRunInput");
@@ -60,11 +91,20 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
   run.publishDetails();
   let memo = false;
   let promptStart = 0;
+  let modelLabel: string | undefined;
   try {
     const setup = carried ? carried.setup : await resolveSetup(input);
     // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
     memo = patched(MEMO_PATCH);
     if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
+    modelLabel = `${setup.model.provider}/${setup.model.id}`;
+    if (!carried) metrics.runStarted(modelLabel);
+    // Only when the namespace has them (the setup activity looked); patched so runs recorded before replay.
+    if (setup.searchAttributes && patched(SEARCH_ATTRIBUTES_PATCH)) {
+      // The summary is the first prompt's line: not for a continued run (its input has no prompt), nor in plain text when encrypted.
+      const summary = carried || setup.private ? "" : promptSummary(input.prompt);
+      run.enableSearchAttributes(`${setup.model.provider}/${setup.model.id}`, setup.tools.map((t) => t.name), summary);
+    }
 
     let prompts: AgentMessage[] = [];
     let resume: PromptLoopState | undefined;
@@ -125,7 +165,8 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     // After a cancel request the root scope throws on every new wait: hence non-cancellable.
     await condition(allHandlersFinished);
   });
-  return {
+  if (modelLabel) metrics.runEnded(modelLabel, run.stopReason!);
+  const result: AgentRunResult = {
     ...fitMessages(run.newMessages, run.newMessagesOmitted),
     stopReason: run.stopReason!,
     turns: run.turn,
@@ -133,6 +174,12 @@ export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
     ...(run.errorMessage !== undefined ? { errorMessage: run.errorMessage } : {}),
     ...(run.dropped.length > 0 ? { dropped: run.dropped } : {}),
   };
+  // The run's status tells the truth: Failed in the UI, in Temporal's metrics and alerts. The result travels in the
+  // failure's details and handle.result() returns it as before. Patched: earlier "error" runs completed.
+  if (result.stopReason === "error" && patched(FAILED_STATUS_PATCH)) {
+    throw ApplicationFailure.create({ type: AGENT_RUN_FAILED, message: result.errorMessage ?? "The agent run ended with an error", nonRetryable: true, details: [result] });
+  }
+  return result;
 }
 
 /** How long a finished session waits for callers handed over by continue-as-new to collect their answers. */

@@ -6,6 +6,7 @@ import type { AgentMessage, AgentRunInput, RunSetup } from "../types.js";
 import { contextBudget, estimateTokens, shortenToolResults, structureProblem } from "./compaction.js";
 import { wholeContextRef } from "./context-ref.js";
 import type { RunState } from "./run-state.js";
+import { metrics } from "./metrics-sink.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -51,6 +52,7 @@ export async function fitContext(input: AgentRunInput, setup: RunSetup, run: Run
   run.contextEpoch++;
   run.fromActivity.clear(); // shortened results are no longer their activity's output
   run.workerKnows = run.context.length;
+  metrics.compacted(`${setup.model.provider}/${setup.model.id}`);
   run.publishDetails(`context compacted (${used} → ${estimate(next)} tokens)`);
   return true;
 }

@@ -1,13 +1,16 @@
 /** Names shared by the workflow, the worker and the client: queries and the event sink. */
 import { defineQuery, defineUpdate, type Sinks } from "@temporalio/workflow";
 import type { UserMessage } from "@jai/ai";
-import type { AgentEvent, AgentMessage, AgentRunState, ModelContextPage, PromptResult } from "../types.js";
+import type { AgentEvent, AgentMessage, AgentRunState, AgentStopReason, ModelContextPage, PromptResult } from "../types.js";
 
 /** The task queue runs and workers use unless told otherwise. */
 export const DEFAULT_TASK_QUEUE = "jai-agent";
 
 /** Workflow type name of a run. */
 export const AGENT_RUN_WORKFLOW = "agentRun";
+
+/** Type of the ApplicationFailure a run with stopReason "error" fails with; its details carry the AgentRunResult. */
+export const AGENT_RUN_FAILED = "AgentRunFailed";
 
 /** Current status, turn, usage and pending tool calls. */
 export const stateQuery = defineQuery<AgentRunState>("state");
@@ -24,6 +27,13 @@ export const modelContextQuery = defineQuery<ModelContextPage, [options: { offse
 /** Workflow-level events leave the workflow through this sink: never recorded in history, not re-sent on replay. */
 export interface AgentSinks extends Sinks {
   agent: { emit(event: AgentEvent): void };
+  /** Run-level facts for the worker's metrics (src/telemetry/metrics.ts); like `agent`, not called on replay. */
+  metrics: {
+    runStarted(model: string): void;
+    runEnded(model: string, stopReason: AgentStopReason): void;
+    approvalsWaiting(delta: number): void;
+    compacted(model: string): void;
+  };
 }
 
 /** A message a person sends into a run: text, or a user message. */

@@ -6,6 +6,7 @@
 import { compileRetryPolicy, msToNumber } from "@temporalio/common";
 import { BUDGETS, jsonBytes, overBudget } from "./budgets.js";
 import { messageProblem } from "./message-schema.js";
+import { checkWebhookField } from "../webhooks/field.js";
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const ROLES = ["user", "assistant", "toolResult"];
@@ -131,7 +132,7 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
     const n = can.afterTurns;
     if (n !== undefined && (typeof n !== "number" || !Number.isInteger(n) || n < 1)) return `"continueAsNew.afterTurns" must be a positive integer`;
   }
-  return checkSession(input.session);
+  return checkSession(input.session) ?? checkWebhookField(input.webhook);
 }
 
 /** Checks a message a person sends in (steer, follow-up, prompt): text or a user message, within its byte budget. */

@@ -6,13 +6,15 @@ import {
   CancellationScope,
   CancelledFailure,
   isCancellation,
+  patched,
   proxyActivities,
   proxySinks,
+  TimeoutFailure,
   type ActivityOptions,
 } from "@temporalio/workflow";
 import type { AssistantMessage } from "@jai/ai";
 import type { createActivities } from "../activities/index.js";
-import type { AgentRunInput, RunSetup } from "../types.js";
+import type { AgentRunInput, ModelReply, RunSetup } from "../types.js";
 import { modelContextRef } from "./context-ref.js";
 import { fitContext, modelTools } from "./context-fit.js";
 import type { AgentSinks } from "./definitions.js";
@@ -32,6 +34,17 @@ const MODEL_DEFAULTS: ActivityOptions = {
 };
 
 const { streamAssistantMessage } = proxyActivities<Activities>(MODEL_DEFAULTS);
+
+/** Patch id of model calls routed to the worker that holds the run's context (added after the first release). */
+export const MODEL_ROUTE_PATCH = "jai-model-route-v1";
+/**
+ * How long a routed call waits for its worker to pick it up before it goes to
+ * the shared queue: a dead worker costs this, a live one answers in
+ * milliseconds (its own queue holds only its runs' model calls).
+ */
+export const ROUTED_SCHEDULE_TO_START = "2s";
+/** A routed call whose worker stopped heartbeating is not retried there: it goes to the shared queue at once. */
+const HEARTBEAT_TIMEOUT_TYPE = "TemporalTimeout:Heartbeat";
 const { agent } = proxySinks<AgentSinks>();
 
 /** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
@@ -50,6 +63,23 @@ function partialOf(err: ActivityFailure): AssistantMessage | undefined {
   return partial && partial.role === "assistant" ? { ...partial, stopReason: "aborted" } : undefined;
 }
 
+/** The options of a call sent to one worker's own queue. */
+function routedOptions(input: AgentRunInput, taskQueue: string): ActivityOptions {
+  const retry = input.modelActivity?.retry;
+  return {
+    taskQueue,
+    scheduleToStartTimeout: ROUTED_SCHEDULE_TO_START,
+    retry: { ...retry, nonRetryableErrorTypes: [...(retry?.nonRetryableErrorTypes ?? []), HEARTBEAT_TIMEOUT_TYPE] },
+  } as ActivityOptions;
+}
+
+const isReply = (answer: AssistantMessage | ModelReply): answer is ModelReply => (answer as AssistantMessage).role !== "assistant";
+
+const isRouteLost = (err: unknown) =>
+  err instanceof ActivityFailure &&
+  err.cause instanceof TimeoutFailure &&
+  (err.cause.timeoutType === "SCHEDULE_TO_START" || err.cause.timeoutType === "HEARTBEAT");
+
 const isOverflow = (err: ActivityFailure) => err.cause instanceof ApplicationFailure && err.cause.type === "ContextOverflow";
 
 /**
@@ -58,20 +88,34 @@ const isOverflow = (err: ActivityFailure) => err.cause instanceof ApplicationFai
  */
 export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunState, retriedOverflow = false): Promise<AssistantMessage> {
   const { model } = setup;
+  const route = patched(MODEL_ROUTE_PATCH);
+  const queue = route ? run.modelQueue : undefined;
   try {
-    const message = await streamAssistantMessage.executeWithOptions(activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id)), [
+    const options = activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id));
+    if (queue) Object.assign(options, routedOptions(input, queue));
+    const answer = (await streamAssistantMessage.executeWithOptions(options, [
       {
         model,
         systemPrompt: input.systemPrompt,
         context: modelContextRef(run),
         tools: modelTools(setup),
         turn: run.turn,
+        ...(route ? { route: true } : {}),
       },
-    ]);
+    ])) as AssistantMessage | ModelReply;
+    // A worker that predates routing answers with the message alone (and names no queue).
+    const reply: ModelReply = isReply(answer) ? answer : { message: answer };
+    if (route) run.modelQueue = reply.taskQueue;
+    const message = reply.message;
     // The worker that answered cached the context and its reply.
     run.workerKnows = run.context.length + 1;
     return message;
   } catch (err) {
+    // The worker the call was sent to is gone (not picked up in time, or stopped heartbeating): any worker takes it.
+    if (queue && isRouteLost(err) && !CancellationScope.current().consideredCancelled) {
+      run.modelQueue = undefined;
+      return callModel(input, setup, run, retriedOverflow);
+    }
     // A cancel whose model worker is dead ends in a heartbeat timeout, not a cancellation: it is still a cancel.
     if (isCancellation(err) || CancellationScope.current().consideredCancelled) {
       throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);

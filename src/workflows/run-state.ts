@@ -1,5 +1,6 @@
 /** Everything a run knows; the queries, the UI details and the result are read from it. */
-import { setCurrentDetails } from "@temporalio/workflow";
+import { setCurrentDetails, upsertSearchAttributes } from "@temporalio/workflow";
+import type { SearchAttributeUpdatePair } from "@temporalio/common";
 import type { ToolResultMessage, UserMessage } from "@jai/ai";
 import type {
   AgentMessage,
@@ -15,7 +16,8 @@ import type {
 } from "../types.js";
 import { jsonBytes } from "./budgets.js";
 import type { UserInput } from "./definitions.js";
-import { runDetails } from "./summary.js";
+import { AgentCostUsd, AgentModel, AgentSummary, AgentStatus, AgentStopReason as AgentStopReasonKey, AgentTools, AgentTotalTokens, AgentTurns } from "./search-attributes.js";
+import { approvalDetails, runDetails } from "./summary.js";
 import { addUsage, emptyUsage } from "./usage.js";
 
 /** A session prompt waiting to be taken up; its caller waits for the answer under its id. */
@@ -65,6 +67,8 @@ export class RunState {
   contextEpoch = 0;
   /** Context messages the worker that made the last model call holds (it appended its reply). */
   workerKnows = 0;
+  /** The task queue of the worker that answered the last model call (it holds the context): the next call goes there. */
+  modelQueue?: string;
   /**
    * Tool results that are exactly their activity's output, by their content
    * (the very array the activity returned), with that activity's id: model
@@ -108,6 +112,8 @@ export class RunState {
   turnsThisRun = 0;
   stopReason?: AgentStopReason;
   errorMessage?: string;
+  /** Search attribute values last upserted, by name; undefined while the run does not upsert them (see enableSearchAttributes). */
+  private searchAttributes?: Map<string, unknown>;
 
   /** Messages a continued transcript starts from: in the transcript and context, not new. */
   seed(messages: AgentMessage[]): void {
@@ -191,6 +197,39 @@ export class RunState {
   publishDetails(extra?: string): void {
     const s = this.snapshot();
     const waiting = s.pendingApprovals.length > 0 ? `${s.pendingApprovals.length} awaiting approval` : undefined;
-    setCurrentDetails(runDetails(s.status, s.phase.replace("_", " "), s.turn, s.usage, [extra, waiting].filter(Boolean).join(" · ") || undefined));
+    const line = runDetails(s.status, s.phase.replace("_", " "), s.turn, s.usage, [extra, waiting].filter(Boolean).join(" · ") || undefined);
+    setCurrentDetails(s.pendingApprovals.length > 0 ? `${line}\n\n${approvalDetails(s.pendingApprovals)}` : line);
+    this.publishSearchAttributes(s);
+  }
+
+  /**
+   * From now on the run keeps its search attributes up to date (the caller
+   * checked the patch and that the namespace has them): model and tools once,
+   * the rest whenever it changes. Each upsert is a command, so only changes are sent.
+   */
+  enableSearchAttributes(model: string, tools: string[], summary: string): void {
+    this.searchAttributes = new Map();
+    upsertSearchAttributes([
+      { key: AgentModel, value: model },
+      { key: AgentTools, value: tools },
+      ...(summary ? [{ key: AgentSummary, value: summary }] : []),
+    ]);
+    this.publishSearchAttributes(this.snapshot());
+  }
+
+  private publishSearchAttributes(s: AgentRunState): void {
+    const sent = this.searchAttributes;
+    if (!sent) return;
+    const wanted: SearchAttributeUpdatePair[] = [
+      { key: AgentStatus, value: s.status },
+      { key: AgentTurns, value: s.turn },
+      { key: AgentTotalTokens, value: s.usage.totalTokens },
+      { key: AgentCostUsd, value: s.usage.cost.total },
+      ...(s.stopReason !== undefined ? [{ key: AgentStopReasonKey, value: s.stopReason }] : []),
+    ];
+    const changed = wanted.filter((pair) => sent.get(pair.key.name) !== pair.value);
+    if (changed.length === 0) return;
+    for (const pair of changed) sent.set(pair.key.name, pair.value);
+    upsertSearchAttributes(changed);
   }
 }

@@ -1,5 +1,6 @@
 /** One-line texts for the Temporal UI: activity summaries and the run's current details. */
 import type { Usage } from "@jai/ai";
+import type { AgentRunInput, PendingApproval } from "../types.js";
 
 const MAX_SUMMARY = 120;
 
@@ -33,4 +34,19 @@ export function runDetails(status: string, phase: string, turn: number, usage: U
   const cost = usage.cost.total > 0 ? ` · $${usage.cost.total.toFixed(4)}` : "";
   const tail = extra ? ` · ${extra}` : "";
   return `**${status}** · ${phase} · turn ${turn} · ${usage.totalTokens} tokens${cost}${tail}`;
+}
+
+/** The first non-empty line of the prompt (the last message of a transcript), clipped: the run's line in the UI's list. */
+export function promptSummary(prompt: AgentRunInput["prompt"]): string {
+  const last = Array.isArray(prompt) ? prompt[prompt.length - 1] : prompt;
+  const content = typeof last === "string" ? last : last?.content;
+  if (content === undefined) return "";
+  const text = typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
+  return clip(text.split("\n").find((l) => l.trim() !== "") ?? "", MAX_SUMMARY);
+}
+
+/** The tool calls waiting for a person, one per line with their arguments and the id to pass to approve/deny (markdown). */
+export function approvalDetails(pending: PendingApproval[]): string {
+  const lines = pending.map((p) => `- \`${toolSummary(p.toolName, p.args).replace(/`/g, "'")}\` · id \`${p.toolCallId}\` · since ${p.since}`);
+  return `Awaiting approval:\n${lines.join("\n")}`;
 }

@@ -22,6 +22,8 @@ import type { ApprovalWait, RunState } from "./run-state.js";
 import { toolSummary } from "./summary.js";
 import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
+import { metrics } from "./metrics-sink.js";
+import { runSubAgent } from "./sub-agent.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -171,6 +173,7 @@ async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, cal
       if (run.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
     }
   }
+  if (spec.subAgent) return runSubAgent(spec, spec.subAgent, call, run, index);
   return executeCall(spec, call, run.turn, index, input.toolResultLimits, run.fromActivity);
 }
 
@@ -193,6 +196,7 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
   const wait: ApprovalWait = { pending: { toolCallId: call.id, toolName: call.name, args: call.arguments, since: new Date(Date.now()).toISOString() } };
   run.approvals.set(call.id, wait);
   run.publishDetails();
+  metrics.approvalsWaiting(1);
   try {
     const decided = () => wait.decision !== undefined || run.steering.length > 0;
     const inTime = timeout === undefined ? (await condition(decided), true) : await condition(decided, timeout);
@@ -200,6 +204,7 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
     if (!wait.decision) return SKIPPED_BY_STEERING;
     return wait.decision.approved ? undefined : `Tool call denied by the user${wait.decision.reason ? `: ${wait.decision.reason}` : "."}`;
   } finally {
+    metrics.approvalsWaiting(-1);
     run.approvals.delete(call.id);
     run.publishDetails();
   }

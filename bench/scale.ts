@@ -1,0 +1,276 @@
+/**
+ * Scale (issue 17): many concurrent long runs over 1-3 worker processes on one
+ * dev server; scripted model answering at once, 8 KB tool results. Reports what
+ * the context cache and model-call routing save: query bytes against
+ * transcript bytes, hit rate, worker memory, turn latency, runs lost; and, with
+ * `--scale-kill`, what a SIGKILLed worker costs its runs.
+ *
+ * Sizes by flag: `npm run bench -- scale --scale-workers=1,3 --scale-runs=100,500
+ * --scale-turns=20 --scale-kb=8 --scale-cache-mb=256 --scale-kill --scale-route=off`.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ContextCacheStats } from "../src/activities/index.js";
+import { startAgentRun, type AgentRunHandle } from "../src/client.js";
+import { mb, table, type Bench } from "./common.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const HEARTBEAT = "5s";
+const HEARTBEAT_MS = 5000;
+
+function flag(name: string): string | undefined {
+  const hit = process.argv.find((a) => a.startsWith(`--${name}=`) || a === `--${name}`);
+  return hit === undefined ? undefined : hit.includes("=") ? hit.slice(hit.indexOf("=") + 1) : "true";
+}
+const list = (value: string | undefined, fallback: number[]) => (value ? value.split(",").map(Number) : fallback);
+
+interface Worker {
+  child: ChildProcess;
+  calls: [string, number, number, 0 | 1][];
+  alive: boolean;
+  baseRss: number;
+  peakRss: number;
+  last?: { cache: ContextCacheStats; rss: number; heapUsed: number };
+}
+
+async function startWorker(env: NodeJS.ProcessEnv): Promise<Worker> {
+  const child = fork(path.join(here, "scale-worker.ts"), [], { env: { ...process.env, ...env }, execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const worker: Worker = { child, calls: [], alive: true, baseRss: 0, peakRss: 0 };
+  child.on("message", (msg: any) => {
+    if (msg.type === "calls") worker.calls = msg.calls;
+    if (msg.type === "stats") {
+      worker.last = msg;
+      worker.peakRss = Math.max(worker.peakRss, msg.rss);
+    }
+  });
+  child.on("exit", () => (worker.alive = false));
+  await new Promise<void>((resolve, reject) => {
+    child.once("message", (msg: any) => (msg.type === "ready" ? resolve() : reject(new Error(`unexpected ${msg.type}`))));
+    child.once("exit", (code) => reject(new Error(`bench worker exited with ${code} before it was ready`)));
+  });
+  return worker;
+}
+
+/** Asks every live worker for its stats and call log, and waits for the answers. */
+async function poll(workers: Worker[]): Promise<void> {
+  await Promise.all(
+    workers
+      .filter((w) => w.alive)
+      .map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            let pending = 2;
+            const onMessage = (msg: any) => {
+              if (msg.type === "stats" || msg.type === "calls") pending--;
+              if (pending === 0) done();
+            };
+            const done = () => {
+              w.child.off("message", onMessage);
+              clearTimeout(timer);
+              resolve();
+            };
+            const timer = setTimeout(done, 5000);
+            w.child.on("message", onMessage);
+            try {
+              w.child.send({ type: "stats" });
+              w.child.send({ type: "calls" });
+            } catch {
+              done();
+            }
+          }),
+      ),
+  );
+}
+
+const percentile = (values: number[], p: number) => {
+  if (values.length === 0) return 0;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+interface Row {
+  workers: number;
+  runs: number;
+  turns: number;
+  modelCalls: number;
+  hitRate: number;
+  refReads: number;
+  queryBytes: number;
+  transcriptBytes: number;
+  baseRss: number;
+  peakRss: number;
+  cacheBytes: number;
+  p50: number;
+  p99: number;
+  fallbacks: number;
+  lost: number;
+  seconds: number;
+  killCost?: number;
+}
+
+async function runConfig(bench: Bench, bundlePath: string, workersN: number, runs: number, turns: number, resultBytes: number, kill: boolean): Promise<Row> {
+  const taskQueue = `scale-${workersN}w-${runs}r-${Date.now()}`;
+  const env = {
+    TEMPORAL_ADDRESS: bench.server.address,
+    SCALE_TASK_QUEUE: taskQueue,
+    SCALE_BUNDLE: bundlePath,
+    SCALE_TURNS: String(turns),
+    SCALE_RESULT_BYTES: String(resultBytes),
+    SCALE_HEARTBEAT: HEARTBEAT,
+    ...(flag("scale-cache-mb") ? { SCALE_CACHE_BYTES: String(Number(flag("scale-cache-mb")) * 1024 * 1024) } : {}),
+    ...(flag("scale-route") ? { SCALE_ROUTE: flag("scale-route") } : {}),
+  };
+  const workers = await Promise.all(Array.from({ length: workersN }, () => startWorker(env)));
+  await poll(workers);
+  for (const w of workers) w.baseRss = w.last?.rss ?? 0;
+  const started = Date.now();
+  const handles: AgentRunHandle[] = [];
+  for (let i = 0; i < runs; i += 50) {
+    handles.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(50, runs - i) }, (_, j) =>
+          startAgentRun(bench.client, { taskQueue, workflowId: `${taskQueue}-${i + j}`, model: "bench/scale", prompt: "go", maxTurns: turns + 5, modelActivity: { heartbeatTimeout: HEARTBEAT } }),
+        ),
+      )),
+    );
+  }
+  let killedAt: number | undefined;
+  let finished = false;
+  const sampler = (async () => {
+    while (!finished) {
+      await poll(workers);
+      const calls = workers.reduce((n, w) => n + w.calls.length, 0);
+      if (kill && killedAt === undefined && workersN > 1 && calls >= (runs * turns) / 2) {
+        workers[workersN - 1].child.kill("SIGKILL");
+        killedAt = Date.now();
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  })();
+  const deadline = Number(flag("scale-deadline-s") ?? 3600) * 1000;
+  let expire!: () => void;
+  const expired = new Promise<never>((_, reject) => (expire = () => reject(new Error("deadline"))));
+  expired.catch(() => {});
+  const timer = setTimeout(expire, deadline);
+  const settled = await Promise.allSettled(handles.map((h) => Promise.race([h.result(), expired])));
+  clearTimeout(timer);
+  const seconds = (Date.now() - started) / 1000;
+  finished = true;
+  await sampler;
+  await poll(workers);
+  const ok = settled.flatMap((s) => (s.status === "fulfilled" && s.value.stopReason === "stop" && s.value.turns === turns ? [s.value] : []));
+  const transcriptBytes = ok.reduce((n, r) => n + JSON.stringify(r.messages).length, 0);
+
+  // Turn latency: from one model call of a run to its next (a tool call and three workflow tasks in between).
+  const byRun = new Map<string, Map<number, number>>();
+  for (const w of workers) {
+    for (const [id, turn, at] of w.calls) {
+      const turnsOf = byRun.get(id) ?? new Map<number, number>();
+      byRun.set(id, turnsOf);
+      if (!turnsOf.has(turn) || turnsOf.get(turn)! > at) turnsOf.set(turn, at);
+    }
+  }
+  const gaps: number[] = [];
+  let killCost = 0;
+  for (const turnsOf of byRun.values()) {
+    const times = [...turnsOf.entries()].sort((a, b) => a[0] - b[0]).map(([, at]) => at);
+    const own: number[] = [];
+    let spanning: number | undefined;
+    for (let i = 1; i < times.length; i++) {
+      const gap = times[i] - times[i - 1];
+      gaps.push(gap);
+      if (killedAt !== undefined && times[i - 1] <= killedAt && times[i] > killedAt) spanning = gap;
+      else own.push(gap);
+    }
+    // What the kill cost the run: the turn across it, less the run's usual turn (load alone makes turns slow here).
+    if (spanning !== undefined) killCost = Math.max(killCost, spanning - percentile(own, 50));
+  }
+  const stats = workers.flatMap((w) => (w.last ? [w.last.cache] : []));
+  const sum = (f: (s: ContextCacheStats) => number) => stats.reduce((n, s) => n + f(s), 0);
+  const hits = sum((s) => s.hits);
+  const misses = sum((s) => s.misses);
+  const row: Row = {
+    workers: workersN,
+    runs,
+    turns,
+    modelCalls: workers.reduce((n, w) => n + w.calls.length, 0),
+    hitRate: hits + misses === 0 ? 1 : hits / (hits + misses),
+    refReads: sum((s) => s.refReads),
+    queryBytes: sum((s) => s.queryBytes),
+    transcriptBytes,
+    baseRss: Math.max(...workers.map((w) => w.baseRss)),
+    peakRss: Math.max(...workers.map((w) => w.peakRss)),
+    cacheBytes: Math.max(...stats.map((s) => s.bytes)),
+    p50: percentile(gaps, 50),
+    p99: percentile(gaps, 99),
+    fallbacks: workers.reduce((n, w) => n + w.calls.filter(([, turn, , shared]) => turn > 1 && shared === 1).length, 0),
+    lost: runs - ok.length,
+    seconds,
+    ...(killedAt !== undefined ? { killCost } : {}),
+  };
+  for (const w of workers) if (w.alive) w.child.send({ type: "stop" });
+  await Promise.all(workers.map((w) => (w.alive ? new Promise((r) => w.child.once("exit", r)) : undefined)));
+  console.error(`  ${workersN} workers × ${runs} runs: ${JSON.stringify(row)}`);
+  return row;
+}
+
+export async function scale(bench: Bench): Promise<{ markdown: string; goals: string[] }> {
+  const workerCounts = list(flag("scale-workers"), [1, 2, 3]);
+  const runCounts = list(flag("scale-runs"), [100, 500, 1000]);
+  const turns = Number(flag("scale-turns") ?? 20);
+  const resultBytes = Number(flag("scale-kb") ?? 8) * 1024;
+  const kill = flag("scale-kill") !== undefined;
+  const dir = await mkdtemp(path.join(os.tmpdir(), "jai-scale-"));
+  const bundlePath = path.join(dir, "workflow-bundle.js");
+  await writeFile(bundlePath, bench.bundle.code);
+  const rows: Row[] = [];
+  for (const runs of runCounts) {
+    for (const workersN of workerCounts) {
+      console.error(`  scale: ${workersN} worker process(es), ${runs} runs × ${turns} turns...`);
+      rows.push(await runConfig(bench, bundlePath, workersN, runs, turns, resultBytes, kill && workersN > 1));
+    }
+  }
+  const cacheMb = flag("scale-cache-mb") ?? "256 (default)";
+  const markdown = [
+    `### Scale (concurrent runs of ${turns} turns, ${resultBytes / 1024} KB tool results, scripted model answering at once; worker processes on one dev server, 2 cores; context cache ${cacheMb} MB${flag("scale-route") === "off" ? ", routing off" : ""})`,
+    "",
+    "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next.",
+    "",
+    table(
+      ["workers", "runs", "model calls", "hit rate", "tool results read", "query ÷ transcript", "transcripts", "worker RSS idle → peak", "cache (max)", "turn p50 / p99", "calls off their worker", "runs lost", "wall time", ...(kill ? ["SIGKILL cost (max per run, over its median turn)"] : [])],
+      rows.map((r) => [
+        r.workers,
+        r.runs,
+        r.modelCalls,
+        `${(r.hitRate * 100).toFixed(1)}%`,
+        r.refReads,
+        (r.queryBytes / Math.max(1, r.transcriptBytes)).toFixed(2),
+        mb(r.transcriptBytes),
+        `${mb(r.baseRss)} → ${mb(r.peakRss)}`,
+        mb(r.cacheBytes),
+        `${r.p50} / ${r.p99} ms`,
+        r.fallbacks,
+        r.lost,
+        `${r.seconds.toFixed(0)} s`,
+        ...(kill ? [r.killCost !== undefined ? `${(r.killCost / 1000).toFixed(1)} s` : "-"] : []),
+      ]),
+    ),
+  ].join("\n");
+  const worstRatio = Math.max(...rows.map((r) => r.queryBytes / Math.max(1, r.transcriptBytes)));
+  const big = rows.find((r) => r.workers === 3 && r.runs === 1000);
+  const lost = rows.reduce((n, r) => n + r.lost, 0);
+  const goals = [
+    `query bytes ÷ transcript bytes ≤ 1.2 at every size measured (worst ${worstRatio.toFixed(2)}): ${worstRatio <= 1.2 ? "met" : "NOT met"}`,
+    big
+      ? `hit rate ≥ 95% at 1,000 runs on 3 workers (${(big.hitRate * 100).toFixed(1)}%): ${big.hitRate >= 0.95 ? "met" : "NOT met"}`
+      : "hit rate at 1,000 runs on 3 workers: not measured in this run",
+    `0 runs lost (${lost}): ${lost === 0 ? "met" : "NOT met"}`,
+    ...rows
+      .filter((r) => r.killCost !== undefined)
+      .map((r) => `a SIGKILLed worker costs its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s (${r.workers} workers × ${r.runs} runs: ${((r.killCost ?? 0) / 1000).toFixed(1)} s): ${(r.killCost ?? 0) <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`),
+  ];
+  return { markdown, goals };
+}

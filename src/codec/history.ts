@@ -1,0 +1,55 @@
+/**
+ * Decoding a whole history through a data converter's codecs, so code that
+ * reads payloads itself (show, the closed-run view, replay of a file) sees
+ * what the workflow saw, whatever codec (encryption, compression) wrote it.
+ */
+import type { LoadedDataConverter, Payload, PayloadCodec } from "@temporalio/common";
+import type { temporal } from "@temporalio/proto";
+import { ENCRYPTED_ENCODING, KEY_ID_METADATA } from "./aes-gcm.js";
+
+type History = temporal.api.history.v1.IHistory;
+
+const isPayload = (value: unknown): value is Payload => {
+  const v = value as { metadata?: unknown; data?: unknown } | null;
+  return typeof v === "object" && v !== null && typeof v.metadata === "object" && v.metadata !== null && "encoding" in (v.metadata as object) && (v.data == null || v.data instanceof Uint8Array);
+};
+
+/** Every payload in `value`, wherever it sits (inputs, results, update args, memo, headers, user metadata, failure details). */
+function collectPayloads(value: unknown, out: Payload[], seen = new Set<unknown>()): void {
+  if (typeof value !== "object" || value === null || value instanceof Uint8Array || seen.has(value)) return;
+  seen.add(value);
+  if (isPayload(value)) {
+    out.push(value);
+    return;
+  }
+  for (const child of Array.isArray(value) ? value : Object.values(value)) collectPayloads(child, out, seen);
+}
+
+/** Decodes every payload of `history` in place with `codecs` (applied last to first, as Temporal does) and returns it. */
+export async function decodeHistoryPayloads<H extends History>(history: H, codecs: PayloadCodec[]): Promise<H> {
+  if (codecs.length === 0) return history;
+  const payloads: Payload[] = [];
+  collectPayloads(history.events, payloads);
+  if (payloads.length === 0) return history;
+  let decoded: Payload[] = payloads.map((p) => ({ metadata: p.metadata, data: p.data }));
+  for (const codec of [...codecs].reverse()) decoded = await codec.decode(decoded);
+  payloads.forEach((p, i) => {
+    p.metadata = decoded[i].metadata;
+    p.data = decoded[i].data;
+  });
+  return history;
+}
+
+/** `decodeHistoryPayloads` with a client's (or worker's) loaded data converter. */
+export function decodeHistory<H extends History>(history: H, converter: LoadedDataConverter): Promise<H> {
+  return decodeHistoryPayloads(history, converter.payloadCodecs);
+}
+
+/** Key ids of the payloads in `history` still encrypted by the built-in codec (empty: none, or all decoded). */
+export function encryptedKeyIds(history: History): string[] {
+  const payloads: Payload[] = [];
+  collectPayloads(history.events, payloads);
+  const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString("utf8") : undefined);
+  const ids = payloads.filter((p) => text(p.metadata?.encoding) === ENCRYPTED_ENCODING).map((p) => text(p.metadata?.[KEY_ID_METADATA]) ?? "?");
+  return [...new Set(ids)];
+}

@@ -1,0 +1,30 @@
+/** `agentTool()`: another agent as a tool. Each call runs as a child workflow of the calling run. */
+import { Type } from "@sinclair/typebox";
+import type { AgentTool, SubAgentSpec } from "../types.js";
+
+export interface AgentToolConfig extends SubAgentSpec {
+  /** Tool name the parent's model calls. */
+  name: string;
+  /** What the sub-agent is good at, for the parent's model. */
+  description: string;
+}
+
+/**
+ * A tool whose call starts a child `agentRun` with the model's `prompt`: the
+ * child's final answer is the result, its usage adds to the parent's, and
+ * cancelling the parent cancels it. Register it with the worker like any tool.
+ */
+export function agentTool(config: AgentToolConfig): AgentTool {
+  const { name, description, ...subAgent } = config;
+  return {
+    name,
+    description,
+    label: name,
+    parameters: Type.Object({ prompt: Type.String({ description: "The task for the sub-agent, with everything it needs to know" }) }),
+    subAgent,
+    async execute() {
+      // The workflow starts a child run for this tool; reaching here means a call bypassed it.
+      throw new Error(`${name} is a sub-agent: its calls run as child workflows, not in the tool activity`);
+    },
+  };
+}

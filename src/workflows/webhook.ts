@@ -1,0 +1,72 @@
+/**
+ * The completion webhook: after a run ends, however it ends, one activity
+ * delivers its outcome. Only runs whose input has a `webhook` schedule it, so
+ * histories recorded before it existed replay unchanged.
+ */
+import { CancellationScope, ContinueAsNew, isCancellation, log, proxyActivities, TemporalFailure, workflowInfo, type ActivityOptions } from "@temporalio/workflow";
+import type { createActivities } from "../activities/index.js";
+import type { AgentRunInput, AgentRunResult } from "../types.js";
+import type { RunOutcome } from "../webhooks/deliver.js";
+import { checkWebhookField } from "../webhooks/field.js";
+import { emptyUsage } from "./usage.js";
+
+type Activities = ReturnType<typeof createActivities>;
+
+const { deliverRunWebhook } = proxyActivities<Activities>({
+  startToCloseTimeout: "30s",
+  // Receivers are often briefly down: keep trying for about half an hour.
+  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "5m", maximumAttempts: 12 },
+});
+
+function finalText(result: AgentRunResult): string {
+  const last = [...result.messages].reverse().find((m) => m.role === "assistant");
+  return last?.role === "assistant" ? last.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("") : "";
+}
+
+/** Runs `body` (the agent loop) and, when the input asks for it, delivers its outcome, also when it fails or is cancelled. */
+export async function withCompletionWebhook(input: AgentRunInput, body: () => Promise<AgentRunResult>): Promise<AgentRunResult> {
+  // A malformed webhook fails the run's input check: there is nowhere to deliver.
+  if (!input.webhook || checkWebhookField(input.webhook)) return body();
+  let result: AgentRunResult;
+  try {
+    result = await body();
+  } catch (err) {
+    // Not an end: the chain goes on in the next run, which delivers.
+    if (err instanceof ContinueAsNew) throw err;
+    // Anything else is a bug that fails the workflow task (retried), not the run: nothing to report yet.
+    if (!(err instanceof TemporalFailure)) throw err;
+    const cancelled = isCancellation(err);
+    await deliver(input, {
+      status: cancelled ? "cancelled" : "failed",
+      stopReason: cancelled ? "aborted" : "error",
+      finalText: "",
+      turns: 0,
+      usage: emptyUsage(),
+      errorMessage: err instanceof Error ? err.message : String(err),
+    });
+    throw err;
+  }
+  await deliver(input, {
+    // A cancelled run closes its transcript and returns normally, as "aborted".
+    status: CancellationScope.current().consideredCancelled ? "cancelled" : "completed",
+    stopReason: result.stopReason,
+    finalText: finalText(result),
+    turns: result.turns,
+    usage: result.usage,
+    ...(result.errorMessage !== undefined ? { errorMessage: result.errorMessage } : {}),
+  });
+  return result;
+}
+
+async function deliver(input: AgentRunInput, outcome: Omit<RunOutcome, "workflowId" | "runId" | "endedAt">): Promise<void> {
+  const info = workflowInfo();
+  const full: RunOutcome = { workflowId: info.workflowId, runId: info.runId, ...outcome, endedAt: new Date(Date.now()).toISOString() };
+  // The run has ended: a cancel request must not stop its report. A delivery that fails for good does not change the run's outcome.
+  await CancellationScope.nonCancellable(async () => {
+    try {
+      await deliverRunWebhook.executeWithOptions({ summary: `webhook · ${input.webhook!.url.replace(/^https?:\/\/([^/?#]+).*$/i, "$1")}` } as ActivityOptions, [{ webhook: input.webhook!, outcome: full }]);
+    } catch (err) {
+      log.warn("webhook delivery failed for good", { error: err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err) });
+    }
+  });
+}

@@ -1,0 +1,115 @@
+/**
+ * Model calls go where the context is (issue 17): a run's model calls are sent
+ * to the own task queue of the worker that answered the last one, so they hit
+ * its cache whatever the number of workers; tools stay on the shared queue; a
+ * worker whose own queue is gone costs the call a schedule-to-start timeout,
+ * then any worker takes it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
+import { startAgentRun, type AgentRunHandle } from "../src/client.js";
+import type { AgentTool } from "../src/types.js";
+import { replayHistory } from "../src/replay.js";
+import { createAgentWorker } from "../src/worker.js";
+import { ROUTED_SCHEDULE_TO_START } from "../src/workflows/model-call.js";
+import { deferred, fauxModel, openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await openTestEnv();
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+const TURNS = 6;
+
+/** Answers from the context: a tool call per turn until TURNS results, then the count. */
+const answer = (context: Context) => {
+  const done = context.messages.filter((m) => m.role === "toolResult").length;
+  return done >= TURNS ? fauxAssistantMessage(`read ${done}`) : fauxAssistantMessage([fauxToolCall("page", { n: done + 1 }, { id: `p${done + 1}` })], { stopReason: "toolUse" });
+};
+
+const pageTool = (gate?: (n: number) => Promise<void>): AgentTool => ({
+  name: "page",
+  description: "a page",
+  parameters: Type.Object({ n: Type.Number() }),
+  async execute(_id, args: any) {
+    await gate?.(args.n);
+    return { content: [{ type: "text", text: `page ${args.n} ${"x".repeat(4000)}` }] };
+  },
+});
+
+/** Task queues of the scheduled activities of a run, by activity type, in order. */
+async function scheduledQueues(handle: AgentRunHandle) {
+  const history = await handle.workflow.fetchHistory();
+  return (history.events ?? [])
+    .map((e) => e.activityTaskScheduledEventAttributes)
+    .filter(Boolean)
+    .map((a) => ({ type: a!.activityType?.name as string, queue: a!.taskQueue?.name as string }));
+}
+
+describe("model-call routing", () => {
+  it("after the first call, every model call goes to the own queue of the worker that holds the context, and hits its cache", async () => {
+    // (Several worker processes on one queue: `npm run bench -- scale`; Temporal allows one worker per queue per process.)
+    const taskQueue = uniqueId("route");
+    const faux = fauxModel(Array.from({ length: TURNS + 1 }, () => answer));
+    const worker = await createAgentWorker({ connection: env.connection, taskQueue, tools: [pageTool()], models: [faux.getModel()], workflowBundle: env.bundle });
+    expect(worker.ownTaskQueue).toMatch(new RegExp(`^${taskQueue}@`));
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("route"), model: faux.getModel(), prompt: "go" });
+    const result = await worker.runUntil(() => handle.result());
+    expect(textOf(result.messages.at(-1))).toBe(`read ${TURNS}`);
+
+    const queues = await scheduledQueues(handle);
+    const model = queues.filter((q) => q.type === "streamAssistantMessage").map((q) => q.queue);
+    expect(model).toEqual([taskQueue, ...Array.from({ length: TURNS }, () => worker.ownTaskQueue)]);
+    // Tools stay on the shared queue.
+    expect(queues.filter((q) => q.type === "executeTool").every((q) => q.queue === taskQueue)).toBe(true);
+    expect(worker.cacheStats()).toMatchObject({ hits: TURNS, misses: 0, queries: 0 });
+  });
+
+  it(`a worker whose own queue is gone: the call waits ${ROUTED_SCHEDULE_TO_START} for it, then goes to the shared queue and the run goes on`, async () => {
+    const taskQueue = uniqueId("route-lost");
+    const faux = fauxModel(Array.from({ length: TURNS + 2 }, () => answer));
+    const released = deferred();
+    const reached = deferred();
+    const gate = async (n: number) => {
+      if (n !== 2) return;
+      reached.resolve();
+      await released.promise;
+    };
+    const worker = await createAgentWorker({ connection: env.connection, taskQueue, tools: [pageTool(gate)], models: [faux.getModel()], workflowBundle: env.bundle });
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("route-lost"), model: faux.getModel(), prompt: "go" });
+    const result = await worker.runUntil(async () => {
+      await reached.promise;
+      // The worker's own poller stops (as if that worker died); its shared one keeps serving workflow tasks and tools.
+      worker.ownWorker!.shutdown();
+      released.resolve();
+      return handle.result();
+    });
+    expect(textOf(result.messages.at(-1))).toBe(`read ${TURNS}`);
+    const history = await handle.workflow.fetchHistory();
+    const timedOut = (history.events ?? []).filter((e) => e.activityTaskTimedOutEventAttributes);
+    expect(timedOut).toHaveLength(1);
+    expect(timedOut[0].activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType).toBe(2); // SCHEDULE_TO_START
+    const model = (await scheduledQueues(handle)).filter((q) => q.type === "streamAssistantMessage").map((q) => q.queue);
+    // Calls 1-2 as before, call 3 sent to the gone queue, then again on the shared queue, and the rest shared (the worker names no queue now).
+    expect(model.slice(0, 4)).toEqual([taskQueue, worker.ownTaskQueue, worker.ownTaskQueue, taskQueue]);
+    expect(model.slice(4).every((q) => q === taskQueue)).toBe(true);
+    // Routed calls, the timeout and the fallback replay deterministically.
+    const replayed = await replayHistory(history, "route-lost", env.bundle);
+    expect(replayed.error).toBeUndefined();
+  });
+
+  it("routing off: every model call stays on the shared queue", async () => {
+    const taskQueue = uniqueId("route-off");
+    const faux = fauxModel(Array.from({ length: TURNS + 1 }, () => answer));
+    const worker = await createAgentWorker({ connection: env.connection, taskQueue, tools: [pageTool()], models: [faux.getModel()], workflowBundle: env.bundle, routeModelCalls: false });
+    expect(worker.ownTaskQueue).toBeUndefined();
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("route-off"), model: faux.getModel(), prompt: "go" });
+    await worker.runUntil(() => handle.result());
+    const model = (await scheduledQueues(handle)).filter((q) => q.type === "streamAssistantMessage");
+    expect(model.every((q) => q.queue === taskQueue)).toBe(true);
+    expect(worker.cacheStats()).toMatchObject({ hits: TURNS, misses: 0 });
+  });
+});
