@@ -59,6 +59,9 @@ export function withoutDetails(message: AgentMessage): AgentMessage {
   return rest;
 }
 
+/** Turns between upserts of the search-attribute counters when the status does not change. */
+const COUNTER_EVERY = 10;
+
 export class RunState {
   transcript: AgentMessage[] = [];
   /** What the model sees: the transcript without details, compacted when it outgrows the budget. */
@@ -229,6 +232,10 @@ export class RunState {
     ];
     const changed = wanted.filter((pair) => sent.get(pair.key.name) !== pair.value);
     if (changed.length === 0) return;
+    // Each upsert is an event: the counters (turns, tokens, cost) ride along with a status change, and on
+    // their own only every COUNTER_EVERY turns, so a long run adds one event per ten turns, not one per turn.
+    const statusChanged = changed.some((pair) => pair.key.name === AgentStatus.name || pair.key.name === AgentStopReasonKey.name);
+    if (!statusChanged && s.turn % COUNTER_EVERY !== 0) return;
     for (const pair of changed) sent.set(pair.key.name, pair.value);
     upsertSearchAttributes(changed);
   }
