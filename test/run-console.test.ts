@@ -28,16 +28,23 @@ const lookup: AgentTool = {
   },
 };
 
-/** `npm run watch -- <id>` in its own process; resolves with what it printed. */
-function watch(workflowId: string): Promise<string> {
-  return new Promise((resolve, reject) => {
+/** `npm run watch -- <id>` in its own process: what it printed once it exits, and a wait for a line to appear. */
+function watch(workflowId: string): Promise<string> & { printed(text: string): Promise<void> } {
+  let out = "";
+  const waiting: { text: string; resolve: () => void }[] = [];
+  const done = new Promise<string>((resolve, reject) => {
     const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/watch.ts", workflowId], { env: process.env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    proc.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    proc.stderr.on("data", (c: Buffer) => (out += c.toString()));
+    const take = (c: Buffer) => {
+      out += c.toString();
+      for (const w of waiting) if (out.includes(w.text)) w.resolve();
+    };
+    proc.stdout.on("data", take);
+    proc.stderr.on("data", take);
     proc.on("error", reject);
     proc.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`watch exited ${code}: ${out}`))));
   });
+  const printed = (text: string) => new Promise<void>((resolve) => (out.includes(text) ? resolve() : waiting.push({ text, resolve })));
+  return Object.assign(done, { printed });
 }
 
 describe("run console", () => {
@@ -66,6 +73,8 @@ describe("run console", () => {
         // Tokens arrive: the streaming message grows before it is complete.
         await page.waitForFunction(() => Number((globalThis as any).document.body.dataset.deltas ?? 0) >= 3, undefined, { timeout: 60_000 });
         await expect(page.locator(".assistant").first().textContent()).resolves.toContain("Looking the word up");
+        // The person approves once watch, in another process, has shown the call waiting.
+        await within(live.printed("waits for approval"), 60_000, "watch to show the waiting approval");
         await page.locator(".approval button.approve").click({ timeout: 60_000 });
         await page.waitForSelector("body[data-ended]", { timeout: 60_000 });
         await expect(page.locator(".assistant").last().textContent()).resolves.toBe("Final answer: hello is a greeting.");

@@ -33,11 +33,20 @@ const lookForApprovals = async () => {
     console.log(url ? `      curl -X POST ${url}/runs/${workflowId}/approve -H 'content-type: application/json' -d '${body}'` : `      await getAgentRun(client, "${workflowId}").approve("${a.toolCallId}")`);
   }
 };
-const print = eventPrinter({ onToolStart: () => void setTimeout(() => void lookForApprovals(), 300) });
+// Approvals are state, not events: while a tool call runs, look for calls waiting for a person.
+const running = new Set<string>();
+const poll = setInterval(() => void (running.size > 0 ? lookForApprovals() : undefined), 300);
+const print = eventPrinter();
 let cursor: string | undefined;
-for await (const event of handle.events({ from: values.from, url })) {
-  cursor = event.cursor;
-  print(event.event);
+try {
+  for await (const event of handle.events({ from: values.from, url })) {
+    cursor = event.cursor;
+    if (event.event.type === "tool_execution_start") running.add(event.event.toolCallId);
+    if (event.event.type === "tool_execution_end") running.delete(event.event.toolCallId);
+    print(event.event);
+  }
+} finally {
+  clearInterval(poll);
 }
 const state = await handle.state().catch(() => undefined);
 if (state) console.log(`\n${state.status} after ${state.turn} turn(s), ${state.usage.totalTokens} tokens, $${state.usage.cost.total.toFixed(4)}.${cursor ? ` (last cursor ${cursor})` : ""}`);
