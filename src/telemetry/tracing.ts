@@ -9,7 +9,7 @@
  * environment (OTLP over HTTP).
  */
 import { createRequire } from "node:module";
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { Resource } from "@opentelemetry/resources";
@@ -115,8 +115,8 @@ class GenAiSpans implements ActivityInboundCallsInterceptor {
       "gen_ai.request.model": call.model.id,
       ...(call.model.maxTokens ? { "gen_ai.request.max_tokens": call.model.maxTokens } : {}),
     };
-    return this.tracer.startActiveSpan(`chat ${call.model.id}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
-      try {
+    return this.tracer.startActiveSpan(`chat ${call.model.id}`, { kind: SpanKind.CLIENT, attributes }, (span) =>
+      inSpan(span, async () => {
         const output = await next(input);
         const message = replyMessage(output) ?? (output as AssistantMessage);
         span.setAttributes({
@@ -127,31 +127,33 @@ class GenAiSpans implements ActivityInboundCallsInterceptor {
           ...(message.responseId ? { "gen_ai.response.id": message.responseId } : {}),
         });
         if (message.stopReason === "error") span.setStatus({ code: SpanStatusCode.ERROR, message: message.errorMessage });
-        return message;
-      } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-        throw err;
-      } finally {
-        span.end();
-      }
-    });
+        // The activity's own output: a routed reply carries the queue the workflow sends the next call to.
+        return output;
+      }),
+    );
   }
 
   private tool(call: ExecuteToolInput, input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, "execute">): Promise<unknown> {
     const attributes = { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.toolName, "gen_ai.tool.call.id": call.toolCallId, "gen_ai.tool.type": "function" };
-    return this.tracer.startActiveSpan(`execute_tool ${call.toolName}`, { kind: SpanKind.INTERNAL, attributes }, async (span) => {
-      try {
+    return this.tracer.startActiveSpan(`execute_tool ${call.toolName}`, { kind: SpanKind.INTERNAL, attributes }, (span) =>
+      inSpan(span, async () => {
         const output = (await next(input)) as ExecuteToolOutput;
         if (output.isError) span.setStatus({ code: SpanStatusCode.ERROR, message: "tool returned an error result" });
         return output;
-      } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-        throw err;
-      } finally {
-        span.end();
-      }
-    });
+      }),
+    );
+  }
+}
+
+/** Runs `work` as the span's body: a failure is recorded on the span and rethrown; the span always ends. */
+async function inSpan<T>(span: Span, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    span.recordException(err as Error);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+    throw err;
+  } finally {
+    span.end();
   }
 }

@@ -7,6 +7,7 @@
  * model sees.
  */
 import type { AgentMessage, ModelContextRef, ToolResultRef } from "../types.js";
+import { jsonBytes } from "./budgets.js";
 import { combineDigests, messageDigest } from "./context-digest.js";
 import type { RunState } from "./run-state.js";
 
@@ -36,7 +37,7 @@ export function modelContextRef(run: RunState): ModelContextRef {
     const activityId = m.role === "toolResult" ? run.fromActivity.get(m.content) : undefined;
     return m.role === "toolResult" && activityId !== undefined ? { ref: "toolResult", activityId, toolCallId: m.toolCallId, timestamp: m.timestamp } : m;
   });
-  if (JSON.stringify(append).length <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append, digest };
+  if (jsonBytes(append) <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append, digest };
   return wholeContextRef(run, digest);
 }
 
