@@ -49,6 +49,8 @@ export interface RunStory {
   usage: AgentRunResult["usage"];
   status: "running" | "completed" | "failed" | "cancelled" | "terminated" | "timed_out" | "continued";
   result?: AgentRunResult;
+  /** What each accepted steer, followUp or prompt update sent, by update id. */
+  updates: Map<string, unknown>;
   /** The next run's input, when this run continued as new. */
   continuedAs?: AgentRunInput;
   failure?: string;
@@ -116,7 +118,7 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
   const events = history.events ?? [];
   const decode = <T>(payload: Payload | null | undefined): T | undefined => (payload ? converter.fromPayload<T>(payload as never) : undefined);
   const scheduled = new Map<number, { type: string; id?: string; input: unknown; summary?: string }>();
-  const story: RunStory = { items: [], steps: [], usage: emptyUsage(), status: "running", events: events.length };
+  const story: RunStory = { items: [], steps: [], updates: new Map(), usage: emptyUsage(), status: "running", events: events.length };
   const times = taskTimes(events);
 
   events.forEach((event, index) => {
@@ -183,11 +185,14 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       const activity = scheduled.get(Number(failed.scheduledEventId));
       story.items.push({ kind: "failure", activity: activity?.type ?? "?", summary: activity?.summary, message: failed.failure?.message ?? "failed", eventId });
     }
-    const update = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input;
+    const accepted = event.workflowExecutionUpdateAcceptedEventAttributes;
+    const update = accepted?.acceptedRequest?.input;
     if (update) {
       const args = (update.args?.payloads ?? []).map((p) => decode(p));
       const name = update.name ?? "?";
       story.items.push({ kind: "update", name, args, eventId });
+      const updateId = accepted?.acceptedRequest?.meta?.updateId ?? accepted?.protocolInstanceId;
+      if (updateId) story.updates.set(updateId, args[0]);
       if (name === "steer" || name === "followUp" || name === "prompt") story.steps.push({ kind: "userInput", name, message: userMessage(args[0], times.previous[index]) });
     }
     for (const [key, status] of CLOSE) {
@@ -284,7 +289,11 @@ export function runMessages(story: RunStory): { messages: AgentMessage[]; exact:
         }
         const pool = outputs(since);
         for (const m of append) {
-          if ("ref" in m) {
+          if ("ref" in m && m.ref === "userInput") {
+            const message = userInputAt(story, m.source, m.timestamp);
+            out.push(message ?? missingInput(m.source, m.timestamp));
+            if (!message) exact = false;
+          } else if ("ref" in m) {
             // By the activity's id when the reference has one: models reuse tool-call ids.
             const found = pool.find((o) => (m.activityId !== undefined ? o.activityId === m.activityId : o.toolCallId === m.toolCallId));
             if (found) pool.splice(pool.indexOf(found), 1);
@@ -315,6 +324,32 @@ export function runMessages(story: RunStory): { messages: AgentMessage[]; exact:
   const tail = lastReply || !firstCall ? toolResultsFor(lastReply, outputs(since)) : [];
   out.push(...tail);
   return { messages: out, exact, tailFrom, tailExact: !tail.some(isMissing) };
+}
+
+/** The user message a `UserInputRef` names: sent by an update of this run, carried by its input, or its prompt. */
+function userInputAt(story: RunStory, source: string, timestamp: number): AgentMessage | undefined {
+  const colon = source.indexOf(":");
+  const kind = source.slice(0, colon);
+  const where = source.slice(colon + 1);
+  let input: unknown;
+  if (kind === "update") input = story.updates.get(where);
+  else if (kind === "prompt") {
+    const prompt = story.input?.prompt;
+    input = Array.isArray(prompt) ? prompt[Number(where)] : where === "0" ? prompt : undefined;
+  } else if (kind === "carried") {
+    const [queue, index] = where.split(":");
+    const carry = story.input?.continued;
+    const i = Number(index);
+    if (queue === "steering") input = carry?.steering[i];
+    else if (queue === "followUps") input = carry?.followUps[i];
+    else if (queue === "prompts") input = carry?.prompts?.[i]?.message;
+    else if (queue === "pending") input = carry?.loop?.pending?.[i];
+  }
+  return input === undefined || input === null ? undefined : userMessage(input, timestamp);
+}
+
+function missingInput(source: string, timestamp: number): AgentMessage {
+  return { role: "user", content: `(the user message ${source} is not in this run's history)`, timestamp };
 }
 
 /** The batch's results as far as activities produced them; calls without one get a placeholder. */

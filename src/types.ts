@@ -496,7 +496,7 @@ export interface ModelContextRef {
    * reference, resolved from the worker's copy of that activity's output or,
    * failing that, from the `modelContext` query.
    */
-  append: (AgentMessage | ToolResultRef)[];
+  append: (AgentMessage | ToolResultRef | UserInputRef)[];
   /**
    * SHA-256 digest of the whole context as the workflow recorded it (see
    * `contextDigest`). Absent only in calls recorded before it existed.
@@ -516,6 +516,25 @@ export interface ToolResultRef {
   /** The model's id of the call (models may reuse ids: never a key). */
   toolCallId: string;
   /** The result message's timestamp, so the rebuilt message is the workflow's exactly. */
+  timestamp: number;
+}
+
+/**
+ * A user message in a model call's input, by reference to where history holds
+ * it already (sent only when the new messages are too big to ride inline), so
+ * the call still records every message it appends, in order.
+ */
+export interface UserInputRef {
+  /** Marks a reference. */
+  ref: "userInput";
+  /**
+   * Where the message is: `update:<updateId>` (a steer, followUp or prompt
+   * update of this run), `carried:<queue>:<index>` (this run's input carried
+   * it, queue `steering`, `followUps`, `prompts` or `pending`) or
+   * `prompt:<index>` (the run's prompt: its only message, or one of its array).
+   */
+  source: string;
+  /** The message's timestamp (a text input becomes a message stamped with the time it was taken up). */
   timestamp: number;
 }
 

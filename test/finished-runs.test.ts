@@ -12,6 +12,7 @@ import { chainTranscript, getAgentRun, startAgentRun, type AgentRunHandle } from
 import { closedRunView } from "../src/history-view.js";
 import type { AgentMessage, AgentRunState, AgentTool } from "../src/types.js";
 import { stateQuery } from "../src/workflows/definitions.js";
+import { contextMismatches, SeenContexts } from "./context-check.js";
 import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -138,6 +139,52 @@ describe("finished runs answer from history alone", () => {
     expect(seen.transcript).toEqual(live.transcript);
     expectSameState(seen.state, live.state);
   }, 120000);
+
+  // Two 150 KB steers arrive while the first batch runs (one tool that waits, one unknown: a loop-made result).
+  // The next call's new messages (~300 KB) are over the inline budget, and the carry after turn 2 keeps only
+  // the newest ~256 KB: that run's part of the transcript is rebuilt from its history. After turn 1 the steers
+  // are still queued at continue-as-new: the next run's input carries them.
+  it.each([
+    [2, "sent by updates of the run"],
+    [1, "carried into the next run"],
+  ])("steering too big to ride along in a model call's input, left out of the carry: rebuilt exactly from history (afterTurns %i: %s)", async (afterTurns) => {
+    const steered = deferred();
+    const release = deferred();
+    const slow: AgentTool = {
+      name: "slow",
+      description: "waits",
+      parameters: Type.Object({}),
+      async execute() {
+        steered.resolve();
+        await release.promise;
+        return { content: [{ type: "text", text: "slow done" }] };
+      },
+    };
+    const seen = new SeenContexts();
+    const faux = fauxModel(
+      seen.wrap([
+        fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s1" }), fauxToolCall("nope", {}, { id: "n1" })], { stopReason: "toolUse" }),
+        fauxAssistantMessage([fauxToolCall("page", { n: 1 }, { id: "p1" })], { stopReason: "toolUse" }),
+        fauxAssistantMessage("done"),
+      ]),
+    );
+    const { worker, taskQueue } = await testWorker(env, [slow, pageTool(10)]);
+    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("big-steer"), model: faux.getModel(), prompt: "go", continueAsNew: { afterTurns } });
+    const live = await worker.runUntil(async () => {
+      await steered.promise;
+      await handle.steer("漢".repeat(50_000));
+      await handle.steer("é".repeat(75_000));
+      release.resolve();
+      await handle.result();
+      return liveAnswers(handle);
+    });
+    expect(live.transcript.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "user", "user", "assistant", "toolResult", "assistant"]);
+    const view = await closedRunView(env.client, handle.workflowId);
+    expect(view.runs.length).toBeGreaterThanOrEqual(2); // an earlier run's history was read
+    expect(view.exact).toBe(true);
+    expect(view.transcript).toEqual(live.transcript);
+    expect(contextMismatches(seen.calls, view.transcript)).toEqual([]);
+  }, 60000);
 
   it("npm run show prints every run of a continued chain", async () => {
     const faux = fauxModel(looping(3));

@@ -225,8 +225,9 @@ export class ContextCache {
     const forRun = this.outputs.get(key(run));
     const out: (AgentMessage | undefined)[] = ref.append.map((entry) => {
       if (!("ref" in entry)) return entry;
-      const known = entry.activityId !== undefined ? forRun?.get(entry.activityId) : undefined;
-      return known ? toolResult(entry, known.toolName, known.output) : undefined;
+      // User messages by reference are in the workflow's history, not here: read with the rest.
+      const known = entry.ref === "toolResult" && entry.activityId !== undefined ? forRun?.get(entry.activityId) : undefined;
+      return known && entry.ref === "toolResult" ? toolResult(entry, known.toolName, known.output) : undefined;
     });
     const firstMissing = out.indexOf(undefined);
     if (firstMissing >= 0) {

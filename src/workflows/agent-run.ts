@@ -113,6 +113,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       resume = carried.loop;
     } else if (Array.isArray(input.prompt)) run.seed(input.prompt);
     else prompts = [toUserMessage(input.prompt)];
+    // The prompt is in the run's input: a call too big to carry it inline refers to it there.
+    if (!carried) (Array.isArray(input.prompt) ? input.prompt : prompts).forEach((m, i) => run.fromInput.set(m, `prompt:${i}`));
 
     promptStart = resume?.start ?? run.newMessages.length;
     // A continued session that was waiting for its next prompt goes straight back to waiting.

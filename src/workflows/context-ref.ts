@@ -6,7 +6,7 @@
  * digest, so no cache, late attempt or reused tool-call id can change what the
  * model sees.
  */
-import type { AgentMessage, ModelContextRef, ToolResultRef } from "../types.js";
+import type { AgentMessage, ModelContextRef, ToolResultRef, UserInputRef } from "../types.js";
 import { jsonBytes } from "./budgets.js";
 import { combineDigests, messageDigest } from "./context-digest.js";
 import type { RunState } from "./run-state.js";
@@ -38,6 +38,14 @@ export function modelContextRef(run: RunState): ModelContextRef {
     return m.role === "toolResult" && activityId !== undefined ? { ref: "toolResult", activityId, toolCallId: m.toolCallId, timestamp: m.timestamp } : m;
   });
   if (jsonBytes(append) <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append, digest };
+  // Too big: user messages go by reference to the update or input that holds them. The call still names every
+  // message it appends, in order, so the transcript can be rebuilt from history exactly (loop-made messages inline).
+  const lean = append.map((m): AgentMessage | ToolResultRef | UserInputRef => {
+    if ("ref" in m || m.role !== "user") return m;
+    const source = run.fromInput.get(m);
+    return source !== undefined ? { ref: "userInput", source, timestamp: m.timestamp } : m;
+  });
+  if (jsonBytes(lean) <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append: lean, digest };
   return wholeContextRef(run, digest);
 }
 

@@ -89,6 +89,12 @@ export async function continueAsNewWith(input: AgentRunInput, setup: RunSetup, r
   await continueAsNew<(input: AgentRunInput) => Promise<unknown>>({ ...input, prompt: CONTINUED_PROMPT, continued: carry });
 }
 
+/** Queued messages this run's input carries, remembered as held there (see `UserInputRef`). */
+function carried<T extends AgentMessage>(run: RunState, queue: string, messages: T[]): T[] {
+  messages.forEach((m, i) => run.fromInput.set(m, `carried:${queue}:${i}`));
+  return messages;
+}
+
 /** The new run takes over the carried state. */
 export function restoreCarry(run: RunState, carry: ContinuedRun): void {
   run.context = [...carry.context];
@@ -98,10 +104,11 @@ export function restoreCarry(run: RunState, carry: ContinuedRun): void {
   run.usage = carry.usage;
   run.turn = carry.turn;
   // In place: the update handlers hold these arrays.
-  run.steering.push(...carry.steering);
-  run.followUps.push(...carry.followUps);
+  run.steering.push(...carried(run, "steering", carry.steering));
+  run.followUps.push(...carried(run, "followUps", carry.followUps));
   run.prompts.push(...(carry.prompts ?? []));
-  run.pendingInput.push(...(carry.loop?.pending ?? []));
+  carried(run, "prompts", (carry.prompts ?? []).map((p) => p.message));
+  run.pendingInput.push(...carried(run, "pending", carry.loop?.pending ?? []));
   run.answers.push(...(carry.answers ?? []));
   run.dropped.push(...(carry.dropped ?? []));
   run.nextPromptId = carry.nextPromptId ?? run.nextPromptId;

@@ -2,7 +2,8 @@
  * Queries and updates of a run. Every update has a validator: bad input is
  * rejected before it is written to history, so it never touches the run.
  */
-import { CancellationScope, condition, setHandler } from "@temporalio/workflow";
+import { CancellationScope, condition, currentUpdateInfo, setHandler } from "@temporalio/workflow";
+import type { UserMessage } from "@jai/ai";
 import type { AgentRunInput } from "../types.js";
 import {
   approveUpdate,
@@ -74,6 +75,14 @@ function requireApproval(run: RunState, toolCallId: string): void {
   }
 }
 
+/** The message an update sent in, remembered as held by that update's history event. */
+function fromUpdate(run: RunState, input: UserInput): UserMessage {
+  const message = toUserMessage(input);
+  const updateId = currentUpdateInfo()?.id;
+  if (updateId !== undefined) run.fromInput.set(message, `update:${updateId}`);
+  return message;
+}
+
 export function installHandlers(run: RunState, input: AgentRunInput): void {
   setHandler(stateQuery, () => run.snapshot());
   // Offsets count the whole chain; this run answers for its own part (earlier runs answer for theirs).
@@ -93,7 +102,7 @@ export function installHandlers(run: RunState, input: AgentRunInput): void {
     setHandler(
       update,
       (message) => {
-        queue.push(toUserMessage(message));
+        queue.push(fromUpdate(run, message));
         run.publishDetails();
         return { queued: queue.length };
       },
@@ -104,7 +113,7 @@ export function installHandlers(run: RunState, input: AgentRunInput): void {
     promptUpdate,
     (message) => {
       const id = run.nextPromptId++;
-      run.prompts.push({ id, message: toUserMessage(message) });
+      run.prompts.push({ id, message: fromUpdate(run, message) });
       run.publishDetails();
       return awaitAnswer(run, id);
     },

@@ -78,6 +78,12 @@ export class RunState {
    * calls pass those by reference. Not by tool-call id: models reuse ids.
    */
   fromActivity = new Map<unknown, string>();
+  /**
+   * User messages that history holds already, by object: where (see
+   * `UserInputRef.source`). A call whose new messages are too big to ride
+   * inline passes these by reference.
+   */
+  fromInput = new Map<AgentMessage, string>();
   newMessages: AgentMessage[] = [];
   usage = emptyUsage();
   turn = 0;
