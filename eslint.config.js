@@ -19,7 +19,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["src/workflows/**/*.ts"],
+    files: ["src/workflows/**/*.ts", "src/common/**/*.ts"],
     rules: {
       "no-restricted-imports": [
         "error",

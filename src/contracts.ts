@@ -10,6 +10,7 @@ export type {
   ToolUpdateCallback,
   ToolExecutionMode,
   AgentTool,
+  AgentActivityOptions,
   ToolActivityOptions,
   RetryOptions,
   ToolResultLimits,

@@ -7,10 +7,11 @@
 import type { LoadedDataConverter, PayloadConverter } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
-import type { AgentMessage, AgentRunInput, AgentRunResult, ExecuteFastToolOutput, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "./types.js";
-import { addUsage, emptyUsage } from "./workflows/usage.js";
+import type { AgentMessage, AgentRunWorkflowInput, AgentRunResult, ExecuteFastToolOutput, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "./types.js";
+import { addUsage, emptyUsage } from "./common/usage.js";
 import { AGENT_RUN_FAILED } from "./workflows/definitions.js";
 import { decodeHistory } from "./codec/history.js";
+import { toolResultMessage } from "./common/tool-result.js";
 
 type Event = temporal.api.history.v1.IHistoryEvent;
 type Payload = temporal.api.common.v1.IPayload;
@@ -36,7 +37,7 @@ export type RunStep =
   | { kind: "userInput"; name: string; message: AgentMessage };
 
 export interface RunStory {
-  input?: AgentRunInput;
+  input?: AgentRunWorkflowInput;
   /** This run's id, the run it continued from (continue-as-new) and the chain's first run. */
   runId?: string;
   previousRunId?: string;
@@ -52,7 +53,7 @@ export interface RunStory {
   /** What each accepted steer, followUp or prompt update sent, by update id. */
   updates: Map<string, unknown>;
   /** The next run's input, when this run continued as new. */
-  continuedAs?: AgentRunInput;
+  continuedAs?: AgentRunWorkflowInput;
   failure?: string;
   events: number;
 }
@@ -125,7 +126,7 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
     const eventId = Number(event.eventId);
     const started = event.workflowExecutionStartedEventAttributes;
     if (started) {
-      story.input = decode<AgentRunInput>(started.input?.payloads?.[0]);
+      story.input = decode<AgentRunWorkflowInput>(started.input?.payloads?.[0]);
       story.runId = started.originalExecutionRunId ?? undefined;
       story.previousRunId = started.continuedExecutionRunId || undefined;
       story.firstRunId = started.firstExecutionRunId ?? undefined;
@@ -163,7 +164,7 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
         const call = activity.input as ExecuteToolInput;
         const output = result as ExecuteToolOutput;
         const at = times.next[index];
-        story.items.push({ kind: "message", message: toolMessage(call.toolCallId, call.toolName, output, at), eventId });
+        story.items.push({ kind: "message", message: toolResultMessage(call.toolCallId, call.toolName, output, at), eventId });
         story.steps.push({ kind: "toolOutput", toolCallId: call.toolCallId, toolName: call.toolName, output, at, activityId: activity.id });
       }
     }
@@ -176,7 +177,7 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       else if (data?.activity_type === "executeFastTool" && result) {
         const output = result as ExecuteFastToolOutput;
         const at = times.previous[index];
-        story.items.push({ kind: "message", message: toolMessage(output.toolCallId, output.toolName, output, at), eventId });
+        story.items.push({ kind: "message", message: toolResultMessage(output.toolCallId, output.toolName, output, at), eventId });
         story.steps.push({ kind: "toolOutput", toolCallId: output.toolCallId, toolName: output.toolName, output, at, activityId: output.outputKey });
       }
     }
@@ -206,7 +207,7 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       if (!attrs) continue;
       story.status = status;
       const info = attrs.failure?.applicationFailureInfo;
-      if (status === "continued") story.continuedAs = decode<AgentRunInput>(attrs.input?.payloads?.[0]);
+      if (status === "continued") story.continuedAs = decode<AgentRunWorkflowInput>(attrs.input?.payloads?.[0]);
       // A run that ended with stopReason "error" fails with its result in the failure's details.
       else if (info?.type === AGENT_RUN_FAILED) story.result = decode<AgentRunResult>(info.details?.payloads?.[0]);
       else story.result = decode<AgentRunResult>(attrs.result?.payloads?.[0]);
@@ -216,17 +217,6 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
   return story;
 }
 
-function toolMessage(toolCallId: string, toolName: string, output: ExecuteToolOutput, at: number): ToolResultMessage {
-  return {
-    role: "toolResult",
-    toolCallId,
-    toolName,
-    content: output.result.content,
-    ...(output.result.details !== undefined ? { details: output.result.details } : {}),
-    isError: output.isError,
-    timestamp: at,
-  };
-}
 
 /** The transcript of one run (no continue-as-new): the result's messages when it kept them all, else rebuilt from the steps. */
 export function storyTranscript(story: RunStory): AgentMessage[] {
@@ -297,7 +287,7 @@ export function runMessages(story: RunStory): { messages: AgentMessage[]; exact:
             // By the activity's id when the reference has one: models reuse tool-call ids.
             const found = pool.find((o) => (m.activityId !== undefined ? o.activityId === m.activityId : o.toolCallId === m.toolCallId));
             if (found) pool.splice(pool.indexOf(found), 1);
-            out.push(found ? toolMessage(found.toolCallId, found.toolName, found.output, m.timestamp) : missingResult(m.toolCallId, m.timestamp));
+            out.push(found ? toolResultMessage(found.toolCallId, found.toolName, found.output, m.timestamp) : missingResult(m.toolCallId, m.timestamp));
             if (!found) exact = false;
           } else if (m.role === "toolResult" && m.isError && m.details === undefined) {
             // The model's copy has no details; an error result the loop (or a tool's throw) made carries `details: {}`.
@@ -360,7 +350,7 @@ function toolResultsFor(reply: AssistantMessage | undefined, outputs: Extract<Ru
     const found = pool.find((o) => o.toolCallId === call.id);
     if (!found) return missingResult(call.id, 0, call.name);
     pool.splice(pool.indexOf(found), 1);
-    return toolMessage(found.toolCallId, found.toolName, found.output, found.at);
+    return toolResultMessage(found.toolCallId, found.toolName, found.output, found.at);
   });
 }
 

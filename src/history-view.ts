@@ -11,7 +11,7 @@
 import type { Client } from "@temporalio/client";
 import { runMessages, storyFromEncodedHistory, type RunStory } from "./history-transcript.js";
 import type { AgentMessage, AgentRunState } from "./types.js";
-import { addUsage } from "./workflows/usage.js";
+import { addUsage } from "./common/usage.js";
 
 export interface ClosedRunView {
   /** The chain's whole transcript. */

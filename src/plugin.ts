@@ -5,29 +5,17 @@
 import { Client } from "@temporalio/client";
 import { SimplePlugin } from "@temporalio/plugin";
 import type { BundleOptions, InjectedSinks, WorkerOptions } from "@temporalio/worker";
-import type { Api, Model } from "@jai/ai";
-import { createActivities, type ApiKeyResolver, type ContextCompactor } from "./activities/index.js";
-import type { AgentEventSink, AgentTool } from "./types.js";
+import { createActivities } from "./activities/index.js";
+import type { AgentServeOptions } from "./serving.js";
 import { agentWorkflowsPath, webpackConfigHook } from "./worker.js";
 import type { AgentSinks } from "./workflows/definitions.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
 
-export interface AgentPluginOptions {
-  /** Tools the runs may call. */
-  tools?: AgentTool<any>[];
-  /** Extra models a run may name as "provider/modelId". */
-  models?: Model<Api>[];
-  /** API keys per provider; default: @jai/ai's environment variables. */
-  getApiKey?: ApiKeyResolver;
-  /** Receives every AgentEvent of every run served by the worker. */
-  onEvent?: AgentEventSink;
-  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. */
-  contextCacheSize?: number;
-  /** Byte budget of the model-context cache; default 256 MB. (A plugin worker has no own queue: model calls stay on the shared one.) */
-  contextCacheBytes?: number;
-  /** Compaction for runs started with `compaction: "worker"`. */
-  compactContext?: ContextCompactor;
-}
+/**
+ * What the plugin serves (see `AgentServeOptions`). A plugin worker has no own
+ * queue: model calls stay on the shared one.
+ */
+export type AgentPluginOptions = AgentServeOptions;
 
 /**
  * Adds the agent's activities, its event sink and (when the worker has no
@@ -47,16 +35,7 @@ export class AgentPlugin extends SimplePlugin {
     // NativeConnection serves a Client too: activities read a run's context through it on a cache miss.
     // With the worker's data converter: under a codec the context query's answer is encoded too.
     const client = new Client({ connection: base.connection, namespace: base.namespace ?? "default", dataConverter: base.dataConverter });
-    const activities = createActivities({
-      tools: this.agent.tools ?? [],
-      models: this.agent.models,
-      getApiKey: this.agent.getApiKey,
-      onEvent: this.agent.onEvent,
-      client,
-      contextCacheSize: this.agent.contextCacheSize,
-      contextCacheBytes: this.agent.contextCacheBytes,
-      compactContext: this.agent.compactContext,
-    });
+    const activities = createActivities({ ...this.agent, tools: this.agent.tools ?? [], client });
     const clash = Object.keys(activities).find((name) => name in ((base.activities as object | undefined) ?? {}));
     if (clash) throw new TypeError(`AgentPlugin: the worker already has an activity named "${clash}"`);
     const onEvent = this.agent.onEvent;

@@ -19,6 +19,7 @@ import type {
   Usage,
   UserMessage,
 } from "@jai/ai";
+import type { Duration } from "@temporalio/common";
 import type { Static, TSchema } from "@sinclair/typebox";
 import type { WebhookTarget } from "./webhooks/field.js";
 
@@ -47,24 +48,32 @@ export type ToolUpdateCallback<TDetails = unknown> = (partial: AgentToolResult<T
  */
 export type ToolExecutionMode = "sequential" | "parallel";
 
-/** Temporal activity settings of one tool; plain JSON (durations as ms numbers or strings like "30s"). */
-export interface ToolActivityOptions {
-  /** Longest a single attempt may run. Default "10m". */
-  startToCloseTimeout?: string | number;
-  /** A dead worker is noticed after this long without a heartbeat (the activity heartbeats on a timer). Default "30s". */
-  heartbeatTimeout?: string | number;
-  /** Temporal retry policy for infrastructure failures (a thrown tool error is a result, never retried). Default 3 attempts. */
+/**
+ * Temporal activity settings of a tool's calls or a run's model calls; plain
+ * JSON (durations as ms numbers or strings like "30s"). Defaults: tools "10m"
+ * per attempt, "30s" heartbeat, 3 attempts; model calls "10m", "30s", 8
+ * attempts from 2 s doubling to 60 s.
+ */
+export interface AgentActivityOptions {
+  /** Longest a single attempt may run. */
+  startToCloseTimeout?: Duration;
+  /** A dead worker is noticed after this long without a heartbeat (the activity heartbeats on a timer). */
+  heartbeatTimeout?: Duration;
+  /** Temporal retry policy for infrastructure and transient provider failures (a thrown tool error is a result, never retried). */
   retry?: RetryOptions;
 }
+
+/** @deprecated The same as `AgentActivityOptions`. */
+export type ToolActivityOptions = AgentActivityOptions;
 
 /** The subset of Temporal's RetryPolicy that the loop accepts, as plain JSON. */
 export interface RetryOptions {
   /** Delay before the first retry. */
-  initialInterval?: string | number;
+  initialInterval?: Duration;
   /** Multiplier applied to the delay after each retry. */
   backoffCoefficient?: number;
   /** Upper bound of the delay between retries. */
-  maximumInterval?: string | number;
+  maximumInterval?: Duration;
   /** Total attempts including the first; 1 disables retries. */
   maximumAttempts?: number;
   /** Application failure types that are never retried. */
@@ -109,7 +118,7 @@ export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> exte
    */
   requiresApproval?: boolean | ((args: Static<T>, toolCallId: string) => boolean | Promise<boolean>);
   /** How long a call may wait for approval before it counts as denied; default the run's `approvalTimeout`, else forever. */
-  approvalTimeout?: string | number;
+  approvalTimeout?: Duration;
   /** After cancellation, how long `execute` may take to honour its signal before it is abandoned. Default 5 s. */
   cancelGracePeriodMs?: number;
   /** This tool's result limits; they win over the run's `toolResultLimits`. */
@@ -207,9 +216,9 @@ export interface AgentRunInput {
    * Keep the run open after it would end, waiting for `prompt()` updates, until
    * `close()` or the idle timeout (default 1 hour). `maxTurns` then limits each prompt.
    */
-  session?: boolean | { idleTimeout?: string | number };
+  session?: boolean | { idleTimeout?: Duration };
   /** Default approval timeout of tools that require approval; default: wait forever. */
-  approvalTimeout?: string | number;
+  approvalTimeout?: Duration;
   /** Result limits for every tool of the run (a tool's own `resultLimits` win). */
   toolResultLimits?: ToolResultLimits;
   /** Token budget of the model's context; default the model's context window less room for its answer. */
@@ -231,11 +240,19 @@ export interface AgentRunInput {
    * worker's secret of that name (HMAC-SHA256 of the body in `x-jai-signature`).
    */
   webhook?: WebhookTarget;
-  /** Internal: what a run continued-as-new carries over. Never set it yourself. */
-  continued?: ContinuedRun;
 }
 
 /** Internal: a run's state carried across continue-as-new. */
+/**
+ * The workflow's input as recorded: the caller's `AgentRunInput`, and in a run
+ * that continued as new, what the previous run carried over (set by the
+ * workflow itself, never by a caller).
+ */
+export interface AgentRunWorkflowInput extends AgentRunInput {
+  /** What the previous run of the chain carried over. */
+  continued?: ContinuedRun;
+}
+
 export interface ContinuedRun {
   /** Model and tools, resolved once. */
   setup: RunSetup;
@@ -311,15 +328,8 @@ export interface PromptLoopState {
   lastStop: AssistantMessage["stopReason"];
 }
 
-/** Temporal settings of the model-streaming activity. */
-export interface ModelActivityOptions {
-  /** Longest a single model call may run. Default "10m". */
-  startToCloseTimeout?: string | number;
-  /** A dead worker is noticed after this long without a heartbeat. Default "30s". */
-  heartbeatTimeout?: string | number;
-  /** Retry policy for transient provider failures. Default: 8 attempts, 2 s doubling to 60 s. */
-  retry?: RetryOptions;
-}
+/** @deprecated The same as `AgentActivityOptions`. */
+export type ModelActivityOptions = AgentActivityOptions;
 
 /** What a run returns. */
 export interface AgentRunResult {
@@ -425,7 +435,7 @@ export interface ToolSpec {
   /** Whether calls need approval: always, or when the worker's predicate says so. */
   approval?: "always" | "predicate";
   /** The tool's approval timeout. */
-  approvalTimeout?: string | number;
+  approvalTimeout?: Duration;
   /** The tool is `fast`: its calls run as local activities. */
   local?: boolean;
   /** Calls start a child agent run (see `agentTool`). */

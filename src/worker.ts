@@ -4,16 +4,12 @@ import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
-import type { DataConverter } from "@temporalio/common";
 import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from "@temporalio/worker";
-import type { Api, Model } from "@jai/ai";
-import { ContextCache, createActivities, type ApiKeyResolver, type ContextCacheStats, type ContextCompactor } from "./activities/index.js";
-import type { AgentEventSink, AgentTool } from "./types.js";
+import { ContextCache, createActivities, type ContextCacheStats } from "./activities/index.js";
+import type { AgentWorkerServeOptions } from "./serving.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
 import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
-import type { McpServerConfig } from "./mcp/config.js";
 import { McpToolSource } from "./mcp/source.js";
-import type { WebhookOptions } from "./webhooks/deliver.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -21,48 +17,20 @@ export { DEFAULT_TASK_QUEUE };
 /** How long a run's workflow task (or query) waits for the worker that holds it cached before any worker takes it. */
 export const DEFAULT_STICKY_TIMEOUT = "1s";
 
-export interface AgentWorkerOptions {
+export interface AgentWorkerOptions extends AgentWorkerServeOptions {
   /** Connection to Temporal; default: a new one to TEMPORAL_ADDRESS or localhost:7233 (closed when the worker stops). */
   connection?: NativeConnection;
   /** Temporal namespace; default "default". */
   namespace?: string;
   /** Task queue; default "jai-agent". */
   taskQueue?: string;
-  /** Tools the runs may call. */
-  tools?: AgentTool<any>[];
-  /** Extra models a run may name as "provider/modelId" (e.g. a local server or the faux provider). */
-  models?: Model<Api>[];
-  /** API keys per provider; default: @jai/ai's environment variables. */
-  getApiKey?: ApiKeyResolver;
-  /** Receives every AgentEvent of every run served here. */
-  onEvent?: AgentEventSink;
-  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. 0 disables the cache. */
-  contextCacheSize?: number;
-  /** Byte budget of the model-context cache (JSON bytes of cached messages and tool outputs); default 256 MB. */
-  contextCacheBytes?: number;
   /**
    * Send each run's model calls to this worker's own task queue while it answers them, so they find
    * the context in its cache (default true). Off: every call goes to the shared queue.
    */
   routeModelCalls?: boolean;
-  /** Compaction for runs started with `compaction: "worker"` (e.g. an LLM summary). */
-  compactContext?: ContextCompactor;
-  /**
-   * MCP servers whose tools runs may call, named `<server>__<tool>`. Each worker
-   * opens its own connection (a stdio server is a child process of the worker).
-   */
-  mcpServers?: McpServerConfig[];
-  /** Completion webhooks: signing secrets by name (else `JAI_WEBHOOK_SECRET_<NAME>`), whether private hosts may be reached. */
-  webhooks?: WebhookOptions;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
   workflowBundle?: { code: string } | { codePath: string };
-  /**
-   * Data converter (e.g. `{ payloadCodecs: [codec] }` for encryption) for the worker and the client its
-   * activities use to read a run's context; default `workerOptions.dataConverter`, else Temporal's.
-   */
-  dataConverter?: DataConverter;
-  /** Any other Temporal worker option (concurrency limits, interceptors, ...). */
-  workerOptions?: Partial<WorkerOptions>;
   /**
    * OpenTelemetry traces (`createAgentTracing()` / `tracingFromEnv()`). With a
    * `workflowBundle`, bundle it with `bundleAgentWorkflows(path, { tracing: true })`.

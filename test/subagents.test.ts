@@ -4,7 +4,7 @@ import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai"
 import { getAgentRun, startAgentRun } from "../src/client.js";
 import { agentTool } from "../src/subagents/agent-tool.js";
 import type { AgentRunResult, AgentTool, AgentRunRef, AgentEvent } from "../src/types.js";
-import { addUsage, emptyUsage } from "../src/workflows/usage.js";
+import { addUsage, emptyUsage } from "../src/common/usage.js";
 import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;

@@ -12,6 +12,7 @@
  */
 import { ApplicationFailure } from "@temporalio/common";
 import { isContextOverflow, type AssistantMessage } from "@jai/ai";
+import { FailureType } from "../common/failure-types.js";
 
 /** Failure types thrown by the model activity; all retryable. */
 export const MODEL_FAILURE_TYPES = ["ModelRateLimited", "ModelOverloaded", "ModelUnavailable", "ModelStreamInterrupted"] as const;
@@ -265,15 +266,15 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
 
 /** A stream that received nothing for too long: retried (the watchdog in the model activity noticed it). */
 export function stalledFailure(provider: string, modelId: string, stallMs: number): ApplicationFailure {
-  return ApplicationFailure.retryable(`no data from ${provider}/${modelId} for ${stallMs} ms: stream stalled`, "ModelStreamInterrupted");
+  return ApplicationFailure.retryable(`no data from ${provider}/${modelId} for ${stallMs} ms: stream stalled`, FailureType.ModelStreamInterrupted);
 }
 
 /** A model the worker cannot serve (no provider registered for its api): permanent. */
 export function unsupportedModelFailure(provider: string, modelId: string, err: unknown, secrets: (string | undefined)[] = []): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(`Cannot call model ${provider}/${modelId}: ${redact(err instanceof Error ? err.message : String(err), secrets)}`, "ModelUnsupported");
+  return ApplicationFailure.nonRetryable(`Cannot call model ${provider}/${modelId}: ${redact(err instanceof Error ? err.message : String(err), secrets)}`, FailureType.ModelUnsupported);
 }
 
 /** A context overflow: the workflow compacts the context and calls once more; its own message if that does not help. */
 export function overflowFailure(message: AssistantMessage): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(message.errorMessage ?? "context overflow", "ContextOverflow");
+  return ApplicationFailure.nonRetryable(message.errorMessage ?? "context overflow", FailureType.ContextOverflow);
 }

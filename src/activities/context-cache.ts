@@ -27,6 +27,8 @@ import type { ToolResultMessage } from "@jai/ai";
 import type { AgentMessage, ExecuteToolOutput, ModelContextRef, ToolResultRef } from "../types.js";
 import { combineDigests, messageDigest } from "../workflows/context-digest.js";
 import { modelContextQuery } from "../workflows/definitions.js";
+import { FailureType } from "../common/failure-types.js";
+import { toolResultMessage } from "../common/tool-result.js";
 
 /** Default byte budget of a worker's context cache (JSON bytes of the cached messages and tool outputs). */
 export const DEFAULT_CONTEXT_CACHE_BYTES = 256 * 1024 * 1024;
@@ -173,7 +175,7 @@ export class ContextCache {
     if (workerContextDigest(recorded) === ref.digest) return recorded;
     throw ApplicationFailure.retryable(
       `the run's context read from the workflow does not match the digest of the call (${recorded.length} messages, epoch ${ref.epoch})`,
-      "ContextMismatch",
+      FailureType.ContextMismatch,
     );
   }
 
@@ -334,7 +336,7 @@ export class ContextCache {
   /** Context messages [from, to) as the workflow holds them. */
   private async fetch(run: Run, epoch: number, from: number, to: number): Promise<AgentMessage[]> {
     const client = this.client();
-    if (!client) throw ApplicationFailure.nonRetryable("The worker has no Temporal client to read a run's context with", "ContextUnavailable");
+    if (!client) throw ApplicationFailure.nonRetryable("The worker has no Temporal client to read a run's context with", FailureType.ContextUnavailable);
     const handle = client.workflow.getHandle(run.workflowId, run.runId);
     const out: AgentMessage[] = [];
     while (from + out.length < to) {
@@ -342,7 +344,7 @@ export class ContextCache {
       const page = await handle.query(modelContextQuery, { offset, limit: Math.min(PAGE, to - offset) });
       this.counters.queries++;
       if (page.epoch !== epoch || page.total < to || page.messages.length === 0) {
-        throw ApplicationFailure.retryable(`run context changed while reading it (epoch ${page.epoch}, expected ${epoch})`, "ContextUnavailable");
+        throw ApplicationFailure.retryable(`run context changed while reading it (epoch ${page.epoch}, expected ${epoch})`, FailureType.ContextUnavailable);
       }
       this.counters.queryBytes += sumBytes(page.messages);
       out.push(...page.messages);
@@ -355,5 +357,5 @@ const key = (run: Run) => `${run.workflowId}/${run.runId}`;
 
 /** The context message the workflow made from a tool activity's output (details stripped). */
 function toolResult(ref: ToolResultRef, toolName: string, output: ExecuteToolOutput): ToolResultMessage {
-  return { role: "toolResult", toolCallId: ref.toolCallId, toolName, content: output.result.content, isError: output.isError, timestamp: ref.timestamp };
+  return toolResultMessage(ref.toolCallId, toolName, output, ref.timestamp, true);
 }

@@ -12,6 +12,7 @@ import { createSetupActivity } from "./setup.js";
 import { createToolActivities } from "./tool.js";
 import type { McpToolSource } from "../mcp/source.js";
 import { createWebhookActivity, type WebhookOptions } from "../webhooks/deliver.js";
+import { FailureType } from "../common/failure-types.js";
 
 export interface ActivityDeps {
   /** The tools runs may call, by name. */
@@ -91,7 +92,7 @@ export function createActivities(deps: ActivityDeps) {
     streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts, deps.ownTaskQueue),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {
-      if (!deps.compactContext) throw ApplicationFailure.nonRetryable("This worker has no compactContext function", "CompactionUnavailable");
+      if (!deps.compactContext) throw ApplicationFailure.nonRetryable("This worker has no compactContext function", FailureType.CompactionUnavailable);
       const messages = await contexts.resolve(currentRun(), input.context, (why) => Context.current().log.warn(why));
       return withHeartbeats((signal) => deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }));
     },

@@ -4,9 +4,10 @@ import { ApplicationFailure } from "@temporalio/common";
 import { getApiProvider, getModel, type Api, type KnownProvider, type Model } from "@jai/ai";
 import type { AgentTool, ModelRef, RunSetup, ToolSpec } from "../types.js";
 import { checkActivityOptions, checkDuration } from "../workflows/input.js";
+import { FailureType } from "../common/failure-types.js";
 
 function invalid(message: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(`Invalid run input: ${message}`, "InvalidRunInput");
+  return ApplicationFailure.nonRetryable(`Invalid run input: ${message}`, FailureType.InvalidRunInput);
 }
 
 /** "provider/modelId": the worker's own models first, then @jai/ai's catalogue. Ids may contain "/". */
@@ -68,7 +69,7 @@ export function createSetupActivity(
     for (const tool of selected) {
       const problem = checkActivityOptions(tool.activity, `${tool.name}.activity`) ?? checkDuration(tool.approvalTimeout, `${tool.name}.approvalTimeout`);
       // The worker's configuration, not the caller's input: the run cannot use this tool as configured.
-      if (problem) throw ApplicationFailure.nonRetryable(`Invalid tool configuration in the worker: ${problem}`, "InvalidToolConfig");
+      if (problem) throw ApplicationFailure.nonRetryable(`Invalid tool configuration in the worker: ${problem}`, FailureType.InvalidToolConfig);
     }
     const searchAttributes = await hasSearchAttributes(Context.current().info.workflowNamespace ?? "default");
     return { model, tools: selected.map(toToolSpec), searchAttributes, ...(options.encrypted ? { private: true } : {}) };

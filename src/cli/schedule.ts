@@ -89,21 +89,14 @@ try {
       show(await describeAgentSchedule(client, id));
       break;
     case "pause":
-      await pauseAgentSchedule(client, id);
-      console.log(`${id} paused`);
-      break;
     case "unpause":
-      await unpauseAgentSchedule(client, id);
-      console.log(`${id} unpaused`);
-      break;
     case "trigger":
-      await triggerAgentSchedule(client, id);
-      console.log(`${id} triggered`);
+    case "delete": {
+      const act = { pause: pauseAgentSchedule, unpause: unpauseAgentSchedule, trigger: triggerAgentSchedule, delete: deleteAgentSchedule }[command];
+      await act(client, id);
+      console.log(`${id} ${{ pause: "paused", unpause: "unpaused", trigger: "triggered", delete: "deleted" }[command]}`);
       break;
-    case "delete":
-      await deleteAgentSchedule(client, id);
-      console.log(`${id} deleted`);
-      break;
+    }
     default:
       fail(`unknown command "${command}"`);
   }

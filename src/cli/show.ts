@@ -5,7 +5,7 @@
 import type { AgentMessage } from "../types.js";
 import type { RunStory, StoryItem } from "../history-transcript.js";
 import { readChain } from "../history-view.js";
-import { addUsage, emptyUsage } from "../workflows/usage.js";
+import { addUsage, emptyUsage } from "../common/usage.js";
 import { connectClient, flag } from "./connect.js";
 
 const clip = (text: string, max = 400) => (text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text);

@@ -15,7 +15,7 @@ export {
   type AgentScheduleSpec,
   type AgentScheduleInfo,
 } from "../schedules.js";
-export { startAgentRun, getAgentRun, InvalidRunInputError, RunFinishedError, RunUpdateRejectedError } from "../client.js";
+export { startAgentRun, getAgentRun, InvalidRunInputError, RunFinishedError, RunUpdateRejectedError, TEMPORAL_PAYLOAD_LIMIT_BYTES } from "../client.js";
 export type { AgentRunHandle, StartAgentRunOptions } from "../client.js";
 export { DEFAULT_TASK_QUEUE, AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
 export { storyFromHistory, storyFromEncodedHistory, storyTranscript, type RunStory, type StoryItem } from "../history-transcript.js";

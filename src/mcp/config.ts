@@ -1,5 +1,5 @@
 /** How a worker reaches an MCP server, and which of its tools runs may use. */
-import type { ToolActivityOptions } from "../types.js";
+import type { AgentActivityOptions } from "../types.js";
 
 /** A server the worker starts as a child process and talks to over stdin/stdout. */
 export interface McpStdioTransport {
@@ -41,7 +41,7 @@ export interface McpServerConfig {
    */
   requiresApproval?: boolean | string[] | ((toolName: string, args: Record<string, unknown>) => boolean | Promise<boolean>);
   /** Temporal timeouts and retry policy of every call's activity. */
-  activity?: ToolActivityOptions;
+  activity?: AgentActivityOptions;
   /** Longest a single MCP request may take before the SDK gives up on it; default 10 minutes (progress notifications reset it). */
   requestTimeoutMs?: number;
   /** Longest connecting (spawning + initialize) may take; default 30 s. */

@@ -7,28 +7,15 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { DataConverter } from "@temporalio/common";
-import type { WorkerOptions } from "@temporalio/worker";
-import type { Api, Model } from "@jai/ai";
-import type { ApiKeyResolver, ContextCompactor } from "../activities/index.js";
-import type { AgentEventSink, AgentTool } from "../types.js";
-import type { McpServerConfig } from "../mcp/config.js";
-import type { WebhookOptions } from "../webhooks/deliver.js";
+import type { AgentTool } from "../types.js";
+import type { AgentWorkerServeOptions } from "../serving.js";
 
-export interface AgentServiceConfig {
+/** What the worker process serves: as `createAgentWorker` takes it, with the process's own defaults. */
+export interface AgentServiceConfig extends AgentWorkerServeOptions {
   /** Tools the runs may call; default: the workspace-confined `read_file` and `list_dir` over JAI_WORKSPACE (or the working folder). */
   tools?: AgentTool<any>[];
-  /** Extra models a run may name as "provider/modelId" (a local server, a faux model, ...). */
-  models?: Model<Api>[];
   /** Serve the offline demo model `demo/offline-scripted` too; default true (it needs no key and calls nothing). */
   demoModel?: boolean;
-  /** API keys per provider; default: the provider's environment variable. */
-  getApiKey?: ApiKeyResolver;
-  /** Compaction for runs started with `compaction: "worker"`. */
-  compactContext?: ContextCompactor;
-  /** Receives every AgentEvent of the runs this worker serves (logging, metrics). */
-  onEvent?: AgentEventSink;
-  /** At most this many runs' model contexts in memory; default: as many as the byte budget allows. */
-  contextCacheSize?: number;
   /**
    * Data converter for the worker and its internal client, e.g. `{ payloadCodecs: [myCodec] }`.
    * Default: the built-in AES-256-GCM codec when JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE is set, else none.
@@ -36,12 +23,6 @@ export interface AgentServiceConfig {
   dataConverter?: DataConverter;
   /** Byte budget of the model-context cache; default 256 MB (flag --context-cache-mb / JAI_CONTEXT_CACHE_MB win). */
   contextCacheBytes?: number;
-  /** MCP servers whose tools runs may call, as `<server>__<tool>` (see README, "Reach"). */
-  mcpServers?: McpServerConfig[];
-  /** Completion webhooks: signing secrets by name (else `JAI_WEBHOOK_SECRET_<NAME>`), private hosts. */
-  webhooks?: WebhookOptions;
-  /** Any other Temporal worker option: a data converter with a payload codec, interceptors, tuning. */
-  workerOptions?: Partial<WorkerOptions>;
 }
 
 /** Identity helper that gives a config file its types: `export default defineConfig({ tools: [...] })`. */

@@ -31,14 +31,13 @@ import {
   condition,
   isCancellation,
   patched,
-  proxyActivities,
-  proxyLocalActivities,
   proxySinks,
   upsertMemo,
 } from "@temporalio/workflow";
-import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
-import type { createActivities } from "../activities/index.js";
-import type { AgentEvent, AgentMessage, AgentRunInput, AgentRunResult, AgentStopReason, PromptLoopState, RunSetup } from "../types.js";
+import type { AssistantMessage, ToolCall } from "@jai/ai";
+import { resolveRunSetup, resolveRunSetupLocally } from "./activities.js";
+import { FailureType } from "../common/failure-types.js";
+import type { AgentEvent, AgentMessage, AgentRunInput, AgentRunResult, AgentRunWorkflowInput, PromptLoopState, RunSetup } from "../types.js";
 import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, restoreCarry, shouldContinueAsNew } from "./continue-as-new.js";
 import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
@@ -49,9 +48,8 @@ import { metrics } from "./metrics-sink.js";
 import { promptSummary } from "./summary.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, LOCAL_ACTIVITIES_PATCH, runTools } from "./tool-calls.js";
+import { runPrompt, type LoopEffects } from "./prompt-loop.js";
 import { withCompletionWebhook } from "./webhook.js";
-
-type Activities = ReturnType<typeof createActivities>;
 
 const DEFAULT_MAX_TURNS = 50;
 const DEFAULT_IDLE_TIMEOUT = "1h";
@@ -63,27 +61,19 @@ export const SEARCH_ATTRIBUTES_PATCH = "jai-search-attributes-v1";
 export const FAILED_STATUS_PATCH = "jai-failed-status-v1";
 
 
-const SETUP_OPTIONS = { startToCloseTimeout: "1m", retry: { maximumAttempts: 5 } } as const;
-const { resolveRunSetup } = proxyActivities<Activities>(SETUP_OPTIONS);
-/** The setup as a local activity: in the first workflow task, so the first model call is scheduled one round trip sooner. */
-const { resolveRunSetup: resolveRunSetupLocally } = proxyLocalActivities<Activities>(SETUP_OPTIONS);
 const { agent } = proxySinks<AgentSinks>();
 const emit = (event: AgentEvent) => agent.emit(event);
 
-interface Outcome {
-  stopReason: AgentStopReason;
-  errorMessage?: string;
-}
 
 /** Workflow `agentRun`: one agent run (or session), from prompt to final answer. */
-export async function agentRun(input: AgentRunInput): Promise<AgentRunResult> {
+export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   return withCompletionWebhook(input, () => runAgent(input));
 }
 
-async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
+async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   const run = new RunState();
   const problem = validateRunInput(input);
-  if (problem) failBeforeLoop(`Invalid run input: ${problem}`, "InvalidRunInput");
+  if (problem) failBeforeLoop(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
   const carried = input.continued;
   // Before the handlers: updates that arrived with the first task are validated against the carried state.
   if (carried) restoreCarry(run, carried);
@@ -122,7 +112,7 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     let ended: string;
     for (;;) {
       if (promptDue) {
-        const outcome = await runPrompt(input, setup, run, prompts, resume);
+        const outcome = await runPrompt(run, prompts, workflowEffects(input, setup, run), input.maxTurns ?? DEFAULT_MAX_TURNS, resume);
         resume = undefined;
         run.stopReason = outcome.stopReason;
         run.errorMessage = outcome.errorMessage;
@@ -157,9 +147,8 @@ async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
 
   // A session continued as new while idle and closed before another prompt: it ends as its last prompt did.
   run.stopReason ??= carried?.stopReason;
-  run.phase = "done";
   run.waitingForPrompt = false;
-  run.publishDetails();
+  run.setPhase("done");
   if (memo) upsertMemo({ stopReason: run.stopReason, turns: run.turn, totalTokens: run.usage.totalTokens });
   await CancellationScope.nonCancellable(async () => {
     // Callers handed over by a continue-as-new come back for their answers: give them a moment before the run closes.
@@ -206,101 +195,21 @@ async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
     const cause = err.cause;
-    if (cause instanceof ApplicationFailure && cause.nonRetryable) failBeforeLoop(cause.message, cause.type ?? "InvalidRunInput");
+    if (cause instanceof ApplicationFailure && cause.nonRetryable) failBeforeLoop(cause.message, cause.type ?? FailureType.InvalidRunInput);
     throw new SetupFailed(`Setup failed: ${cause?.message ?? err.message}`);
   }
 }
 
-function enter(run: RunState, messages: AgentMessage[]): void {
-  for (const message of messages) {
-    run.add(message);
-    emit({ type: "message_start", message });
-    emit({ type: "message_end", message });
-  }
-}
-
-/**
- * One prompt's agent loop, as pi-agent-core runs it: turns while the model
- * calls tools or steering is queued; then follow-ups, if any, start more turns.
- */
-async function runPrompt(input: AgentRunInput, setup: RunSetup, run: RunState, prompts: AgentMessage[], resume?: PromptLoopState): Promise<Outcome> {
-  const maxTurns = input.maxTurns ?? DEFAULT_MAX_TURNS;
-  const start = resume?.start ?? run.newMessages.length;
-  let turns = resume?.turns ?? 0;
-  let lastStop: AssistantMessage["stopReason"] = resume?.lastStop ?? "stop";
-  let first = !resume;
-  let moreToolCalls = resume?.moreToolCalls ?? true;
-  // A resumed loop's agent_start was emitted by the run it continued from.
-  run.loopOpen = true;
-  if (!resume) {
-    run.everStarted = true;
-    emit({ type: "agent_start" });
-    emit({ type: "turn_start" });
-    enter(run, prompts);
-    run.pendingInput.push(...run.steering.splice(0));
-  }
-  const finish = (outcome: Outcome): Outcome => {
-    run.loopOpen = false;
-    emit({ type: "agent_end", messages: run.newMessages.slice(start) });
-    return outcome;
+/** The loop's effects in a workflow: activities, the sink, continue-as-new. */
+function workflowEffects(input: AgentRunWorkflowInput, setup: RunSetup, run: RunState): LoopEffects {
+  return {
+    emit,
+    fitContext: () => fitContext(input, setup, run, "budget"),
+    callModel: () => callModel(input, setup, run),
+    runTools: (calls) => runTools(input, setup, run, calls, emit),
+    continueAsNewDue: () => shouldContinueAsNew(input, run),
+    continueAsNew: (loop) => continueAsNewWith(input, setup, run, loop),
   };
-
-  for (;;) {
-    while (moreToolCalls || run.pendingInput.length > 0) {
-      if (turns >= maxTurns) {
-        run.steering.unshift(...(run.pendingInput.splice(0) as typeof run.steering));
-        return finish({ stopReason: "max_turns" });
-      }
-      if (!first && shouldContinueAsNew(input, run)) {
-        const prompt = run.currentPrompt;
-        await continueAsNewWith(input, setup, run, {
-          start,
-          turns,
-          moreToolCalls,
-          pending: [],
-          lastStop,
-          ...(prompt ? { promptId: prompt.id, promptStart: prompt.start } : {}),
-        });
-      }
-      if (!first) emit({ type: "turn_start" });
-      first = false;
-      enter(run, run.pendingInput.splice(0));
-      turns++;
-      run.turn++;
-      run.turnsThisRun++;
-      run.phase = "streaming";
-      run.publishDetails();
-
-      await fitContext(input, setup, run, "budget");
-      const message = await callModel(input, setup, run);
-      run.add(message);
-      emit({ type: "message_end", message });
-      if (message.stopReason === "error" || message.stopReason === "aborted") {
-        emit({ type: "turn_end", message, toolResults: [] });
-        return finish({ stopReason: message.stopReason, errorMessage: message.errorMessage });
-      }
-
-      const toolCalls = message.content.filter((c): c is ToolCall => c.type === "toolCall");
-      let toolResults: ToolResultMessage[] = [];
-      let terminate = false;
-      if (toolCalls.length > 0) {
-        run.phase = "running_tools";
-        run.publishDetails(`${toolCalls.length} tool call${toolCalls.length > 1 ? "s" : ""}`);
-        const outcomes = await runTools(input, setup, run, toolCalls, emit);
-        toolResults = outcomes.map((o) => o.message);
-        terminate = outcomes.every((o) => o.output.result.terminate === true);
-      }
-      emit({ type: "turn_end", message, toolResults });
-      if (terminate) return finish({ stopReason: "terminate" });
-      moreToolCalls = toolCalls.length > 0;
-      lastStop = message.stopReason;
-      run.pendingInput.push(...run.steering.splice(0));
-    }
-    run.pendingInput.push(...run.followUps.splice(0));
-    if (run.pendingInput.length === 0) break;
-    moreToolCalls = true;
-  }
-  return finish({ stopReason: lastStop === "length" ? "length" : "stop" });
 }
 
 /** Sessions: wait for the next prompt, `close()` or the idle timeout; continue-as-new first when it is time. */
@@ -308,8 +217,7 @@ async function nextPrompt(input: AgentRunInput, setup: RunSetup, run: RunState):
   const idle = typeof input.session === "object" && input.session.idleTimeout !== undefined ? input.session.idleTimeout : DEFAULT_IDLE_TIMEOUT;
   if (!run.closed && shouldContinueAsNew(input, run)) await continueAsNewWith(input, setup, run);
   run.waitingForPrompt = true;
-  run.phase = "done";
-  run.publishDetails();
+  run.setPhase("done");
   const woke = await condition(() => run.prompts.length > 0 || run.closed, idle);
   run.waitingForPrompt = false;
   const next = run.prompts.shift();

@@ -1,20 +1,17 @@
 /** Brings the model's context under its budget before a call, or after the provider said it overflowed. */
-import { ActivityFailure, log, proxyActivities } from "@temporalio/workflow";
+import { ActivityFailure, log } from "@temporalio/workflow";
 import type { Tool } from "@jai/ai";
-import type { createActivities } from "../activities/index.js";
+import { compactContext } from "./activities.js";
 import type { AgentMessage, AgentRunInput, RunSetup } from "../types.js";
 import { contextBudget, estimateTokens, shortenToolResults, structureProblem } from "./compaction.js";
 import { wholeContextRef } from "./context-ref.js";
 import type { RunState } from "./run-state.js";
 import { metrics } from "./metrics-sink.js";
 
-type Activities = ReturnType<typeof createActivities>;
-
 /** The tools as the model is offered them (no worker-side settings). */
 export function modelTools(setup: RunSetup): Tool[] {
   return setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
 }
-const { compactContext } = proxyActivities<Activities>({ startToCloseTimeout: "10m", heartbeatTimeout: "30s", retry: { maximumAttempts: 3 } });
 
 /**
  * Compacts when the estimate is over budget ("budget"), or unconditionally to

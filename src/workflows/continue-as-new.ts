@@ -10,7 +10,7 @@
  * bounded at the door (see budgets.ts), the rest is sized to what is left.
  */
 import { allHandlersFinished, condition, continueAsNew, log, workflowInfo } from "@temporalio/workflow";
-import type { AgentMessage, AgentRunInput, ContinuedRun, PromptLoopState, RunSetup } from "../types.js";
+import type { AgentMessage, AgentRunInput, AgentRunWorkflowInput, ContinuedRun, PromptLoopState, RunSetup } from "../types.js";
 import { BUDGETS, jsonBytes } from "./budgets.js";
 import { shortenToolResults } from "./compaction.js";
 import type { RunState } from "./run-state.js";
@@ -86,7 +86,7 @@ export async function continueAsNewWith(input: AgentRunInput, setup: RunSetup, r
     log.warn("continue-as-new skipped: the model context does not fit in a run's input even after shortening tool results");
     return;
   }
-  await continueAsNew<(input: AgentRunInput) => Promise<unknown>>({ ...input, prompt: CONTINUED_PROMPT, continued: carry });
+  await continueAsNew<(input: AgentRunWorkflowInput) => Promise<unknown>>({ ...input, prompt: CONTINUED_PROMPT, continued: carry });
 }
 
 /** Queued messages this run's input carries, remembered as held there (see `UserInputRef`). */

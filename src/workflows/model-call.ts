@@ -1,39 +1,25 @@
 /** One model call as one activity; its failures become data the loop can end on. */
 import {
-  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
   isCancellation,
   patched,
-  proxyActivities,
   proxySinks,
   TimeoutFailure,
   type ActivityOptions,
 } from "@temporalio/workflow";
 import type { AssistantMessage } from "@jai/ai";
-import type { createActivities } from "../activities/index.js";
 import type { AgentRunInput, ModelReply, RunSetup } from "../types.js";
 import { modelContextRef } from "./context-ref.js";
 import { fitContext, modelTools } from "./context-fit.js";
 import type { AgentSinks } from "./definitions.js";
 import type { RunState } from "./run-state.js";
 import { modelSummary } from "./summary.js";
-import { activityOverrides } from "./tool-calls.js";
-import { emptyUsage } from "./usage.js";
-
-type Activities = ReturnType<typeof createActivities>;
-
-const MODEL_DEFAULTS: ActivityOptions = {
-  startToCloseTimeout: "10m",
-  heartbeatTimeout: "30s",
-  retry: { initialInterval: "2s", backoffCoefficient: 2, maximumInterval: "60s", maximumAttempts: 8 },
-  // On cancellation, wait for the activity: it hands back the partial message it had streamed.
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-};
-
-const { streamAssistantMessage } = proxyActivities<Activities>(MODEL_DEFAULTS);
+import { activityOverrides, streamAssistantMessage } from "./activities.js";
+import { emptyUsage } from "../common/usage.js";
+import { FailureType } from "../common/failure-types.js";
 
 /** Patch id of model calls routed to the worker that holds the run's context (added after the first release). */
 export const MODEL_ROUTE_PATCH = "jai-model-route-v1";
@@ -80,7 +66,7 @@ const isRouteLost = (err: unknown) =>
   err.cause instanceof TimeoutFailure &&
   (err.cause.timeoutType === "SCHEDULE_TO_START" || err.cause.timeoutType === "HEARTBEAT");
 
-const isOverflow = (err: ActivityFailure) => err.cause instanceof ApplicationFailure && err.cause.type === "ContextOverflow";
+const isOverflow = (err: ActivityFailure) => err.cause instanceof ApplicationFailure && err.cause.type === FailureType.ContextOverflow;
 
 /**
  * Streams one assistant message. A context overflow compacts the context and

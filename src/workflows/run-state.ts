@@ -18,7 +18,7 @@ import { jsonBytes } from "./budgets.js";
 import type { UserInput } from "./definitions.js";
 import { AgentCostUsd, AgentModel, AgentSummary, AgentStatus, AgentStopReason as AgentStopReasonKey, AgentTools, AgentTotalTokens, AgentTurns } from "./search-attributes.js";
 import { approvalDetails, runDetails } from "./summary.js";
-import { addUsage, emptyUsage } from "./usage.js";
+import { addUsage, emptyUsage } from "../common/usage.js";
 
 /** A session prompt waiting to be taken up; its caller waits for the answer under its id. */
 export interface QueuedPrompt {
@@ -62,7 +62,17 @@ export function withoutDetails(message: AgentMessage): AgentMessage {
 /** Turns between upserts of the search-attribute counters when the status does not change. */
 const COUNTER_EVERY = 10;
 
+/** Where a run shows itself to operators: Temporal's current details and search attributes (no-ops in the loop's in-process tests). */
+export interface RunPublisher {
+  details(text: string): void;
+  searchAttributes(pairs: SearchAttributeUpdatePair[]): void;
+}
+
+const temporalPublisher: RunPublisher = { details: setCurrentDetails, searchAttributes: upsertSearchAttributes };
+
 export class RunState {
+  constructor(private readonly publisher: RunPublisher = temporalPublisher) {}
+
   transcript: AgentMessage[] = [];
   /** What the model sees: the transcript without details, compacted when it outgrows the budget. */
   context: AgentMessage[] = [];
@@ -203,11 +213,45 @@ export class RunState {
     };
   }
 
+  /** Steering queued so far enters before the next model call (pi: after a turn's tools, before the next turn). */
+  takeSteering(): void {
+    this.pendingInput.push(...this.steering.splice(0));
+  }
+
+  /** Follow-ups queued so far start more turns once the loop would stop; false when there are none. */
+  takeFollowUps(): boolean {
+    this.pendingInput.push(...this.followUps.splice(0));
+    return this.pendingInput.length > 0;
+  }
+
+  /** The loop stops with messages taken but not entered: they go back to the front of the steering queue. */
+  returnPendingInput(): void {
+    this.steering.unshift(...(this.pendingInput.splice(0) as UserMessage[]));
+  }
+
+  /** The messages taken up for the next turn, removed from the queue. */
+  takePendingInput(): AgentMessage[] {
+    return this.pendingInput.splice(0);
+  }
+
+  /** A turn begins: counters up, phase "streaming", shown to operators. */
+  startTurn(): void {
+    this.turn++;
+    this.turnsThisRun++;
+    this.setPhase("streaming");
+  }
+
+  /** Moves to `phase` and shows it (with `extra`, e.g. "3 tool calls") in the run's details. */
+  setPhase(phase: AgentRunState["phase"], extra?: string): void {
+    this.phase = phase;
+    this.publishDetails(extra);
+  }
+
   publishDetails(extra?: string): void {
     const s = this.snapshot();
     const waiting = s.pendingApprovals.length > 0 ? `${s.pendingApprovals.length} awaiting approval` : undefined;
     const line = runDetails(s.status, s.phase.replace("_", " "), s.turn, s.usage, [extra, waiting].filter(Boolean).join(" · ") || undefined);
-    setCurrentDetails(s.pendingApprovals.length > 0 ? `${line}\n\n${approvalDetails(s.pendingApprovals)}` : line);
+    this.publisher.details(s.pendingApprovals.length > 0 ? `${line}\n\n${approvalDetails(s.pendingApprovals)}` : line);
     this.publishSearchAttributes(s);
   }
 
@@ -218,7 +262,7 @@ export class RunState {
    */
   enableSearchAttributes(model: string, tools: string[], summary: string): void {
     this.searchAttributes = new Map();
-    upsertSearchAttributes([
+    this.publisher.searchAttributes([
       { key: AgentModel, value: model },
       { key: AgentTools, value: tools },
       ...(summary ? [{ key: AgentSummary, value: summary }] : []),
@@ -243,6 +287,6 @@ export class RunState {
     const statusChanged = changed.some((pair) => pair.key.name === AgentStatus.name || pair.key.name === AgentStopReasonKey.name);
     if (!statusChanged && s.turn % COUNTER_EVERY !== 0) return;
     for (const pair of changed) sent.set(pair.key.name, pair.value);
-    upsertSearchAttributes(changed);
+    this.publisher.searchAttributes(changed);
   }
 }

@@ -17,7 +17,7 @@ import type { AgentRunInput, AgentRunResult, ExecuteToolOutput, SubAgentSpec, To
 import { AGENT_RUN_WORKFLOW } from "./definitions.js";
 import type { RunState } from "./run-state.js";
 import { errorOutput } from "./tool-output.js";
-import { addUsage } from "./usage.js";
+import { addUsage } from "../common/usage.js";
 
 const DEFAULT_SUB_AGENT_TURNS = 10;
 

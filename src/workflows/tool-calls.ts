@@ -9,15 +9,14 @@ import {
   condition,
   isCancellation,
   patched,
-  proxyActivities,
-  proxyLocalActivities,
   TimeoutFailure,
   type ActivityOptions,
   type LocalActivityOptions,
 } from "@temporalio/workflow";
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
-import type { createActivities } from "../activities/index.js";
-import type { AgentEvent, AgentRunInput, ExecuteToolInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolActivityOptions, ToolResultLimits, ToolSpec } from "../types.js";
+import { toolResultMessage } from "../common/tool-result.js";
+import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activities.js";
+import type { AgentEvent, AgentRunInput, ExecuteToolInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolResultLimits, ToolSpec } from "../types.js";
 import type { ApprovalWait, RunState } from "./run-state.js";
 import { toolSummary } from "./summary.js";
 import { errorOutput } from "./tool-output.js";
@@ -25,56 +24,16 @@ import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";
 
-type Activities = ReturnType<typeof createActivities>;
-
-const TOOL_DEFAULTS: ActivityOptions = {
-  startToCloseTimeout: "10m",
-  heartbeatTimeout: "30s",
-  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "30s", maximumAttempts: 3 },
-};
-
-const { executeTool } = proxyActivities<Activities>(TOOL_DEFAULTS);
-
 /**
  * Patch id of local activities (fast tools' calls, the setup): runs recorded
  * before them schedule regular activities, and still replay.
  */
 export const LOCAL_ACTIVITIES_PATCH = "jai-local-activities-v1";
-/** A fast tool's call: no heartbeat (local activities have none), a short default timeout, the tools' retries. */
-const { executeFastTool } = proxyLocalActivities<Activities>({ startToCloseTimeout: "1m", retry: TOOL_DEFAULTS.retry });
-/**
- * The approval predicate is quick worker code: it never heartbeats, so it has
- * no heartbeat timeout (a tool's would kill it), a short timeout of its own and
- * few retries; when it still fails, the call ends with an error result.
- */
-const { prepareToolCall } = proxyActivities<Activities>({
-  startToCloseTimeout: "1m",
-  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumAttempts: 3 },
-});
-
 export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
 export const ABORTED_BY_CANCEL = "Aborted: the run was cancelled before this tool call finished.";
 
-/** Per-run or per-tool settings over the defaults of the activity proxy (deep-merged by the SDK). */
-export function activityOverrides(override: ToolActivityOptions | undefined, summary: string): ActivityOptions {
-  return {
-    ...(override?.startToCloseTimeout !== undefined ? { startToCloseTimeout: override.startToCloseTimeout } : {}),
-    ...(override?.heartbeatTimeout !== undefined ? { heartbeatTimeout: override.heartbeatTimeout } : {}),
-    ...(override?.retry !== undefined ? { retry: override.retry } : {}),
-    summary,
-  } as ActivityOptions;
-}
-
-export function toolResultMessage(call: ToolCall, output: ExecuteToolOutput): ToolResultMessage {
-  return {
-    role: "toolResult",
-    toolCallId: call.id,
-    toolName: call.name,
-    content: output.result.content,
-    ...(output.result.details !== undefined ? { details: output.result.details } : {}),
-    isError: output.isError,
-    timestamp: Date.now(),
-  };
+export function resultOf(call: ToolCall, output: ExecuteToolOutput): ToolResultMessage {
+  return toolResultMessage(call.id, call.name, output, Date.now());
 }
 
 /**
@@ -120,7 +79,7 @@ export async function runTools(
     groupFinished: (indices, results) => {
       if (!current()) return;
       indices.forEach((index, i) => {
-        messages[index] = toolResultMessage(calls[index], results[i]);
+        messages[index] = resultOf(calls[index], results[i]);
         enterResult(run, messages[index], emit);
       });
     },
@@ -152,7 +111,7 @@ export function closeCancelledBatch(run: RunState, calls: ToolCall[], emit: (eve
       emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: outputs[i]!.result, isError: true });
     }
   });
-  open.forEach((call, i) => enterResult(run, toolResultMessage(call, outputs[i]!), emit));
+  open.forEach((call, i) => enterResult(run, resultOf(call, outputs[i]!), emit));
   run.pending = [];
   run.batch = undefined;
 }

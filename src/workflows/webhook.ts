@@ -3,20 +3,12 @@
  * delivers its outcome. Only runs whose input has a `webhook` schedule it, so
  * histories recorded before it existed replay unchanged.
  */
-import { CancellationScope, ContinueAsNew, isCancellation, log, proxyActivities, TemporalFailure, workflowInfo, type ActivityOptions } from "@temporalio/workflow";
-import type { createActivities } from "../activities/index.js";
+import { CancellationScope, ContinueAsNew, isCancellation, log, TemporalFailure, workflowInfo, type ActivityOptions } from "@temporalio/workflow";
+import { deliverRunWebhook } from "./activities.js";
 import type { AgentRunInput, AgentRunResult } from "../types.js";
 import type { RunOutcome } from "../webhooks/deliver.js";
 import { checkWebhookField } from "../webhooks/field.js";
-import { emptyUsage } from "./usage.js";
-
-type Activities = ReturnType<typeof createActivities>;
-
-const { deliverRunWebhook } = proxyActivities<Activities>({
-  startToCloseTimeout: "30s",
-  // Receivers are often briefly down: keep trying for about half an hour.
-  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "5m", maximumAttempts: 12 },
-});
+import { emptyUsage } from "../common/usage.js";
 
 function finalText(result: AgentRunResult): string {
   const last = [...result.messages].reverse().find((m) => m.role === "assistant");

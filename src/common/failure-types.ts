@@ -1,0 +1,24 @@
+/**
+ * Failure type names that one side throws and another matches: thrown by
+ * activities (most by the classifier, activities/classify.ts), matched by the
+ * workflow or the client. A name matched by string in two places is a
+ * contract: it lives here.
+ */
+export const FailureType = {
+  /** The provider said the context is too long: the loop compacts once and calls again. */
+  ContextOverflow: "ContextOverflow",
+  /** No worker-side context matches the call's digest, even read from the workflow: retried. */
+  ContextMismatch: "ContextMismatch",
+  /** The run's context could not be read from the workflow (no client, or it changed while read). */
+  ContextUnavailable: "ContextUnavailable",
+  /** The stream stopped sending data: retried. */
+  ModelStreamInterrupted: "ModelStreamInterrupted",
+  /** The model cannot be called at all (unknown API, no key): not retried. */
+  ModelUnsupported: "ModelUnsupported",
+  /** The run's input names something this worker cannot serve. */
+  InvalidRunInput: "InvalidRunInput",
+  /** A tool registered in the worker is malformed. */
+  InvalidToolConfig: "InvalidToolConfig",
+  /** A run asked for `compaction: "worker"` on a worker without a compactor. */
+  CompactionUnavailable: "CompactionUnavailable",
+} as const;

@@ -1,0 +1,48 @@
+/**
+ * What a worker serves, in one place: `createAgentWorker`, `AgentPlugin` and
+ * the worker process's config file all take these fields, with the same
+ * meaning and defaults.
+ */
+import type { DataConverter } from "@temporalio/common";
+import type { WorkerOptions } from "@temporalio/worker";
+import type { Api, Model } from "@jai/ai";
+import type { ApiKeyResolver, ContextCompactor } from "./activities/index.js";
+import type { McpServerConfig } from "./mcp/config.js";
+import type { AgentEventSink, AgentTool } from "./types.js";
+import type { WebhookOptions } from "./webhooks/deliver.js";
+
+/** What any worker that serves agent runs is given: tools, models, keys, events, its context cache and compaction. */
+export interface AgentServeOptions {
+  /** Tools the runs may call. */
+  tools?: AgentTool<any>[];
+  /** Extra models a run may name as "provider/modelId" (e.g. a local server or the faux provider). */
+  models?: Model<Api>[];
+  /** API keys per provider; default: @jai/ai's environment variables. */
+  getApiKey?: ApiKeyResolver;
+  /** Receives every AgentEvent of every run served here (logging, metrics, a UI). */
+  onEvent?: AgentEventSink;
+  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. 0 disables the cache. */
+  contextCacheSize?: number;
+  /** Byte budget of the model-context cache (JSON bytes of cached messages and tool outputs); default 256 MB. */
+  contextCacheBytes?: number;
+  /** Compaction for runs started with `compaction: "worker"` (e.g. an LLM summary). */
+  compactContext?: ContextCompactor;
+}
+
+/** What a worker the agent creates itself (`createAgentWorker`, the worker process) is given besides. */
+export interface AgentWorkerServeOptions extends AgentServeOptions {
+  /**
+   * MCP servers whose tools runs may call, named `<server>__<tool>`. Each worker
+   * opens its own connection (a stdio server is a child process of the worker).
+   */
+  mcpServers?: McpServerConfig[];
+  /** Completion webhooks: signing secrets by name (else `JAI_WEBHOOK_SECRET_<NAME>`), whether private hosts may be reached. */
+  webhooks?: WebhookOptions;
+  /**
+   * Data converter (e.g. `{ payloadCodecs: [codec] }` for encryption) for the worker and the client its
+   * activities use to read a run's context; default `workerOptions.dataConverter`, else Temporal's.
+   */
+  dataConverter?: DataConverter;
+  /** Any other Temporal worker option (concurrency limits, interceptors, tuning, ...). */
+  workerOptions?: Partial<WorkerOptions>;
+}
