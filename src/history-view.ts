@@ -9,7 +9,7 @@
  * Walking stops at the first carry that left nothing out.
  */
 import type { Client } from "@temporalio/client";
-import { runMessages, storyFromEncodedHistory, type RunStory } from "./history-transcript.js";
+import { runMessages, storyFromEncodedHistory, type RunStory } from "./history-story.js";
 import type { AgentMessage, AgentRunState } from "./types.js";
 import { addUsage } from "./common/usage.js";
 

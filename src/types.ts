@@ -426,8 +426,6 @@ export interface ToolSpec {
   description: string;
   /** JSON schema of the arguments, sent to the model. */
   parameters: TSchema;
-  /** Label for summaries; defaults to name. */
-  label?: string;
   /** The tool's own execution mode, if it has one. */
   executionMode?: ToolExecutionMode;
   /** The tool's activity settings. */

@@ -176,7 +176,7 @@ describe("a worker paused past its heartbeat timeout (issue 9, row 5)", () => {
       const log = readLog(base.logFile);
       expect(result.stopReason).toBe("stop");
       expect(textOf(result.messages.find((m) => m.role === "toolResult" && m.toolCallId === "t1-c"))).toBe("slow(c) ok [B]");
-      expect(log.some((e) => e.event === "model_call" && e.results === 3 && e.pid === a.pid)).toBe(true);
+      expect(log).toContainEqual(expect.objectContaining({ event: "model_call", results: 3, pid: a.pid }));
       expect(contextMismatches(seenContexts(log), result.messages)).toEqual([]);
       expect(textOf(result.messages.at(-1))).toContain("slow:slow(c) ok [B]");
       report.push("SIGSTOP past the heartbeat timeout mid-tool, re-run elsewhere, resumed: wrong contexts=0");

@@ -89,7 +89,7 @@ describe("fast tools", () => {
     const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("fast-once"), model: faux.getModel(), prompt: "look up" });
     await worker.runUntil(handle.result());
     const events = (await handle.workflow.fetchHistory()).events ?? [];
-    expect(events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "executeTool")).toBe(true);
+    expect(events).toContainEqual(expect.objectContaining({ activityTaskScheduledEventAttributes: expect.objectContaining({ activityType: expect.objectContaining({ name: "executeTool" }) }) }));
     expect(localActivityTypes(events)).toEqual(["resolveRunSetup"]);
   });
 

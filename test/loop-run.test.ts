@@ -69,7 +69,7 @@ describe("ending a run", () => {
     expect(faux.state.callCount).toBe(2);
     const history = await handle.workflow.fetchHistory();
     const started = history.events?.filter((e) => e.activityTaskStartedEventAttributes) ?? [];
-    expect(started.some((e) => e.activityTaskStartedEventAttributes?.attempt === 2)).toBe(true);
+    expect(started).toContainEqual(expect.objectContaining({ activityTaskStartedEventAttributes: expect.objectContaining({ attempt: 2 }) }));
   });
 
   it("ends with max_turns after maxTurns model calls", async () => {

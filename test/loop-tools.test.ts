@@ -72,7 +72,7 @@ describe("arguments", () => {
     expect(toolResults[0]).toMatchObject({ isError: true, toolName: "does_not_exist" });
     expect(textOf(toolResults[0])).toBe("Tool does_not_exist not found");
     expect(result.stopReason).toBe("stop");
-    expect(events.some((e) => e.type === "tool_execution_end" && e.isError)).toBe(true);
+    expect(events).toContainEqual(expect.objectContaining({ type: "tool_execution_end", isError: true }));
   });
 
   it("turns a thrown error into an isError result with its message", async () => {

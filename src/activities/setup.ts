@@ -24,7 +24,6 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
     description: tool.description,
     // JSON round-trip drops TypeBox's symbol keys: the workflow gets plain JSON schema.
     parameters: JSON.parse(JSON.stringify(tool.parameters)),
-    ...(tool.label !== undefined ? { label: tool.label } : {}),
     ...(tool.executionMode !== undefined ? { executionMode: tool.executionMode } : {}),
     ...(tool.idempotent === false
       ? { activity: { ...tool.activity, retry: { ...tool.activity?.retry, maximumAttempts: 1 } } }

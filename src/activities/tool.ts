@@ -4,7 +4,7 @@ import { CancelledFailure } from "@temporalio/common";
 import { validateToolArguments } from "@jai/ai";
 import type { AgentEventSink, AgentTool, AgentToolResult, ExecuteFastToolOutput, ExecuteToolInput, ExecuteToolOutput, PrepareToolOutput } from "../types.js";
 import { errorOutput } from "../workflows/tool-output.js";
-import { capToolResult } from "./caps.js";
+import { capToolResult } from "./result-limits.js";
 import { activityEmitter } from "./events.js";
 import { withHeartbeats } from "./heartbeat.js";
 

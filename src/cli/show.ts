@@ -3,7 +3,7 @@
  * alone (no worker needed): every run of a continue-as-new chain, oldest first.
  */
 import type { AgentMessage } from "../types.js";
-import type { RunStory, StoryItem } from "../history-transcript.js";
+import type { RunStory, StoryItem } from "../history-story.js";
 import { readChain } from "../history-view.js";
 import { addUsage, emptyUsage } from "../common/usage.js";
 import { connectClient, flag } from "./connect.js";

@@ -3,6 +3,8 @@
  * activity, every event leaves through the `agent` sink, the transcript lives
  * in workflow state and so in history. People steer it, queue follow-ups,
  * approve tools and send session prompts through updates (see handlers.ts).
+ * The loop's steps are in prompt-loop.ts (free of Temporal); this file gives
+ * them their effects (activities: activities.ts) and runs prompts and sessions.
  *
  * A map of one turn, and what each step records in history (the whole cost):
  *
@@ -11,13 +13,15 @@
  *   3. callModel               one `streamAssistantMessage` activity (model-call.ts):
  *                                input  = model, system prompt, tool schemas, and the context as a
  *                                         delta: messages new since the last call, tool results by
- *                                         reference to their activity, a digest of the whole (context-ref.ts)
+ *                                         reference to their activity (and, when the new messages are
+ *                                         too big, user messages by reference to the update that sent
+ *                                         them), a digest of the whole (context-ref.ts)
  *                                output = the assistant message, once
  *   4. runTools                per tool call (tool-calls.ts, scheduled by tool-batch.ts):
  *                                an approval predicate: one `prepareToolCall` activity
  *                                an approval: the `approve`/`deny` update (accepted + completed events)
  *                                the call: one `executeTool` activity, input = name + args,
- *                                          output = the capped result (caps.ts), once
+ *                                          output = the capped result (activities/result-limits.ts), once
  *   5. between turns           continue-as-new when due (continue-as-new.ts): the carry is the next run's input
  *
  * plus three workflow-task events per step that waits. So every message enters

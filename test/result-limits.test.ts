@@ -1,6 +1,6 @@
 /** Tool results made plain JSON and bounded; heartbeat pacing. Pure. */
 import { describe, expect, it } from "@jest/globals";
-import { capToolResult } from "../src/activities/caps.js";
+import { capToolResult } from "../src/activities/result-limits.js";
 import { heartbeatIntervalMs } from "../src/activities/heartbeat.js";
 import { normalizeToolResult } from "../src/activities/tool.js";
 
