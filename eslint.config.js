@@ -26,13 +26,28 @@ export default tseslint.config(
         {
           paths: nodeBuiltins.map((name) => ({ name, message: "Workflow code is deterministic: no Node built-ins." })),
           patterns: [
-            { group: ["@jai/ai", "@jai/ai/*"], allowTypeImports: true, message: "Workflow code may only `import type` from @jai/ai." },
-            { group: ["**/activities/**"], allowTypeImports: true, message: "Workflows reach activities through proxyActivities only." },
-            { group: ["@temporalio/worker", "@temporalio/client", "@temporalio/activity"], message: "Workflow code imports @temporalio/workflow only." },
+            {
+              group: ["@jai/ai", "@jai/ai/*"],
+              allowTypeImports: true,
+              message: "Workflow code may only `import type` from @jai/ai.",
+            },
+            {
+              group: ["**/activities/**"],
+              allowTypeImports: true,
+              message: "Workflows reach activities through proxyActivities only.",
+            },
+            {
+              group: ["@temporalio/worker", "@temporalio/client", "@temporalio/activity"],
+              message: "Workflow code imports @temporalio/workflow only.",
+            },
           ],
         },
       ],
-      "no-restricted-globals": ["error", { name: "setTimeout", message: "Use sleep() from @temporalio/workflow." }, { name: "setInterval", message: "Not deterministic." }],
+      "no-restricted-globals": [
+        "error",
+        { name: "setTimeout", message: "Use sleep() from @temporalio/workflow." },
+        { name: "setInterval", message: "Not deterministic." },
+      ],
       "no-restricted-properties": ["error", { object: "Math", property: "random", message: "Not deterministic." }],
     },
   },

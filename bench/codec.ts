@@ -33,7 +33,10 @@ function sourceText(): string {
     }
   };
   walk(path.join(here, "../src"));
-  return files.sort().map((f) => readFileSync(f, "utf8")).join("\n");
+  return files
+    .sort()
+    .map((f) => readFileSync(f, "utf8"))
+    .join("\n");
 }
 
 async function chainBytes(client: Client, workflowId: string): Promise<number> {
@@ -58,7 +61,10 @@ export async function codecCost(bench: Bench): Promise<{ markdown: string; goals
   const text = sourceText();
   const contents = [
     { name: "8 KB pages of one letter (history-growth transcript)", page: () => "p".repeat(PAGE) },
-    { name: "8 KB pages of real text (this repo's sources)", page: (n: number) => text.slice((n * PAGE) % (text.length - PAGE), ((n * PAGE) % (text.length - PAGE)) + PAGE) },
+    {
+      name: "8 KB pages of real text (this repo's sources)",
+      page: (n: number) => text.slice((n * PAGE) % (text.length - PAGE), ((n * PAGE) % (text.length - PAGE)) + PAGE),
+    },
   ];
   const bytes = new Map<string, number>();
   const perTurn = new Map<string, number[]>();
@@ -67,18 +73,42 @@ export async function codecCost(bench: Bench): Promise<{ markdown: string; goals
     for (const [c, content] of contents.entries()) {
       const script = pageScript(`codec-${v}-${c}`, TURNS, 0);
       const timed = pageScript(`codec-timed-${v}-${c}`, TIMED_TURNS, 0, { runs: RUNS + 1 });
-      const tool: AgentTool = { ...script.tool, execute: async (_id, args: any) => ({ content: [{ type: "text", text: `page ${args.n}: ${content.page(args.n)}` }] }) };
+      const tool: AgentTool = {
+        ...script.tool,
+        execute: async (_id, args: any) => ({
+          content: [{ type: "text", text: `page ${args.n}: ${content.page(args.n)}` }],
+        }),
+      };
       const taskQueue = `bench-codec-${v}-${c}`;
-      const worker = await createAgentWorker({ connection: bench.connection, taskQueue, tools: [tool], models: [script.model, timed.model], workflowBundle: bench.bundle, dataConverter: variant.dataConverter });
+      const worker = await createAgentWorker({
+        connection: bench.connection,
+        taskQueue,
+        tools: [tool],
+        models: [script.model, timed.model],
+        workflowBundle: bench.bundle,
+        dataConverter: variant.dataConverter,
+      });
       await worker.runUntil(async () => {
-        const sized = await startAgentRun(client, { taskQueue, workflowId: `codec-size-${v}-${c}-${Date.now()}`, model: script.model, prompt: "read pages", maxTurns: TURNS + 1 });
+        const sized = await startAgentRun(client, {
+          taskQueue,
+          workflowId: `codec-size-${v}-${c}-${Date.now()}`,
+          model: script.model,
+          prompt: "read pages",
+          maxTurns: TURNS + 1,
+        });
         await sized.result();
         bytes.set(`${v}/${c}`, await chainBytes(bench.client, sized.workflowId));
         if (c !== 1) return; // time on the real-text pages only
         const times: number[] = [];
         for (let i = 0; i < RUNS + 1; i++) {
           const t = Date.now();
-          const handle = await startAgentRun(client, { taskQueue, workflowId: `codec-time-${v}-${i}-${Date.now()}`, model: timed.model, prompt: "read pages", maxTurns: TIMED_TURNS + 1 });
+          const handle = await startAgentRun(client, {
+            taskQueue,
+            workflowId: `codec-time-${v}-${i}-${Date.now()}`,
+            model: timed.model,
+            prompt: "read pages",
+            maxTurns: TIMED_TURNS + 1,
+          });
           await handle.result();
           if (i > 0) times.push((Date.now() - t) / (TIMED_TURNS + 1));
         }
@@ -88,7 +118,12 @@ export async function codecCost(bench: Bench): Promise<{ markdown: string; goals
   }
   const base = (c: number) => bytes.get(`0/${c}`)!;
   const rows = contents.flatMap((content, c) =>
-    variants.map((variant, v) => [content.name, variant.name, mb(bytes.get(`${v}/${c}`)!), `${(bytes.get(`${v}/${c}`)! / base(c)).toFixed(2)}×`]),
+    variants.map((variant, v) => [
+      content.name,
+      variant.name,
+      mb(bytes.get(`${v}/${c}`)!),
+      `${(bytes.get(`${v}/${c}`)! / base(c)).toFixed(2)}×`,
+    ]),
   );
   const timeRows = variants.map((variant, v) => {
     const ms = median(perTurn.get(String(v))!);

@@ -7,7 +7,16 @@ import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, Worker, type InjectedSinks } from "@temporalio/worker";
 import { Context as ActivityContext } from "@temporalio/activity";
 import proto from "@temporalio/proto";
-import { complete, fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type Api, type Context, type Model } from "@jai/ai";
+import {
+  complete,
+  fauxAssistantMessage,
+  fauxToolCall,
+  registerFauxProvider,
+  Type,
+  type Api,
+  type Context,
+  type Model,
+} from "@jai/ai";
 import { createActivities } from "../src/activities/index.js";
 import { startDevServer, type DevServer } from "../src/dev-server.js";
 import type { AgentTool } from "../src/types.js";
@@ -32,7 +41,10 @@ export async function openBench(): Promise<Bench> {
   const server = await startDevServer({ dbFile: path.join(dir, "bench.db"), uiPort: false });
   const connection = await NativeConnection.connect({ address: server.address });
   // The naive loop's history pages exceed gRPC's default 4 MB message size.
-  const clientConnection = await Connection.connect({ address: server.address, channelArgs: { "grpc.max_receive_message_length": 256 * 1024 * 1024 } });
+  const clientConnection = await Connection.connect({
+    address: server.address,
+    channelArgs: { "grpc.max_receive_message_length": 256 * 1024 * 1024 },
+  });
   const bundle = await bundleAgentWorkflows(path.join(here, "workflows.ts"));
   return {
     server,
@@ -48,7 +60,13 @@ export async function openBench(): Promise<Bench> {
 }
 
 /** A worker that serves the real loop and the bench baselines on one task queue. */
-export async function benchWorker(bench: Bench, taskQueue: string, tools: AgentTool<any>[], models: Model<Api>[], extra: { maxConcurrentWorkflowTaskExecutions?: number } = {}) {
+export async function benchWorker(
+  bench: Bench,
+  taskQueue: string,
+  tools: AgentTool<any>[],
+  models: Model<Api>[],
+  extra: { maxConcurrentWorkflowTaskExecutions?: number } = {},
+) {
   const loop = createActivities({ tools, models, client: bench.client });
   const activities: BenchActivities & typeof loop = {
     ...loop,
@@ -58,12 +76,28 @@ export async function benchWorker(bench: Bench, taskQueue: string, tools: AgentT
     },
     async noop() {},
   };
-  const sinks: InjectedSinks<AgentSinks> = { agent: { emit: { fn: () => {}, callDuringReplay: false } }, metrics: noMetricsSink() };
-  return Worker.create({ connection: bench.connection, taskQueue, activities, workflowBundle: bench.bundle, sinks, maxHeartbeatThrottleInterval: "1s", ...extra });
+  const sinks: InjectedSinks<AgentSinks> = {
+    agent: { emit: { fn: () => {}, callDuringReplay: false } },
+    metrics: noMetricsSink(),
+  };
+  return Worker.create({
+    connection: bench.connection,
+    taskQueue,
+    activities,
+    workflowBundle: bench.bundle,
+    sinks,
+    maxHeartbeatThrottleInterval: "1s",
+    ...extra,
+  });
 }
 
 /** A tool returning `bytes` of text, and a faux model that calls it `calls` times, answering from the context. */
-export function pageScript(name: string, calls: number, bytes: number, options: { perTurn?: number; runs?: number; toolMs?: number } = {}) {
+export function pageScript(
+  name: string,
+  calls: number,
+  bytes: number,
+  options: { perTurn?: number; runs?: number; toolMs?: number } = {},
+) {
   const perTurn = options.perTurn ?? 1;
   const body = "p".repeat(bytes);
   const tool: AgentTool = {
@@ -75,7 +109,11 @@ export function pageScript(name: string, calls: number, bytes: number, options: 
       return { content: [{ type: "text", text: `page ${args.n}: ${body}` }] };
     },
   };
-  const faux = registerFauxProvider({ api: `bench-${name}`, provider: "bench", models: [{ id: name, contextWindow: 10_000_000, maxTokens: 1000 }] });
+  const faux = registerFauxProvider({
+    api: `bench-${name}`,
+    provider: "bench",
+    models: [{ id: name, contextWindow: 10_000_000, maxTokens: 1000 }],
+  });
   /** When the provider received each request, per workflow id (first request, turn latencies). */
   const requests = new Map<string, number[]>();
   const answer = (context: Context) => {
@@ -88,17 +126,21 @@ export function pageScript(name: string, calls: number, bytes: number, options: 
     const done = context.messages.filter((m) => m.role === "toolResult").length;
     if (done >= calls * perTurn) return fauxAssistantMessage(`read ${done} pages`);
     return fauxAssistantMessage(
-      Array.from({ length: perTurn }, (_, i) => fauxToolCall("fetch_page", { n: done + i + 1 }, { id: `c${done + i + 1}` })),
+      Array.from({ length: perTurn }, (_, i) =>
+        fauxToolCall("fetch_page", { n: done + i + 1 }, { id: `c${done + i + 1}` }),
+      ),
       { stopReason: "toolUse" },
     );
   };
   // The queue is consumed per call across all runs; every entry answers from its own context.
-  const refill = () => faux.setResponses(Array.from({ length: (calls + 1) * (options.runs ?? 1) * 2 + 10 }, () => answer));
+  const refill = () =>
+    faux.setResponses(Array.from({ length: (calls + 1) * (options.runs ?? 1) * 2 + 10 }, () => answer));
   refill();
   return { tool, model: faux.getModel(), ref: `bench/${name}`, refill, answer, requests };
 }
 
-export const eventBytes = (e: proto.temporal.api.history.v1.IHistoryEvent) => proto.temporal.api.history.v1.HistoryEvent.encode(e).finish().length;
+export const eventBytes = (e: proto.temporal.api.history.v1.IHistoryEvent) =>
+  proto.temporal.api.history.v1.HistoryEvent.encode(e).finish().length;
 
 export function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);
@@ -109,7 +151,11 @@ export function table(headers: string[], rows: (string | number)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map(String))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(" | ")} |`;
-  return [line(headers), `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`, ...rows.map((r) => line(r.map(String)))].join("\n");
+  return [
+    line(headers),
+    `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`,
+    ...rows.map((r) => line(r.map(String))),
+  ].join("\n");
 }
 
 export const mb = (n: number) => `${(n / 1024 / 1024).toFixed(2)} MB`;

@@ -20,19 +20,35 @@ export async function finishedChain(bench: Bench): Promise<{ markdown: string; g
     name: "page",
     description: "a page",
     parameters: Type.Object({ n: Type.Number() }),
-    execute: async (_id, args: any) => ({ content: [{ type: "text", text: `${args.n}:${"y".repeat(8000)}` }], details: { blob: "d".repeat(8000) } }),
+    execute: async (_id, args: any) => ({
+      content: [{ type: "text", text: `${args.n}:${"y".repeat(8000)}` }],
+      details: { blob: "d".repeat(8000) },
+    }),
   };
-  const faux = registerFauxProvider({ api: "bench-finished", provider: "bench", models: [{ id: "finished", contextWindow: 10_000_000, maxTokens: 1000 }] });
+  const faux = registerFauxProvider({
+    api: "bench-finished",
+    provider: "bench",
+    models: [{ id: "finished", contextWindow: 10_000_000, maxTokens: 1000 }],
+  });
   const answer = (context: Context) => {
     const done = context.messages.filter((m) => m.role === "toolResult").length;
-    return done < TURNS ? fauxAssistantMessage([fauxToolCall("page", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" }) : fauxAssistantMessage(`read ${done} pages`);
+    return done < TURNS
+      ? fauxAssistantMessage([fauxToolCall("page", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" })
+      : fauxAssistantMessage(`read ${done} pages`);
   };
   faux.setResponses(Array.from({ length: TURNS * 2 + 10 }, () => answer));
   const taskQueue = "bench-finished";
   const worker = await benchWorker(bench, taskQueue, [tool], [faux.getModel()]);
   const workflowId = `finished-chain-${Date.now()}`;
   await worker.runUntil(async () => {
-    const h = await startAgentRun(bench.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "read pages", maxTurns: TURNS + 1, continueAsNew: { afterTurns: 1 } });
+    const h = await startAgentRun(bench.client, {
+      taskQueue,
+      workflowId,
+      model: faux.getModel(),
+      prompt: "read pages",
+      maxTurns: TURNS + 1,
+      continueAsNew: { afterTurns: 1 },
+    });
     await h.result();
   });
   // No worker from here on: everything below is read from the chain's histories.
@@ -45,7 +61,8 @@ export async function finishedChain(bench: Bench): Promise<{ markdown: string; g
     const state = await handle.state();
     const transcript = await handle.transcript();
     times.answer.push(performance.now() - t);
-    if (transcript.length !== state.messageCount) throw new Error(`transcript has ${transcript.length} messages, state says ${state.messageCount}`);
+    if (transcript.length !== state.messageCount)
+      throw new Error(`transcript has ${transcript.length} messages, state says ${state.messageCount}`);
     messages = transcript.length;
     t = performance.now();
     await handle.result();
@@ -68,7 +85,9 @@ export async function finishedChain(bench: Bench): Promise<{ markdown: string; g
       ],
     ),
   ].join("\n");
-  const goals = [`finished ${TURNS}-turn chain answers state() + transcript() from history in under ${GOAL_MS} ms: ${answerMs < GOAL_MS ? "met" : "NOT met"} (${answerMs.toFixed(0)} ms)`];
+  const goals = [
+    `finished ${TURNS}-turn chain answers state() + transcript() from history in under ${GOAL_MS} ms: ${answerMs < GOAL_MS ? "met" : "NOT met"} (${answerMs.toFixed(0)} ms)`,
+  ];
   return { markdown, goals };
 }
 

@@ -35,15 +35,33 @@ export async function historyGrowth(bench: Bench): Promise<{ markdown: string; g
   const ours = pageScript("ours", TURNS, 8000);
   const naive = pageScript("naive", NAIVE_TURNS, 8000);
   const worker = await benchWorker(bench, "bench-growth", [ours.tool], [ours.model, naive.model]);
-  const spec = { name: ours.tool.name, description: ours.tool.description, parameters: JSON.parse(JSON.stringify(ours.tool.parameters)) };
+  const spec = {
+    name: ours.tool.name,
+    description: ours.tool.description,
+    parameters: JSON.parse(JSON.stringify(ours.tool.parameters)),
+  };
 
   const { oursEvents, naiveEvents } = await worker.runUntil(async () => {
-    const a = await startAgentRun(bench.client, { taskQueue: "bench-growth", workflowId: `growth-ours-${Date.now()}`, model: ours.model, prompt: "read pages", maxTurns: TURNS + 1 });
+    const a = await startAgentRun(bench.client, {
+      taskQueue: "bench-growth",
+      workflowId: `growth-ours-${Date.now()}`,
+      model: ours.model,
+      prompt: "read pages",
+      maxTurns: TURNS + 1,
+    });
     await a.result();
-    const b = await bench.client.workflow.start("naiveAgentRun", { taskQueue: "bench-growth", workflowId: `growth-naive-${Date.now()}`, args: [{ modelRef: naive.ref, prompt: "read pages", tools: [spec], maxTurns: NAIVE_TURNS + 1 }] });
+    const b = await bench.client.workflow.start("naiveAgentRun", {
+      taskQueue: "bench-growth",
+      workflowId: `growth-naive-${Date.now()}`,
+      args: [{ modelRef: naive.ref, prompt: "read pages", tools: [spec], maxTurns: NAIVE_TURNS + 1 }],
+    });
     await b.result();
     return {
-      oursEvents: await chainEvents(bench.client, a.workflowId, (a.workflow as unknown as { firstExecutionRunId: string }).firstExecutionRunId),
+      oursEvents: await chainEvents(
+        bench.client,
+        a.workflowId,
+        (a.workflow as unknown as { firstExecutionRunId: string }).firstExecutionRunId,
+      ),
       naiveEvents: await chainEvents(bench.client, b.workflowId, b.firstExecutionRunId),
     };
   });
@@ -55,7 +73,9 @@ export async function historyGrowth(bench: Bench): Promise<{ markdown: string; g
   const k = naivePerTurn.length;
   const meanX = (k + 1) / 2;
   const meanY = naivePerTurn.reduce((a, b) => a + b, 0) / k;
-  const slope = naivePerTurn.reduce((acc, y, i) => acc + (i + 1 - meanX) * (y - meanY), 0) / naivePerTurn.reduce((acc, _y, i) => acc + (i + 1 - meanX) ** 2, 0);
+  const slope =
+    naivePerTurn.reduce((acc, y, i) => acc + (i + 1 - meanX) * (y - meanY), 0) /
+    naivePerTurn.reduce((acc, _y, i) => acc + (i + 1 - meanX) ** 2, 0);
   const projectNaive = (turns: number) => {
     let total = n[NAIVE_TURNS].bytes;
     for (let t = NAIVE_TURNS + 1; t <= turns; t++) total += meanY + slope * (t - meanX);
@@ -71,7 +91,9 @@ export async function historyGrowth(bench: Bench): Promise<{ markdown: string; g
       o[t].events,
       `${(perTurn(o, t) / 1024).toFixed(1)} KB`,
       t <= NAIVE_TURNS ? mb(naiveBytes) : `${mb(naiveBytes)} (projected)`,
-      t <= NAIVE_TURNS ? `${(perTurn(n, t) / 1024).toFixed(1)} KB` : `${((meanY + slope * (t - meanX)) / 1024).toFixed(1)} KB (projected)`,
+      t <= NAIVE_TURNS
+        ? `${(perTurn(n, t) / 1024).toFixed(1)} KB`
+        : `${((meanY + slope * (t - meanX)) / 1024).toFixed(1)} KB (projected)`,
       `${(naiveBytes / o[t].bytes).toFixed(1)}×`,
     ];
   });
@@ -81,7 +103,18 @@ export async function historyGrowth(bench: Bench): Promise<{ markdown: string; g
   const markdown = [
     "### History growth (every tool result ~8 KB; one run each, history sizes are deterministic)",
     "",
-    table(["after turn", "this loop: history", "events", "added by that turn", "naive: history", "added by that turn", "naive / this"], rows),
+    table(
+      [
+        "after turn",
+        "this loop: history",
+        "events",
+        "added by that turn",
+        "naive: history",
+        "added by that turn",
+        "naive / this",
+      ],
+      rows,
+    ),
     "",
     `Python SDK issue 1890 scenario (100 model calls, context growing to ~${Math.round((100 * 8000) / 4 / 1000)}k tokens): this loop ${mb(at100)} of history; the naive loop ${mb(projectNaive(100))} (projected from ${NAIVE_TURNS} measured turns; Temporal terminates a run at 50 MB).`,
   ].join("\n");

@@ -15,16 +15,30 @@ export interface BenchActivities {
 
 const { naiveModel, executeTool, noop } = proxyActivities<BenchActivities>({ startToCloseTimeout: "5m" });
 
-export async function naiveAgentRun(input: { modelRef: string; prompt: string; tools: Tool[]; maxTurns: number }): Promise<number> {
+export async function naiveAgentRun(input: {
+  modelRef: string;
+  prompt: string;
+  tools: Tool[];
+  maxTurns: number;
+}): Promise<number> {
   const messages: AgentMessage[] = [{ role: "user", content: input.prompt, timestamp: Date.now() }];
   for (let turn = 1; turn <= input.maxTurns; turn++) {
     const reply = await naiveModel({ modelRef: input.modelRef, messages, tools: input.tools });
     messages.push(reply);
     const calls = reply.content.filter((c): c is ToolCall => c.type === "toolCall");
     if (calls.length === 0) return turn;
-    const outputs = await Promise.all(calls.map((c) => executeTool({ toolCallId: c.id, toolName: c.name, args: c.arguments })));
+    const outputs = await Promise.all(
+      calls.map((c) => executeTool({ toolCallId: c.id, toolName: c.name, args: c.arguments })),
+    );
     outputs.forEach((o, i) =>
-      messages.push({ role: "toolResult", toolCallId: calls[i].id, toolName: calls[i].name, content: o.result.content, isError: o.isError, timestamp: Date.now() }),
+      messages.push({
+        role: "toolResult",
+        toolCallId: calls[i].id,
+        toolName: calls[i].name,
+        content: o.result.content,
+        isError: o.isError,
+        timestamp: Date.now(),
+      }),
     );
   }
   return input.maxTurns;

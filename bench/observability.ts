@@ -23,21 +23,37 @@ const dropping: SpanExporter = { export: (_spans, done) => done({ code: 0 }), sh
 export async function observability(bench: Bench): Promise<{ markdown: string; goals: string[] }> {
   const script = pageScript("observability", TURNS, 100, { runs: (RUNS + 1) * 2 });
   const tracing = createAgentTracing({ spanProcessor: new BatchSpanProcessor(dropping), serviceName: "bench" });
-  const plain = await createAgentWorker({ connection: bench.connection, taskQueue: "bench-obs-off", tools: [script.tool], models: [script.model] });
+  const plain = await createAgentWorker({
+    connection: bench.connection,
+    taskQueue: "bench-obs-off",
+    tools: [script.tool],
+    models: [script.model],
+  });
   const observed = await createAgentWorker({
     connection: bench.connection,
     taskQueue: "bench-obs-on",
     tools: [script.tool],
     models: [script.model],
-    ...(only !== "metrics" ? { workflowBundle: await bundleAgentWorkflows(undefined, { tracing: true }), tracing } : {}),
+    ...(only !== "metrics"
+      ? { workflowBundle: await bundleAgentWorkflows(undefined, { tracing: true }), tracing }
+      : {}),
     ...(only !== "tracing" ? { metrics: createAgentMetrics() } : {}),
   });
-  const tracedClient = new Client({ connection: bench.client.connection, interceptors: { workflow: tracing.clientInterceptors } });
+  const tracedClient = new Client({
+    connection: bench.client.connection,
+    interceptors: { workflow: tracing.clientInterceptors },
+  });
   const offMs: number[] = [];
   const onMs: number[] = [];
   const run = async (client: Client, taskQueue: string, i: number) => {
     const t = performance.now();
-    const handle = await startAgentRun(client, { taskQueue, workflowId: `${taskQueue}-${i}-${Date.now()}`, model: script.model, prompt: "go", maxTurns: TURNS + 1 });
+    const handle = await startAgentRun(client, {
+      taskQueue,
+      workflowId: `${taskQueue}-${i}-${Date.now()}`,
+      model: script.model,
+      prompt: "go",
+      maxTurns: TURNS + 1,
+    });
     await handle.result();
     return (performance.now() - t) / (TURNS + 1);
   };
@@ -80,5 +96,10 @@ export async function observability(bench: Bench): Promise<{ markdown: string; g
       ],
     ),
   ].join("\n");
-  return { markdown, goals: [`per-turn overhead with tracing + metrics: ${ratio.toFixed(3)}× (goal ≤ 1.05×): ${ratio <= 1.05 ? "met" : "NOT met"}`] };
+  return {
+    markdown,
+    goals: [
+      `per-turn overhead with tracing + metrics: ${ratio.toFixed(3)}× (goal ≤ 1.05×): ${ratio <= 1.05 ? "met" : "NOT met"}`,
+    ],
+  };
 }

@@ -16,12 +16,22 @@ export async function overhead(bench: Bench): Promise<{ markdown: string; goals:
     for (let i = 0; i < RUNS + 1; i++) {
       // Interleaved, first round discarded as warm-up, so both see the same machine state.
       let t = Date.now();
-      const handle = await startAgentRun(bench.client, { taskQueue: "bench-overhead", workflowId: `overhead-${i}-${Date.now()}`, model: script.model, prompt: "go", maxTurns: TURNS + 1 });
+      const handle = await startAgentRun(bench.client, {
+        taskQueue: "bench-overhead",
+        workflowId: `overhead-${i}-${Date.now()}`,
+        model: script.model,
+        prompt: "go",
+        maxTurns: TURNS + 1,
+      });
       await handle.result();
       const loop = Date.now() - t;
       t = Date.now();
       // The same activities in the same order: setup, then per turn a model call and a tool call (none after the answer).
-      await bench.client.workflow.execute("bareTurns", { taskQueue: "bench-overhead", workflowId: `bare-${i}-${Date.now()}`, args: [TURNS, 2] });
+      await bench.client.workflow.execute("bareTurns", {
+        taskQueue: "bench-overhead",
+        workflowId: `bare-${i}-${Date.now()}`,
+        args: [TURNS, 2],
+      });
       const bare = Date.now() - t;
       if (i > 0) {
         loopMs.push(loop / (TURNS + 1));
@@ -58,5 +68,10 @@ export async function overhead(bench: Bench): Promise<{ markdown: string; goals:
     ),
   ].join("\n");
   const ratio = loop / bare;
-  return { markdown, goals: [`overhead vs the Temporal floor: ${ratio.toFixed(2)}× (goal ≤ 1.15×): ${ratio <= 1.15 ? "met" : "NOT met"}`] };
+  return {
+    markdown,
+    goals: [
+      `overhead vs the Temporal floor: ${ratio.toFixed(2)}× (goal ≤ 1.15×): ${ratio <= 1.15 ? "met" : "NOT met"}`,
+    ],
+  };
 }

@@ -11,7 +11,13 @@ export async function parallelTools(bench: Bench): Promise<{ markdown: string; g
   const worker = await benchWorker(bench, "bench-parallel", [ten.tool], [ten.model, one.model]);
   const time = async (model: typeof ten.model, mode: ToolExecutionMode) => {
     const t = Date.now();
-    const h = await startAgentRun(bench.client, { taskQueue: "bench-parallel", workflowId: `par-${mode}-${Date.now()}-${Math.random()}`, model, prompt: "go", toolExecution: mode });
+    const h = await startAgentRun(bench.client, {
+      taskQueue: "bench-parallel",
+      workflowId: `par-${mode}-${Date.now()}-${Math.random()}`,
+      model,
+      prompt: "go",
+      toolExecution: mode,
+    });
     await h.result();
     return Date.now() - t;
   };
@@ -39,5 +45,10 @@ export async function parallelTools(bench: Bench): Promise<{ markdown: string; g
       ],
     ),
   ].join("\n");
-  return { markdown, goals: [`10 parallel calls take ${(p / o).toFixed(2)}× one call (goal ≤ 1.3×): ${p / o <= 1.3 ? "met" : "NOT met"}`] };
+  return {
+    markdown,
+    goals: [
+      `10 parallel calls take ${(p / o).toFixed(2)}× one call (goal ≤ 1.3×): ${p / o <= 1.3 ? "met" : "NOT met"}`,
+    ],
+  };
 }

@@ -32,7 +32,12 @@ export interface Peer {
   /** One run of `turns` tool calls (and the answer), tool results of `bytes`. */
   run(id: string, turns: number, bytes: number): Promise<PeerRun>;
   /** `runs` such runs at once. */
-  many(id: string, runs: number, turns: number, bytes: number): Promise<{ ms: number; runs: (PeerRun | { error: string })[] }>;
+  many(
+    id: string,
+    runs: number,
+    turns: number,
+    bytes: number,
+  ): Promise<{ ms: number; runs: (PeerRun | { error: string })[] }>;
   close(): Promise<void>;
 }
 
@@ -42,7 +47,13 @@ async function install(): Promise<void> {
   const wanted = await readFile(path.join(source, "package.json"), "utf8");
   const have = await readFile(path.join(PEER_DIR, "package.json"), "utf8").catch(() => "");
   for (const f of ["runner.ts", "workflows.ts"]) await copyFile(path.join(source, f), path.join(PEER_DIR, f));
-  if (have === wanted && (await readFile(path.join(PEER_DIR, "node_modules", "@temporalio", "ai-sdk", "package.json"), "utf8").catch(() => ""))) return;
+  if (
+    have === wanted &&
+    (await readFile(path.join(PEER_DIR, "node_modules", "@temporalio", "ai-sdk", "package.json"), "utf8").catch(
+      () => "",
+    ))
+  )
+    return;
   await copyFile(path.join(source, "package.json"), path.join(PEER_DIR, "package.json"));
   console.error(`installing the AI SDK peer into ${PEER_DIR}...`);
   execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: PEER_DIR, stdio: "inherit" });
@@ -52,10 +63,14 @@ async function install(): Promise<void> {
 export async function openAiSdkPeer(bench: Bench, taskQueue: string): Promise<Peer> {
   await install();
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href;
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ["--no-warnings", "--import", tsx, "runner.ts", bench.server.address, taskQueue], {
-    cwd: PEER_DIR,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  const child: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    ["--no-warnings", "--import", tsx, "runner.ts", bench.server.address, taskQueue],
+    {
+      cwd: PEER_DIR,
+      stdio: ["pipe", "pipe", "pipe"],
+    },
+  );
   child.stderr.on("data", (d) => process.stderr.write(`[ai-sdk peer] ${d}`));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const next = async (): Promise<any> => {

@@ -40,7 +40,9 @@ const SECTIONS = {
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => a in SECTIONS) as (keyof typeof SECTIONS)[];
   const peers = process.argv.includes("--peers");
-  const names = wanted.length ? wanted : (Object.keys(SECTIONS) as (keyof typeof SECTIONS)[]).filter((n) => peers || n !== "peers");
+  const names = wanted.length
+    ? wanted
+    : (Object.keys(SECTIONS) as (keyof typeof SECTIONS)[]).filter((n) => peers || n !== "peers");
   const bench = await openBench();
   const parts: string[] = [];
   const goals: string[] = [];
@@ -62,7 +64,10 @@ async function main(): Promise<void> {
     const doc = await readFile(file, "utf8");
     const block = `${PEERS_START}\n${parts[0]}\n\nGoals of this comparison (${new Date().toISOString().slice(0, 10)}):\n\n${goals.map((g) => `- ${g}`).join("\n")}\n${PEERS_END}`;
     const at = doc.indexOf(PEERS_START);
-    const next = at >= 0 ? doc.slice(0, at) + block + doc.slice(doc.indexOf(PEERS_END) + PEERS_END.length) : doc.replace("## Goals", `${block}\n\n## Goals`);
+    const next =
+      at >= 0
+        ? doc.slice(0, at) + block + doc.slice(doc.indexOf(PEERS_END) + PEERS_END.length)
+        : doc.replace("## Goals", `${block}\n\n## Goals`);
     await writeFile(file, next);
     console.error(`updated ${file}`);
     return;

@@ -33,13 +33,19 @@ const tool: AgentTool = {
   execute: async (_id, args: any) => ({ content: [{ type: "text", text: `page ${args.n}: ${body}` }] }),
 };
 
-const faux = registerFauxProvider({ api: "bench-scale", provider: "bench", models: [{ id: "scale", contextWindow: 100_000_000, maxTokens: 1000 }] });
+const faux = registerFauxProvider({
+  api: "bench-scale",
+  provider: "bench",
+  models: [{ id: "scale", contextWindow: 100_000_000, maxTokens: 1000 }],
+});
 const answer = (context: ModelContext) => {
   const done = context.messages.filter((m) => m.role === "toolResult").length;
   const info = Context.current().info;
   calls.push([info.workflowExecution?.workflowId ?? "?", done + 1, Date.now(), info.taskQueue === taskQueue ? 1 : 0]);
   if (done >= turns - 1) return fauxAssistantMessage(`read ${done} pages`);
-  return fauxAssistantMessage([fauxToolCall("fetch_page", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" });
+  return fauxAssistantMessage([fauxToolCall("fetch_page", { n: done + 1 }, { id: `c${done + 1}` })], {
+    stopReason: "toolUse",
+  });
 };
 // The faux queue is consumed per call: keep it topped up.
 const refill = () => faux.setResponses(Array.from({ length: 10_000 }, () => answer));

@@ -37,7 +37,11 @@ interface Worker {
 }
 
 async function startWorker(env: NodeJS.ProcessEnv): Promise<Worker> {
-  const child = fork(path.join(here, "scale-worker.ts"), [], { env: { ...process.env, ...env }, execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(path.join(here, "scale-worker.ts"), [], {
+    env: { ...process.env, ...env },
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   const worker: Worker = { child, calls: [], alive: true, baseRss: 0, peakRss: 0 };
   child.on("message", (msg: any) => {
     if (msg.type === "calls") worker.calls = msg.calls;
@@ -48,7 +52,9 @@ async function startWorker(env: NodeJS.ProcessEnv): Promise<Worker> {
   });
   child.on("exit", () => (worker.alive = false));
   await new Promise<void>((resolve, reject) => {
-    child.once("message", (msg: any) => (msg.type === "ready" ? resolve() : reject(new Error(`unexpected ${msg.type}`))));
+    child.once("message", (msg: any) =>
+      msg.type === "ready" ? resolve() : reject(new Error(`unexpected ${msg.type}`)),
+    );
     child.once("exit", (code) => reject(new Error(`bench worker exited with ${code} before it was ready`)));
   });
   return worker;
@@ -111,7 +117,15 @@ interface Row {
   killCost?: number;
 }
 
-async function runConfig(bench: Bench, bundlePath: string, workersN: number, runs: number, turns: number, resultBytes: number, kill: boolean): Promise<Row> {
+async function runConfig(
+  bench: Bench,
+  bundlePath: string,
+  workersN: number,
+  runs: number,
+  turns: number,
+  resultBytes: number,
+  kill: boolean,
+): Promise<Row> {
   const taskQueue = `scale-${workersN}w-${runs}r-${Date.now()}`;
   const env = {
     TEMPORAL_ADDRESS: bench.server.address,
@@ -132,7 +146,14 @@ async function runConfig(bench: Bench, bundlePath: string, workersN: number, run
     handles.push(
       ...(await Promise.all(
         Array.from({ length: Math.min(50, runs - i) }, (_, j) =>
-          startAgentRun(bench.client, { taskQueue, workflowId: `${taskQueue}-${i + j}`, model: "bench/scale", prompt: "go", maxTurns: turns + 5, modelActivity: { heartbeatTimeout: HEARTBEAT } }),
+          startAgentRun(bench.client, {
+            taskQueue,
+            workflowId: `${taskQueue}-${i + j}`,
+            model: "bench/scale",
+            prompt: "go",
+            maxTurns: turns + 5,
+            modelActivity: { heartbeatTimeout: HEARTBEAT },
+          }),
         ),
       )),
     );
@@ -161,7 +182,9 @@ async function runConfig(bench: Bench, bundlePath: string, workersN: number, run
   finished = true;
   await sampler;
   await poll(workers);
-  const ok = settled.flatMap((s) => (s.status === "fulfilled" && s.value.stopReason === "stop" && s.value.turns === turns ? [s.value] : []));
+  const ok = settled.flatMap((s) =>
+    s.status === "fulfilled" && s.value.stopReason === "stop" && s.value.turns === turns ? [s.value] : [],
+  );
   const transcriptBytes = ok.reduce((n, r) => n + JSON.stringify(r.messages).length, 0);
 
   // Turn latency: from one model call of a run to its next (a tool call and three workflow tasks in between).
@@ -240,7 +263,22 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next.",
     "",
     table(
-      ["workers", "runs", "model calls", "hit rate", "tool results read", "query ÷ transcript", "transcripts", "worker RSS idle → peak", "cache (max)", "turn p50 / p99", "calls off their worker", "runs lost", "wall time", ...(kill ? ["SIGKILL cost (max per run, over its median turn)"] : [])],
+      [
+        "workers",
+        "runs",
+        "model calls",
+        "hit rate",
+        "tool results read",
+        "query ÷ transcript",
+        "transcripts",
+        "worker RSS idle → peak",
+        "cache (max)",
+        "turn p50 / p99",
+        "calls off their worker",
+        "runs lost",
+        "wall time",
+        ...(kill ? ["SIGKILL cost (max per run, over its median turn)"] : []),
+      ],
       rows.map((r) => [
         r.workers,
         r.runs,
@@ -270,7 +308,10 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     `0 runs lost (${lost}): ${lost === 0 ? "met" : "NOT met"}`,
     ...rows
       .filter((r) => r.killCost !== undefined)
-      .map((r) => `a SIGKILLed worker costs its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s (${r.workers} workers × ${r.runs} runs: ${((r.killCost ?? 0) / 1000).toFixed(1)} s): ${(r.killCost ?? 0) <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`),
+      .map(
+        (r) =>
+          `a SIGKILLed worker costs its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s (${r.workers} workers × ${r.runs} runs: ${((r.killCost ?? 0) / 1000).toFixed(1)} s): ${(r.killCost ?? 0) <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`,
+      ),
   ];
   return { markdown, goals };
 }

@@ -37,11 +37,19 @@ function streamingScript() {
     parameters: Type.Object({ n: Type.Number() }),
     execute: async (_id, args: any) => ({ content: [{ type: "text", text: `item ${args.n}: ok` }] }),
   };
-  const faux = registerFauxProvider({ api: "bench-streaming", provider: "bench", models: [{ id: "streaming", contextWindow: 1_000_000, maxTokens: 1000 }], tokensPerSecond: TOKENS_PER_SECOND });
+  const faux = registerFauxProvider({
+    api: "bench-streaming",
+    provider: "bench",
+    models: [{ id: "streaming", contextWindow: 1_000_000, maxTokens: 1000 }],
+    tokensPerSecond: TOKENS_PER_SECOND,
+  });
   const answer = (context: Context) => {
     const done = context.messages.filter((m) => m.role === "toolResult").length;
     if (done >= TURNS) return fauxAssistantMessage(`${text(done + 1)} Done: all ${done} items are ok.`);
-    return fauxAssistantMessage([fauxText(text(done + 1)), fauxToolCall("lookup", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" });
+    return fauxAssistantMessage(
+      [fauxText(text(done + 1)), fauxToolCall("lookup", { n: done + 1 }, { id: `c${done + 1}` })],
+      { stopReason: "toolUse" },
+    );
   };
   faux.setResponses(Array.from({ length: 1000 }, () => answer));
   return { tool, model: faux.getModel() };
@@ -49,12 +57,22 @@ function streamingScript() {
 
 /** For the slow-subscriber rows: no rate limit and BULK_TEXT characters per message, megabytes of events per subscriber. */
 function bulkScript() {
-  const faux = registerFauxProvider({ api: "bench-streaming-bulk", provider: "bench", models: [{ id: "streaming-bulk", contextWindow: 100_000_000, maxTokens: 1000 }] });
-  const body = (n: number) => text(n).repeat(Math.ceil(BULK_TEXT / text(n).length)).slice(0, BULK_TEXT);
+  const faux = registerFauxProvider({
+    api: "bench-streaming-bulk",
+    provider: "bench",
+    models: [{ id: "streaming-bulk", contextWindow: 100_000_000, maxTokens: 1000 }],
+  });
+  const body = (n: number) =>
+    text(n)
+      .repeat(Math.ceil(BULK_TEXT / text(n).length))
+      .slice(0, BULK_TEXT);
   const answer = (context: Context) => {
     const done = context.messages.filter((m) => m.role === "toolResult").length;
     if (done >= TURNS) return fauxAssistantMessage(body(done + 1));
-    return fauxAssistantMessage([fauxText(body(done + 1)), fauxToolCall("lookup", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" });
+    return fauxAssistantMessage(
+      [fauxText(body(done + 1)), fauxToolCall("lookup", { n: done + 1 }, { id: `c${done + 1}` })],
+      { stopReason: "toolUse" },
+    );
   };
   faux.setResponses(Array.from({ length: 1000 }, () => answer));
   return faux.getModel();
@@ -67,10 +85,14 @@ interface Arrival {
 
 /** The subscriber in another process: bench/streaming-child.ts; arrivals collected as it prints them. */
 function childSubscriber(address: string, workflowId: string) {
-  const proc: ChildProcess = spawn(process.execPath, ["--import", "tsx", path.join(here, "streaming-child.ts"), workflowId], {
-    env: { ...process.env, TEMPORAL_ADDRESS: address },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const proc: ChildProcess = spawn(
+    process.execPath,
+    ["--import", "tsx", path.join(here, "streaming-child.ts"), workflowId],
+    {
+      env: { ...process.env, TEMPORAL_ADDRESS: address },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   const arrivals: Arrival[] = [];
   let buffer = "";
   let stderr = "";
@@ -91,7 +113,9 @@ function childSubscriber(address: string, workflowId: string) {
   proc.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve, reject) => {
     proc.on("error", reject);
-    proc.on("exit", (code, signal) => (code === 0 || signal === "SIGKILL" ? resolve(code) : reject(new Error(`subscriber exited ${code}: ${stderr}`))));
+    proc.on("exit", (code, signal) =>
+      code === 0 || signal === "SIGKILL" ? resolve(code) : reject(new Error(`subscriber exited ${code}: ${stderr}`)),
+    );
   });
   return { proc, arrivals, attached, exited };
 }
@@ -162,7 +186,13 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
   const running = workers.map((w) => w.run());
   let n = 0;
   const start = (taskQueue: string, model = script.model) =>
-    startAgentRun(bench.client, { taskQueue, workflowId: `${taskQueue}-${n++}-${Date.now()}`, model, prompt: "check the items", maxTurns: TURNS + 2 });
+    startAgentRun(bench.client, {
+      taskQueue,
+      workflowId: `${taskQueue}-${n++}-${Date.now()}`,
+      model,
+      prompt: "check the items",
+      maxTurns: TURNS + 2,
+    });
   const latencies: number[] = [];
   const rows: (string | number)[][] = [];
   let offPerTurn = 0;
@@ -175,7 +205,8 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
       const child = subscribers > 0 ? childSubscriber(bench.server.address, handle.workflowId) : undefined;
       const local = Array.from({ length: Math.max(0, subscribers - 1) }, async () => {
         let updates = 0;
-        for await (const { event } of getAgentRun(bench.client, handle.workflowId).events()) if (event.type === "message_update") updates++;
+        for await (const { event } of getAgentRun(bench.client, handle.workflowId).events())
+          if (event.type === "message_update") updates++;
         return updates;
       });
       await handle.result();
@@ -191,7 +222,9 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
       if (child) {
         const received = child.arrivals.filter((a) => a.type === "message_update");
         if (received.length !== sent.length || localUpdates.some((u) => u !== sent.length))
-          throw new Error(`deltas: worker ${sent.length}, other process ${received.length}, here ${localUpdates.join(",")}`);
+          throw new Error(
+            `deltas: worker ${sent.length}, other process ${received.length}, here ${localUpdates.join(",")}`,
+          );
         const attachedAt = child.arrivals[0].t;
         const these = sent.flatMap((t, i) => (t > attachedAt ? [received[i].t - t] : []));
         latencies.push(...these);
@@ -211,7 +244,11 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
     // 2-core machine); rounds rotate the order, after a warm-up run; the tap capped at SMALL_TAP_BYTES.
     type Condition = "none" | "healthy" | "stalled";
     const durations: Record<Condition, number[]> = { none: [], healthy: [], stalled: [] };
-    const order: Condition[][] = [["none", "healthy", "stalled"], ["stalled", "none", "healthy"], ["healthy", "stalled", "none"]];
+    const order: Condition[][] = [
+      ["none", "healthy", "stalled"],
+      ["stalled", "none", "healthy"],
+      ["healthy", "stalled", "none"],
+    ];
     const plan: Condition[] = ["none", ...Array.from({ length: STALL_RUNS }, (_, r) => order[r % 3]).flat()];
     let peak = { bytes: 0, entries: 0 };
     let final = { bytes: 0, entries: 0 };
@@ -221,7 +258,11 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
       const t0 = performance.now();
       const handle = await start("bench-stream-small", bulk);
       const children: ReturnType<typeof childSubscriber>[] = [];
-      if (condition !== "none") children.push(childSubscriber(bench.server.address, handle.workflowId), childSubscriber(bench.server.address, handle.workflowId));
+      if (condition !== "none")
+        children.push(
+          childSubscriber(bench.server.address, handle.workflowId),
+          childSubscriber(bench.server.address, handle.workflowId),
+        );
       if (condition === "stalled") {
         const [frozen, gone] = children;
         void frozen.attached.then(() => frozen.proc.kill("SIGSTOP"));
@@ -252,11 +293,29 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
     const markdown = [
       `### Streaming: event tap + SSE (${TURNS} tool turns + the answer, faux model streaming text at ${TOKENS_PER_SECOND} tokens/s)`,
       "",
-      table(["streaming", "history bytes per turn", "vs off", "of which worker identity + sticky queue names", "deltas emitted", "live deltas timed (other process)"], rows),
+      table(
+        [
+          "streaming",
+          "history bytes per turn",
+          "vs off",
+          "of which worker identity + sticky queue names",
+          "deltas emitted",
+          "live deltas timed (other process)",
+        ],
+        rows,
+      ),
       "",
       table(
         ["token delta → subscriber in another process", "p50", "p99", "max", "deltas"],
-        [["provider stream yields → handle.events() in a child node process", `${p50} ms`, `${p99} ms`, `${Math.max(...latencies)} ms`, latencies.length]],
+        [
+          [
+            "provider stream yields → handle.events() in a child node process",
+            `${p50} ms`,
+            `${p99} ms`,
+            `${Math.max(...latencies)} ms`,
+            latencies.length,
+          ],
+        ],
       ),
       "",
       "Latency clocks: Date.now() in both processes on one machine; 2 cores shared with other jobs while measured.",
@@ -264,13 +323,31 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
       table(
         ["slow / vanished subscriber", "value"],
         [
-          [`bulk run (${TURNS} turns × ${BULK_TEXT / 1000} K chars streamed unthrottled): deltas, events as JSON`, `${stallDeltas}, ${(whole.bytes / 1024 / 1024).toFixed(2)} MB`],
-          [`run duration, no subscriber (median of ${STALL_RUNS}; ${durations.none.map((d) => (d / 1000).toFixed(2)).join(", ")} s)`, `${(none / 1000).toFixed(2)} s`],
-          [`run duration, two healthy subscriber processes (median of ${STALL_RUNS}; ${durations.healthy.map((d) => (d / 1000).toFixed(2)).join(", ")} s)`, `${(healthy / 1000).toFixed(2)} s (${(healthy / none).toFixed(3)}×)`],
-          [`run duration, one subscriber process frozen + one killed (median of ${STALL_RUNS}; ${durations.stalled.map((d) => (d / 1000).toFixed(2)).join(", ")} s)`, `${(stalled / 1000).toFixed(2)} s (${(stalled / none).toFixed(3)}× none, ${(stalled / healthy).toFixed(3)}× healthy)`],
-          [`tap bytes of the run, cap ${SMALL_TAP_BYTES / 1024} KB: peak sampled / at end / uncapped`, `${(peak.bytes / 1024).toFixed(0)} KB / ${(final.bytes / 1024).toFixed(0)} KB / ${(whole.bytes / 1024).toFixed(0)} KB`],
+          [
+            `bulk run (${TURNS} turns × ${BULK_TEXT / 1000} K chars streamed unthrottled): deltas, events as JSON`,
+            `${stallDeltas}, ${(whole.bytes / 1024 / 1024).toFixed(2)} MB`,
+          ],
+          [
+            `run duration, no subscriber (median of ${STALL_RUNS}; ${durations.none.map((d) => (d / 1000).toFixed(2)).join(", ")} s)`,
+            `${(none / 1000).toFixed(2)} s`,
+          ],
+          [
+            `run duration, two healthy subscriber processes (median of ${STALL_RUNS}; ${durations.healthy.map((d) => (d / 1000).toFixed(2)).join(", ")} s)`,
+            `${(healthy / 1000).toFixed(2)} s (${(healthy / none).toFixed(3)}×)`,
+          ],
+          [
+            `run duration, one subscriber process frozen + one killed (median of ${STALL_RUNS}; ${durations.stalled.map((d) => (d / 1000).toFixed(2)).join(", ")} s)`,
+            `${(stalled / 1000).toFixed(2)} s (${(stalled / none).toFixed(3)}× none, ${(stalled / healthy).toFixed(3)}× healthy)`,
+          ],
+          [
+            `tap bytes of the run, cap ${SMALL_TAP_BYTES / 1024} KB: peak sampled / at end / uncapped`,
+            `${(peak.bytes / 1024).toFixed(0)} KB / ${(final.bytes / 1024).toFixed(0)} KB / ${(whole.bytes / 1024).toFixed(0)} KB`,
+          ],
           ["tap entries at end, capped / uncapped", `${final.entries} / ${whole.entries}`],
-          ["tap of the 10-subscriber run above (default 4 MB cap, nothing trimmed)", `${(uncapped.bytes / 1024).toFixed(1)} KB, ${uncapped.entries} entries`],
+          [
+            "tap of the 10-subscriber run above (default 4 MB cap, nothing trimmed)",
+            `${(uncapped.bytes / 1024).toFixed(1)} KB, ${uncapped.entries} entries`,
+          ],
           ["extra infrastructure (embedded default)", "none: a loopback HTTP port in the worker process"],
         ],
       ),

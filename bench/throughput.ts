@@ -11,16 +11,31 @@ export async function throughput(bench: Bench): Promise<{ markdown: string; goal
   const { done, failed, ms, turns } = await worker.runUntil(async () => {
     const t = Date.now();
     const handles = await Promise.all(
-      Array.from({ length: RUNS }, (_, i) => startAgentRun(bench.client, { taskQueue: "bench-throughput", workflowId: `tp-${i}-${Date.now()}`, model: script.model, prompt: "go" })),
+      Array.from({ length: RUNS }, (_, i) =>
+        startAgentRun(bench.client, {
+          taskQueue: "bench-throughput",
+          workflowId: `tp-${i}-${Date.now()}`,
+          model: script.model,
+          prompt: "go",
+        }),
+      ),
     );
     const settled = await Promise.allSettled(handles.map((h) => h.result()));
     const ok = settled.flatMap((s) => (s.status === "fulfilled" && s.value.stopReason === "stop" ? [s.value] : []));
-    return { done: ok.length, failed: settled.length - ok.length, ms: Date.now() - t, turns: ok.reduce((a, r) => a + r.turns, 0) };
+    return {
+      done: ok.length,
+      failed: settled.length - ok.length,
+      ms: Date.now() - t,
+      turns: ok.reduce((a, r) => a + r.turns, 0),
+    };
   });
   const markdown = [
     `### Throughput (${RUNS} concurrent runs of ${TURNS} turns, one worker, 2 cores)`,
     "",
-    table(["runs started", "completed", "lost or failed", "wall time", "turns/s"], [[RUNS, done, failed, `${(ms / 1000).toFixed(1)} s`, (turns / (ms / 1000)).toFixed(1)]]),
+    table(
+      ["runs started", "completed", "lost or failed", "wall time", "turns/s"],
+      [[RUNS, done, failed, `${(ms / 1000).toFixed(1)} s`, (turns / (ms / 1000)).toFixed(1)]],
+    ),
   ].join("\n");
   return { markdown, goals: [`${done}/${RUNS} runs completed, ${failed} lost: ${failed === 0 ? "met" : "NOT met"}`] };
 }

@@ -25,8 +25,17 @@ interface Contender {
   /** Name of the model activity in its history. */
   modelActivity: string;
   /** One run: wall time, when the provider saw each request, the history. */
-  run(id: string, turns: number, bytes: number): Promise<{ startedAt: number; ms: number; requests: number[]; workflowId: string; runId: string }>;
-  many(id: string, runs: number, turns: number, bytes: number): Promise<{ ms: number; runs: ({ requests: number[]; steps: number } | { error: string })[] }>;
+  run(
+    id: string,
+    turns: number,
+    bytes: number,
+  ): Promise<{ startedAt: number; ms: number; requests: number[]; workflowId: string; runId: string }>;
+  many(
+    id: string,
+    runs: number,
+    turns: number,
+    bytes: number,
+  ): Promise<{ ms: number; runs: ({ requests: number[]; steps: number } | { error: string })[] }>;
 }
 
 async function historyOf(client: Client, workflowId: string, runId: string): Promise<Event[]> {
@@ -63,11 +72,24 @@ const p99 = (values: number[]) => {
 function ours(bench: Bench, taskQueue: string, script: ReturnType<typeof pageScript>, name: string): Contender {
   const once = async (workflowId: string, turns: number) => {
     const startedAt = Date.now();
-    const handle = await startAgentRun(bench.client, { taskQueue, workflowId, model: script.model, prompt: "go", maxTurns: turns + 1 });
+    const handle = await startAgentRun(bench.client, {
+      taskQueue,
+      workflowId,
+      model: script.model,
+      prompt: "go",
+      maxTurns: turns + 1,
+    });
     const result = await handle.result();
     const requests = script.requests.get(workflowId) ?? [];
     script.requests.delete(workflowId);
-    return { startedAt, ms: Date.now() - startedAt, requests, workflowId, runId: (handle.workflow as unknown as { firstExecutionRunId: string }).firstExecutionRunId, steps: result.turns };
+    return {
+      startedAt,
+      ms: Date.now() - startedAt,
+      requests,
+      workflowId,
+      runId: (handle.workflow as unknown as { firstExecutionRunId: string }).firstExecutionRunId,
+      steps: result.turns,
+    };
   };
   return {
     name,
@@ -76,13 +98,21 @@ function ours(bench: Bench, taskQueue: string, script: ReturnType<typeof pageScr
     async many(id, runs, turns) {
       const t = Date.now();
       const settled = await Promise.allSettled(Array.from({ length: runs }, (_, i) => once(`${id}-${i}`, turns)));
-      return { ms: Date.now() - t, runs: settled.map((s) => (s.status === "fulfilled" ? s.value : { error: String(s.reason) })) };
+      return {
+        ms: Date.now() - t,
+        runs: settled.map((s) => (s.status === "fulfilled" ? s.value : { error: String(s.reason) })),
+      };
     },
   };
 }
 
 function peerContender(peer: Peer): Contender {
-  return { name: peer.name, modelActivity: "invokeModel", run: (id, turns, bytes) => peer.run(id, turns, bytes), many: (id, runs, turns, bytes) => peer.many(id, runs, turns, bytes) };
+  return {
+    name: peer.name,
+    modelActivity: "invokeModel",
+    run: (id, turns, bytes) => peer.run(id, turns, bytes),
+    many: (id, runs, turns, bytes) => peer.many(id, runs, turns, bytes),
+  };
 }
 
 /** Scripts calling the tool `turns` times per run, for a regular and a fast tool. */
@@ -105,8 +135,16 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   const stamp = Date.now();
   type Row = { ms: number[]; first: number[]; events: number[] };
   const contenders = [
-    { small: ours(bench, "bench-vs-small-regular", small.regular, "this loop, tools as activities"), big: ours(bench, "bench-vs-big-regular", big.regular, ""), tp: ours(bench, "bench-vs-tp-regular", tp.regular, "") },
-    { small: ours(bench, "bench-vs-small-fast", small.regular, "this loop, tool marked fast (local activity)"), big: ours(bench, "bench-vs-big-fast", big.regular, ""), tp: ours(bench, "bench-vs-tp-fast", tp.regular, "") },
+    {
+      small: ours(bench, "bench-vs-small-regular", small.regular, "this loop, tools as activities"),
+      big: ours(bench, "bench-vs-big-regular", big.regular, ""),
+      tp: ours(bench, "bench-vs-tp-regular", tp.regular, ""),
+    },
+    {
+      small: ours(bench, "bench-vs-small-fast", small.regular, "this loop, tool marked fast (local activity)"),
+      big: ours(bench, "bench-vs-big-fast", big.regular, ""),
+      tp: ours(bench, "bench-vs-tp-fast", tp.regular, ""),
+    },
     { small: peerContender(peer), big: peerContender(peer), tp: peerContender(peer) },
   ];
   const rows: Row[] = contenders.map(() => ({ ms: [], first: [], events: [] }));
@@ -128,16 +166,22 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
           if (round === 0) continue;
           rows[c].ms.push(run.ms / (TURNS + 1));
           rows[c].first.push(run.requests[0] - run.startedAt);
-          rows[c].events.push(shape(await historyOf(bench.client, run.workflowId, run.runId), contender.modelActivity).perTurn);
+          rows[c].events.push(
+            shape(await historyOf(bench.client, run.workflowId, run.runId), contender.modelActivity).perTurn,
+          );
         }
       }
-      console.error(`versus: ms/turn ${rows.map((r) => median(r.ms).toFixed(1)).join(" / ")}, first request ${rows.map((r) => median(r.first)).join(" / ")} ms, events/turn ${rows.map((r) => median(r.events)).join(" / ")}`);
+      console.error(
+        `versus: ms/turn ${rows.map((r) => median(r.ms).toFixed(1)).join(" / ")}, first request ${rows.map((r) => median(r.first)).join(" / ")} ms, events/turn ${rows.map((r) => median(r.events)).join(" / ")}`,
+      );
     });
     console.error("versus: history growth...");
     await phase("big", big, async () => {
       for (let c = 0; c < contenders.length; c++) {
         const run = await contenders[c].big.run(`vs-growth-${c}-${stamp}`, GROWTH_TURNS, 8000);
-        growth.push(shape(await historyOf(bench.client, run.workflowId, run.runId), contenders[c].big.modelActivity).bytesBefore);
+        growth.push(
+          shape(await historyOf(bench.client, run.workflowId, run.runId), contenders[c].big.modelActivity).bytesBefore,
+        );
       }
       console.error(`versus: history at 100 turns ${growth.map((g) => mb(g[100] ?? NaN)).join(" / ")}`);
     });
@@ -145,9 +189,16 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
     await phase("tp", tp, async () => {
       for (let c = 0; c < contenders.length; c++) {
         const out = await contenders[c].tp.many(`vs-tp-${c}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
-        const ok = out.runs.filter((r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS);
+        const ok = out.runs.filter(
+          (r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS,
+        );
         const gaps = ok.flatMap((r) => r.requests.slice(1).map((t, i) => t - r.requests[i]));
-        through.push({ turnsPerS: (ok.length * TP_TURNS) / (out.ms / 1000), p99: p99(gaps), lost: TP_RUNS - ok.length, wall: out.ms });
+        through.push({
+          turnsPerS: (ok.length * TP_TURNS) / (out.ms / 1000),
+          p99: p99(gaps),
+          lost: TP_RUNS - ok.length,
+          wall: out.ms,
+        });
         console.error(`versus: throughput ${contenders[c].small.name}: ${JSON.stringify(through.at(-1))}`);
       }
     });
@@ -166,7 +217,17 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
     `Same dev server, same scripted model (answers at once), ${TURNS} tool turns + the answer with ~100-byte tool results: median of ${RUNS} runs, interleaved in rotating order (after a discarded warm-up round) so the load of the shared 2-core machine hits all alike. History: one run of ${GROWTH_TURNS} turns with ~8 KB tool results. Throughput: ${TP_RUNS} concurrent runs of ${TP_TURNS} turns on one worker each, one batch after the other (not interleaved: compare it across runs of this bench); turn latency is the time between a run's consecutive model requests. Our workers run in the bench's process (two at a time), the peer's in its own (@temporalio/* 1.23.0).`,
     "",
     table(
-      ["", "ms per turn", "vs peer", "start → first model request", "events per tool turn", "history at 10 / 60 / 100 turns", "turns/s (200 runs)", "p99 turn latency", "runs lost"],
+      [
+        "",
+        "ms per turn",
+        "vs peer",
+        "start → first model request",
+        "events per tool turn",
+        "history at 10 / 60 / 100 turns",
+        "turns/s (200 runs)",
+        "p99 turn latency",
+        "runs lost",
+      ],
       contenders.map((_, c) => [
         names[c],
         msOf(c).toFixed(1),

@@ -3,7 +3,9 @@ import { ensureCompose, ensureHadolint, ensureTemporalServer, findPostgres } fro
 
 const log = (line: string) => console.error(line);
 const server = ensureTemporalServer(log);
-console.log(`temporal server: ${server.server}\ntemporal-sql-tool: ${server.sqlTool}\npostgres schema: ${server.postgresSchema}`);
+console.log(
+  `temporal server: ${server.server}\ntemporal-sql-tool: ${server.sqlTool}\npostgres schema: ${server.postgresSchema}`,
+);
 console.log(`docker compose: ${ensureCompose(log)}`);
 console.log(`hadolint: ${ensureHadolint(log)}`);
 console.log(`postgres: ${findPostgres().bin}`);

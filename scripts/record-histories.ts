@@ -28,9 +28,26 @@ const OUT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../te
 
 const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] });
 const tools: AgentTool<any>[] = [
-  { name: "read", description: "read", parameters: Type.Object({ path: Type.String() }), executionMode: "parallel", execute: async (_id, a: any) => text(`contents of ${a.path}`) },
-  { name: "write", description: "write", parameters: Type.Object({ path: Type.String() }), executionMode: "sequential", execute: async (_id, a: any) => text(`wrote ${a.path}`) },
-  { name: "add", description: "add", parameters: Type.Object({ a: Type.Number(), b: Type.Number() }), execute: async (_id, a: any) => text(String(a.a + a.b)) },
+  {
+    name: "read",
+    description: "read",
+    parameters: Type.Object({ path: Type.String() }),
+    executionMode: "parallel",
+    execute: async (_id, a: any) => text(`contents of ${a.path}`),
+  },
+  {
+    name: "write",
+    description: "write",
+    parameters: Type.Object({ path: Type.String() }),
+    executionMode: "sequential",
+    execute: async (_id, a: any) => text(`wrote ${a.path}`),
+  },
+  {
+    name: "add",
+    description: "add",
+    parameters: Type.Object({ a: Type.Number(), b: Type.Number() }),
+    execute: async (_id, a: any) => text(String(a.a + a.b)),
+  },
   {
     name: "fail",
     description: "fail",
@@ -39,9 +56,26 @@ const tools: AgentTool<any>[] = [
       throw new Error("disk on fire");
     },
   },
-  { name: "lookup", description: "lookup", parameters: Type.Object({ key: Type.String() }), fast: true, execute: async (_id, a: any) => text(`value of ${a.key}`) },
-  { name: "finish", description: "finish", parameters: Type.Object({}), execute: async () => ({ ...text("finished"), terminate: true }) },
-  { name: "delete_all", description: "delete", parameters: Type.Object({ path: Type.String() }), requiresApproval: true, execute: async (_id, a: any) => text(`deleted ${a.path}`) },
+  {
+    name: "lookup",
+    description: "lookup",
+    parameters: Type.Object({ key: Type.String() }),
+    fast: true,
+    execute: async (_id, a: any) => text(`value of ${a.key}`),
+  },
+  {
+    name: "finish",
+    description: "finish",
+    parameters: Type.Object({}),
+    execute: async () => ({ ...text("finished"), terminate: true }),
+  },
+  {
+    name: "delete_all",
+    description: "delete",
+    parameters: Type.Object({ path: Type.String() }),
+    requiresApproval: true,
+    execute: async (_id, a: any) => text(`deleted ${a.path}`),
+  },
 ];
 
 interface Case {
@@ -58,27 +92,60 @@ const CASES: Case[] = [
   {
     name: "parallel-and-sequential-tools",
     script: [
-      fauxAssistantMessage([fauxToolCall("read", { path: "a" }, { id: "r1" }), fauxToolCall("read", { path: "b" }, { id: "r2" }), fauxToolCall("write", { path: "c" }, { id: "w1" }), fauxToolCall("read", { path: "d" }, { id: "r3" })], {
-        stopReason: "toolUse",
-      }),
+      fauxAssistantMessage(
+        [
+          fauxToolCall("read", { path: "a" }, { id: "r1" }),
+          fauxToolCall("read", { path: "b" }, { id: "r2" }),
+          fauxToolCall("write", { path: "c" }, { id: "w1" }),
+          fauxToolCall("read", { path: "d" }, { id: "r3" }),
+        ],
+        {
+          stopReason: "toolUse",
+        },
+      ),
       answer,
     ],
   },
-  { name: "validation-error", script: [fauxAssistantMessage([fauxToolCall("add", { a: "three" }, { id: "v1" })], { stopReason: "toolUse" }), answer] },
-  { name: "thrown-tool-error", script: [fauxAssistantMessage([fauxToolCall("fail", {}, { id: "f1" })], { stopReason: "toolUse" }), answer] },
-  { name: "terminate", script: [fauxAssistantMessage([fauxToolCall("finish", {}, { id: "t1" }), fauxToolCall("finish", {}, { id: "t2" })], { stopReason: "toolUse" })] },
+  {
+    name: "validation-error",
+    script: [
+      fauxAssistantMessage([fauxToolCall("add", { a: "three" }, { id: "v1" })], { stopReason: "toolUse" }),
+      answer,
+    ],
+  },
+  {
+    name: "thrown-tool-error",
+    script: [fauxAssistantMessage([fauxToolCall("fail", {}, { id: "f1" })], { stopReason: "toolUse" }), answer],
+  },
+  {
+    name: "terminate",
+    script: [
+      fauxAssistantMessage([fauxToolCall("finish", {}, { id: "t1" }), fauxToolCall("finish", {}, { id: "t2" })], {
+        stopReason: "toolUse",
+      }),
+    ],
+  },
   {
     name: "max-turns",
-    script: [1, 2, 3].map((i) => fauxAssistantMessage([fauxToolCall("add", { a: i, b: i }, { id: `m${i}` })], { stopReason: "toolUse" })),
+    script: [1, 2, 3].map((i) =>
+      fauxAssistantMessage([fauxToolCall("add", { a: i, b: i }, { id: `m${i}` })], { stopReason: "toolUse" }),
+    ),
     options: { maxTurns: 2 },
   },
   {
     // Fast tools run as local activities (markers), next to a regular tool call; the setup is a local activity too.
     name: "fast-tools",
     script: [
-      fauxAssistantMessage([fauxToolCall("lookup", { key: "a" }, { id: "l1" }), fauxToolCall("lookup", { key: "b" }, { id: "l2" }), fauxToolCall("read", { path: "c" }, { id: "r1" })], {
-        stopReason: "toolUse",
-      }),
+      fauxAssistantMessage(
+        [
+          fauxToolCall("lookup", { key: "a" }, { id: "l1" }),
+          fauxToolCall("lookup", { key: "b" }, { id: "l2" }),
+          fauxToolCall("read", { path: "c" }, { id: "r1" }),
+        ],
+        {
+          stopReason: "toolUse",
+        },
+      ),
       fauxAssistantMessage([fauxToolCall("lookup", { key: "c" }, { id: "l3" })], { stopReason: "toolUse" }),
       answer,
     ],
@@ -86,7 +153,10 @@ const CASES: Case[] = [
   },
   {
     name: "approval-denied",
-    script: [fauxAssistantMessage([fauxToolCall("delete_all", { path: "/" }, { id: "d1" })], { stopReason: "toolUse" }), fauxAssistantMessage("ok, I will not")],
+    script: [
+      fauxAssistantMessage([fauxToolCall("delete_all", { path: "/" }, { id: "d1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("ok, I will not"),
+    ],
     drive: async (handle) => {
       for (;;) {
         const state = await handle.state();
@@ -120,7 +190,13 @@ async function main(): Promise<void> {
       faux.setResponses(c.script);
       const taskQueue = `record-${c.name}`;
       const worker = await createAgentWorker({ connection, taskQueue, tools, workflowBundle: bundle });
-      const handle = await startAgentRun(client, { taskQueue, workflowId: `golden-${c.name}`, model: faux.getModel(), prompt: `golden ${c.name}`, ...c.options });
+      const handle = await startAgentRun(client, {
+        taskQueue,
+        workflowId: `golden-${c.name}`,
+        model: faux.getModel(),
+        prompt: `golden ${c.name}`,
+        ...c.options,
+      });
       await worker.runUntil(async () => {
         await c.drive?.(handle);
         await handle.result();
@@ -133,7 +209,13 @@ async function main(): Promise<void> {
     await writeFile(bundlePath, bundle.code);
     const crashed = await runScenario(
       client,
-      { address: server.address, bundlePath, logFile: path.join(dir, "crash.log"), taskQueue: "record-crash", variant: "main" },
+      {
+        address: server.address,
+        bundlePath,
+        logFile: path.join(dir, "crash.log"),
+        taskQueue: "record-crash",
+        variant: "main",
+      },
       (log) => log.some((e) => e.event === "tool_start" && e.toolCallId === "t2-d"),
     );
     await save("crash-recovered", crashed.handle);

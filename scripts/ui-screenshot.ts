@@ -16,7 +16,16 @@ import { chromium, type Page } from "playwright-core";
 import { WAITING_FOR_APPROVAL_QUERY } from "../src/workflows/search-attributes.js";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 /** Columns the list shows, after Status and Workflow ID. */
 const COLUMNS = ["AgentSummary", "AgentStatus", "AgentStopReason", "AgentModel", "AgentTotalTokens"];
@@ -37,8 +46,14 @@ async function settle(page: Page, rows: number): Promise<void> {
 }
 
 /** Sets up the list and the saved view in the UI at `uiUrl`, writing the screenshots into `outDir`. */
-export async function captureWorkflowList(uiUrl: string, outDir: string, expectedRuns: number, waitingRuns: number): Promise<Capture> {
-  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+export async function captureWorkflowList(
+  uiUrl: string,
+  outDir: string,
+  expectedRuns: number,
+  waitingRuns: number,
+): Promise<Capture> {
+  if (!existsSync(CHROMIUM))
+    throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
   try {
     const page = await browser.newPage({ viewport: { width: 1900, height: 600 } });
@@ -46,11 +61,18 @@ export async function captureWorkflowList(uiUrl: string, outDir: string, expecte
     await settle(page, expectedRuns);
 
     await page.click('[data-testid="workflows-summary-table-configuration-button"]');
-    for (const column of ["Run ID", "Type", "End"]) await page.click(`[data-testid="orderable-list-item-${column}-remove-button"]`);
+    for (const column of ["Run ID", "Type", "End"])
+      await page.click(`[data-testid="orderable-list-item-${column}-remove-button"]`);
     for (const column of COLUMNS) await page.click(`[data-testid="orderable-list-item-${column}-add-button"]`);
-    const drawer = page.locator("aside, [role=dialog], .drawer").filter({ hasText: "Configure Workflows Table" }).first();
+    const drawer = page
+      .locator("aside, [role=dialog], .drawer")
+      .filter({ hasText: "Configure Workflows Table" })
+      .first();
     await drawer.getByRole("button", { name: /close/i }).first().click();
-    await page.waitForFunction((name) => Array.from(document.querySelectorAll("thead th")).some((th) => th.textContent?.includes(name)), "AgentSummary");
+    await page.waitForFunction(
+      (name) => Array.from(document.querySelectorAll("thead th")).some((th) => th.textContent?.includes(name)),
+      "AgentSummary",
+    );
     await page.getByText("Configure Workflows Table").waitFor({ state: "hidden" });
     await page.screenshot({ path: path.join(outDir, "ui-workflow-list.png") });
     const listText = await page.innerText("table");
@@ -62,7 +84,9 @@ export async function captureWorkflowList(uiUrl: string, outDir: string, expecte
     await name.fill(SAVED_VIEW);
     await page.locator('[data-testid="confirm-modal-button"]:visible').click();
     await page.waitForFunction((view) => document.body.innerText.includes(view), SAVED_VIEW);
-    await page.waitForFunction((n) => document.querySelectorAll("tbody tr").length === n, waitingRuns, { timeout: 30000 });
+    await page.waitForFunction((n) => document.querySelectorAll("tbody tr").length === n, waitingRuns, {
+      timeout: 30000,
+    });
     await page.screenshot({ path: path.join(outDir, "ui-waiting-for-approval.png") });
     return { listText, viewText: await page.innerText("table"), savedViews: await page.innerText("body") };
   } finally {

@@ -2,7 +2,12 @@
 import { randomUUID } from "node:crypto";
 import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { WorkflowFailedError, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
-import { ApplicationFailure, WorkflowNotFoundError, type SearchAttributePair, type TypedSearchAttributes } from "@temporalio/common";
+import {
+  ApplicationFailure,
+  WorkflowNotFoundError,
+  type SearchAttributePair,
+  type TypedSearchAttributes,
+} from "@temporalio/common";
 import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState, PromptResult } from "./types.js";
 import {
   AGENT_RUN_FAILED,
@@ -67,7 +72,8 @@ const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ??
 const mb = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
 /** Server errors that mean "too big", whatever RPC carried them. */
 const TOO_BIG = /size exceeds limit|exceeds size limit|larger than max|payload.*too large|message too large/i;
-const errorText = (err: unknown) => (err instanceof Error ? `${err.message} ${err.cause instanceof Error ? err.cause.message : ""}` : String(err));
+const errorText = (err: unknown) =>
+  err instanceof Error ? `${err.message} ${err.cause instanceof Error ? err.cause.message : ""}` : String(err);
 
 /** How a closed run ended, for RunFinishedError. */
 async function finishedOutcome(workflow: WorkflowHandle): Promise<string | undefined> {
@@ -106,21 +112,33 @@ export function agentRunFailedResult(err: unknown): AgentRunResult | undefined {
 }
 
 /** Sends an update, turning what the caller got wrong into typed errors. */
-async function sendUpdate<R>(workflow: WorkflowHandle, name: string, args: unknown[], send: () => Promise<R>): Promise<R> {
+async function sendUpdate<R>(
+  workflow: WorkflowHandle,
+  name: string,
+  args: unknown[],
+  send: () => Promise<R>,
+): Promise<R> {
   const bytes = jsonBytes(args);
   if (bytes > TEMPORAL_PAYLOAD_LIMIT_BYTES) {
-    throw new RunUpdateRejectedError(name, `its input is ${mb(bytes)} (${bytes} bytes), over Temporal's payload limit of ${mb(TEMPORAL_PAYLOAD_LIMIT_BYTES)}`);
+    throw new RunUpdateRejectedError(
+      name,
+      `its input is ${mb(bytes)} (${bytes} bytes), over Temporal's payload limit of ${mb(TEMPORAL_PAYLOAD_LIMIT_BYTES)}`,
+    );
   }
   try {
     return await send();
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) throw new RunUpdateRejectedError(name, err.cause?.message ?? err.message);
+    if (err instanceof WorkflowUpdateFailedError)
+      throw new RunUpdateRejectedError(name, err.cause?.message ?? err.message);
     if (err instanceof WorkflowNotFoundError) {
       const outcome = await finishedOutcome(workflow).catch(() => undefined);
       if (outcome) throw new RunFinishedError(workflow.workflowId, outcome);
     }
     if (TOO_BIG.test(errorText(err))) {
-      throw new RunUpdateRejectedError(name, `its input is ${mb(bytes)} (${bytes} bytes), over the server's payload limit: ${errorText(err).trim()}`);
+      throw new RunUpdateRejectedError(
+        name,
+        `its input is ${mb(bytes)} (${bytes} bytes), over the server's payload limit: ${errorText(err).trim()}`,
+      );
     }
     throw err;
   }
@@ -231,29 +249,44 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     result: () => runResult(workflow),
     state: async () => ((await running()) ? workflow.query(stateQuery) : closedRunStateOnly(client, id)),
     transcript,
-    events: (options) => runEvents(client, id, { transcript: () => transcript(), closed: async () => !(await running()) }, options),
+    events: (options) =>
+      runEvents(client, id, { transcript: () => transcript(), closed: async () => !(await running()) }, options),
     cancel: async () => {
       const outcome = await finishedOutcome(workflow);
       if (outcome) throw new RunFinishedError(id, outcome);
       try {
         await workflow.cancel();
       } catch (err) {
-        const after = err instanceof WorkflowNotFoundError ? await finishedOutcome(workflow).catch(() => undefined) : undefined;
+        const after =
+          err instanceof WorkflowNotFoundError ? await finishedOutcome(workflow).catch(() => undefined) : undefined;
         throw after ? new RunFinishedError(id, after) : err;
       }
     },
-    steer: async (message) => sendUpdate(workflow, "steer", [checked("steer", message)], () => workflow.executeUpdate(steerUpdate, { args: [message] })),
-    followUp: async (message) => sendUpdate(workflow, "followUp", [checked("followUp", message)], () => workflow.executeUpdate(followUpUpdate, { args: [message] })),
+    steer: async (message) =>
+      sendUpdate(workflow, "steer", [checked("steer", message)], () =>
+        workflow.executeUpdate(steerUpdate, { args: [message] }),
+      ),
+    followUp: async (message) =>
+      sendUpdate(workflow, "followUp", [checked("followUp", message)], () =>
+        workflow.executeUpdate(followUpUpdate, { args: [message] }),
+      ),
     prompt: async (message) =>
       sendUpdate(workflow, "prompt", [checked("prompt", message)], async () => {
         let answer = await workflow.executeUpdate(promptUpdate, { args: [message] });
         // The run continued as new before answering: the newest run of the chain has the answer.
-        while ("continuedAsNew" in answer) answer = await workflow.executeUpdate(promptAnswerUpdate, { args: [answer.promptId] });
+        while ("continuedAsNew" in answer)
+          answer = await workflow.executeUpdate(promptAnswerUpdate, { args: [answer.promptId] });
         return answer;
       }),
     close: () => sendUpdate(workflow, "close", [], () => workflow.executeUpdate(closeUpdate)),
-    approve: (toolCallId) => sendUpdate(workflow, "approve", [toolCallId], () => workflow.executeUpdate(approveUpdate, { args: [toolCallId] })),
-    deny: (toolCallId, reason) => sendUpdate(workflow, "deny", [toolCallId, reason ?? ""], () => workflow.executeUpdate(denyUpdate, { args: [toolCallId, reason ?? ""] })),
+    approve: (toolCallId) =>
+      sendUpdate(workflow, "approve", [toolCallId], () =>
+        workflow.executeUpdate(approveUpdate, { args: [toolCallId] }),
+      ),
+    deny: (toolCallId, reason) =>
+      sendUpdate(workflow, "deny", [toolCallId, reason ?? ""], () =>
+        workflow.executeUpdate(denyUpdate, { args: [toolCallId, reason ?? ""] }),
+      ),
   };
 }
 
@@ -262,13 +295,27 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
  * by query (a worker must be up): each run of the chain answers for its own
  * messages and names the run before it.
  */
-export async function chainTranscript(client: Client, workflowId: string, runId: string | undefined, offset: number, limit?: number): Promise<AgentMessage[]> {
+export async function chainTranscript(
+  client: Client,
+  workflowId: string,
+  runId: string | undefined,
+  offset: number,
+  limit?: number,
+): Promise<AgentMessage[]> {
   const handle = client.workflow.getHandle(workflowId, runId);
   const state = await handle.query(stateQuery);
   const out: AgentMessage[] = [];
   const end = limit === undefined ? state.messageCount : Math.min(state.messageCount, offset + limit);
   if (offset < state.earlierMessages && state.previousRunId) {
-    out.push(...(await chainTranscript(client, workflowId, state.previousRunId, offset, Math.min(end, state.earlierMessages) - offset)));
+    out.push(
+      ...(await chainTranscript(
+        client,
+        workflowId,
+        state.previousRunId,
+        offset,
+        Math.min(end, state.earlierMessages) - offset,
+      )),
+    );
   }
   for (let at = Math.max(offset, state.earlierMessages); at < end; ) {
     const page = await handle.query(transcriptQuery, { offset: at, limit: end - at });
@@ -279,10 +326,10 @@ export async function chainTranscript(client: Client, workflowId: string, runId:
   return out;
 }
 
-
 /** Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. */
 export async function startAgentRun(client: Client, options: StartAgentRunOptions): Promise<AgentRunHandle> {
-  const { taskQueue, workflowId, workflowTaskTimeout, staticSummary, staticDetails, searchAttributes, memo, ...input } = options;
+  const { taskQueue, workflowId, workflowTaskTimeout, staticSummary, staticDetails, searchAttributes, memo, ...input } =
+    options;
   const problem = validateRunInput(input);
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
   // Backstop for the byte budgets of validateRunInput: never let the server refuse the input with a raw error.
@@ -291,17 +338,24 @@ export async function startAgentRun(client: Client, options: StartAgentRunOption
   const model = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
   // The root of the run's trace (GenAI conventions) when the process traces; with the Temporal client interceptor
   // of createAgentTracing() on `client`, the workflow and its activities join it. A no-op otherwise.
-  const attributes = { "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "jai-agent", "gen_ai.request.model": model, "gen_ai.conversation.id": id };
-  return trace.getTracer("jai-agent").startActiveSpan("invoke_agent jai-agent", { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    try {
-      return await start();
-    } catch (err) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err) });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  const attributes = {
+    "gen_ai.operation.name": "invoke_agent",
+    "gen_ai.agent.name": "jai-agent",
+    "gen_ai.request.model": model,
+    "gen_ai.conversation.id": id,
+  };
+  return trace
+    .getTracer("jai-agent")
+    .startActiveSpan("invoke_agent jai-agent", { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      try {
+        return await start();
+      } catch (err) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err) });
+        throw err;
+      } finally {
+        span.end();
+      }
+    });
 
   async function start(): Promise<AgentRunHandle> {
     try {

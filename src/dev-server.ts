@@ -130,7 +130,11 @@ export interface DevServer {
 }
 
 /** Waits until a Temporal frontend answers at `address`. */
-export async function waitForServer(address: string, timeoutMs: number, exited?: () => string | undefined): Promise<void> {
+export async function waitForServer(
+  address: string,
+  timeoutMs: number,
+  exited?: () => string | undefined,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -174,11 +178,23 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const uiPort = options.uiPort === false ? undefined : (options.uiPort ?? (await freePort(ip)));
   const cli = findTemporalCli({ log });
   if (!cli) {
-    if (options.uiCodecEndpoint) throw new Error("uiCodecEndpoint needs the Temporal CLI (TEMPORAL_CLI_PATH, PATH or `npm run ensure-temporal`)");
+    if (options.uiCodecEndpoint)
+      throw new Error("uiCodecEndpoint needs the Temporal CLI (TEMPORAL_CLI_PATH, PATH or `npm run ensure-temporal`)");
     return startWithSdkDownload({ ip, port, uiPort, dbFile });
   }
 
-  const args = ["server", "start-dev", "--ip", ip, "--port", String(port), "--db-filename", dbFile, "--log-level", "error"];
+  const args = [
+    "server",
+    "start-dev",
+    "--ip",
+    ip,
+    "--port",
+    String(port),
+    "--db-filename",
+    dbFile,
+    "--log-level",
+    "error",
+  ];
   // The agent's search attributes (AgentStatus, ...), so runs can be found by them; re-registering on a kept db is fine.
   for (const spec of cliSearchAttributeSpecs()) args.push("--search-attribute", spec);
   if (uiPort === undefined) args.push("--headless");
@@ -207,10 +223,22 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   };
 }
 
-async function startWithSdkDownload(o: { ip: string; port: number; uiPort?: number; dbFile: string }): Promise<DevServer> {
+async function startWithSdkDownload(o: {
+  ip: string;
+  port: number;
+  uiPort?: number;
+  dbFile: string;
+}): Promise<DevServer> {
   const { TestWorkflowEnvironment } = await import("@temporalio/testing");
   const env = await TestWorkflowEnvironment.createLocal({
-    server: { ip: o.ip, port: o.port, dbFilename: o.dbFile, ui: o.uiPort !== undefined, uiPort: o.uiPort, searchAttributes: [...AGENT_SEARCH_ATTRIBUTES] },
+    server: {
+      ip: o.ip,
+      port: o.port,
+      dbFilename: o.dbFile,
+      ui: o.uiPort !== undefined,
+      uiPort: o.uiPort,
+      searchAttributes: [...AGENT_SEARCH_ATTRIBUTES],
+    },
   });
   return {
     address: `${o.ip}:${o.port}`,

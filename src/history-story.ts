@@ -7,7 +7,15 @@
 import type { LoadedDataConverter, PayloadConverter } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
-import type { AgentMessage, AgentRunWorkflowInput, AgentRunResult, ExecuteFastToolOutput, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "./types.js";
+import type {
+  AgentMessage,
+  AgentRunWorkflowInput,
+  AgentRunResult,
+  ExecuteFastToolOutput,
+  ExecuteToolInput,
+  ExecuteToolOutput,
+  StreamAssistantInput,
+} from "./types.js";
 import { addUsage, emptyUsage } from "./common/usage.js";
 import { AGENT_RUN_FAILED } from "./workflows/definitions.js";
 import { decodeHistory } from "./codec/history.js";
@@ -32,7 +40,14 @@ export type RunStep =
   /** A model answer (the activity's result, as the loop took it). */
   | { kind: "reply"; message: AssistantMessage }
   /** A tool activity's output; `at` is the workflow time when the loop took it up. */
-  | { kind: "toolOutput"; toolCallId: string; toolName: string; output: ExecuteToolOutput; at: number; activityId?: string }
+  | {
+      kind: "toolOutput";
+      toolCallId: string;
+      toolName: string;
+      output: ExecuteToolOutput;
+      at: number;
+      activityId?: string;
+    }
   /** A user message sent in through steer, followUp or prompt; `at` is the workflow time of the handler. */
   | { kind: "userInput"; name: string; message: AgentMessage };
 
@@ -110,16 +125,27 @@ function userMessage(input: unknown, at: number): AgentMessage {
  * decoded through the converter's codecs (encryption, compression), so a
  * missing or wrong key fails here with the codec's error instead of a misread.
  */
-export async function storyFromEncodedHistory(history: { events?: Event[] | null }, converter: LoadedDataConverter): Promise<RunStory> {
+export async function storyFromEncodedHistory(
+  history: { events?: Event[] | null },
+  converter: LoadedDataConverter,
+): Promise<RunStory> {
   return storyFromHistory(await decodeHistory(history, converter), converter.payloadConverter);
 }
 
 /** A run's story from a history whose payloads are already decoded (no codec, or see storyFromEncodedHistory). */
 export function storyFromHistory(history: { events?: Event[] | null }, converter: PayloadConverter): RunStory {
   const events = history.events ?? [];
-  const decode = <T>(payload: Payload | null | undefined): T | undefined => (payload ? converter.fromPayload<T>(payload as never) : undefined);
+  const decode = <T>(payload: Payload | null | undefined): T | undefined =>
+    payload ? converter.fromPayload<T>(payload as never) : undefined;
   const scheduled = new Map<number, { type: string; id?: string; input: unknown; summary?: string }>();
-  const story: RunStory = { items: [], steps: [], updates: new Map(), usage: emptyUsage(), status: "running", events: events.length };
+  const story: RunStory = {
+    items: [],
+    steps: [],
+    updates: new Map(),
+    usage: emptyUsage(),
+    status: "running",
+    events: events.length,
+  };
   const times = taskTimes(events);
 
   events.forEach((event, index) => {
@@ -133,7 +159,11 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       story.startedAt = times.next[index];
       const prompt = story.input?.prompt;
       if (!story.input?.continued) {
-        const opening: AgentMessage[] = Array.isArray(prompt) ? prompt : prompt ? [userMessage(prompt, story.startedAt)] : [];
+        const opening: AgentMessage[] = Array.isArray(prompt)
+          ? prompt
+          : prompt
+            ? [userMessage(prompt, story.startedAt)]
+            : [];
         for (const message of opening) story.items.push({ kind: "message", message, eventId });
       }
     }
@@ -146,7 +176,8 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
         summary: decode<string>(event.userMetadata?.summary),
       };
       scheduled.set(eventId, activity);
-      if (activity.type === "streamAssistantMessage") story.steps.push({ kind: "call", context: (activity.input as StreamAssistantInput).context });
+      if (activity.type === "streamAssistantMessage")
+        story.steps.push({ kind: "call", context: (activity.input as StreamAssistantInput).context });
     }
     const done = event.activityTaskCompletedEventAttributes;
     if (done) {
@@ -162,10 +193,17 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
         story.startedAt = times.next[index]; // a string prompt becomes a message once the setup is in
       } else if (activity?.type === "executeTool") {
         const call = activity.input as ExecuteToolInput;
-        const output = result as ExecuteToolOutput;
-        const at = times.next[index];
-        story.items.push({ kind: "message", message: toolResultMessage(call.toolCallId, call.toolName, output, at), eventId });
-        story.steps.push({ kind: "toolOutput", toolCallId: call.toolCallId, toolName: call.toolName, output, at, activityId: activity.id });
+        addToolOutput(
+          story,
+          {
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            output: result as ExecuteToolOutput,
+            at: times.next[index],
+            activityId: activity.id,
+          },
+          eventId,
+        );
       }
     }
     // Local activities (the setup, fast tools) leave a marker with their type and result, not their input.
@@ -173,18 +211,33 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
     if (marker?.markerName === "core_local_activity") {
       const data = decode<{ activity_type?: string }>(marker.details?.data?.payloads?.[0]);
       const result = decode<unknown>(marker.details?.result?.payloads?.[0]);
-      if (data?.activity_type === "resolveRunSetup" && result) story.startedAt = times.previous[index]; // run in the first task
+      if (data?.activity_type === "resolveRunSetup" && result)
+        story.startedAt = times.previous[index]; // run in the first task
       else if (data?.activity_type === "executeFastTool" && result) {
         const output = result as ExecuteFastToolOutput;
-        const at = times.previous[index];
-        story.items.push({ kind: "message", message: toolResultMessage(output.toolCallId, output.toolName, output, at), eventId });
-        story.steps.push({ kind: "toolOutput", toolCallId: output.toolCallId, toolName: output.toolName, output, at, activityId: output.outputKey });
+        addToolOutput(
+          story,
+          {
+            toolCallId: output.toolCallId,
+            toolName: output.toolName,
+            output,
+            at: times.previous[index],
+            activityId: output.outputKey,
+          },
+          eventId,
+        );
       }
     }
     const failed = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
     if (failed) {
       const activity = scheduled.get(Number(failed.scheduledEventId));
-      story.items.push({ kind: "failure", activity: activity?.type ?? "?", summary: activity?.summary, message: failed.failure?.message ?? "failed", eventId });
+      story.items.push({
+        kind: "failure",
+        activity: activity?.type ?? "?",
+        summary: activity?.summary,
+        message: failed.failure?.message ?? "failed",
+        eventId,
+      });
     }
     const accepted = event.workflowExecutionUpdateAcceptedEventAttributes;
     const update = accepted?.acceptedRequest?.input;
@@ -194,13 +247,17 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       story.items.push({ kind: "update", name, args, eventId });
       const updateId = accepted?.acceptedRequest?.meta?.updateId ?? accepted?.protocolInstanceId;
       if (updateId) story.updates.set(updateId, args[0]);
-      if (name === "steer" || name === "followUp" || name === "prompt") story.steps.push({ kind: "userInput", name, message: userMessage(args[0], times.previous[index]) });
+      if (name === "steer" || name === "followUp" || name === "prompt")
+        story.steps.push({ kind: "userInput", name, message: userMessage(args[0], times.previous[index]) });
     }
     for (const [key, status] of CLOSE) {
       const attrs = event[key] as
         | {
             result?: { payloads?: Payload[] };
-            failure?: { message?: string; applicationFailureInfo?: { type?: string; details?: { payloads?: Payload[] } } };
+            failure?: {
+              message?: string;
+              applicationFailureInfo?: { type?: string; details?: { payloads?: Payload[] } };
+            };
             input?: { payloads?: Payload[] };
           }
         | undefined;
@@ -217,11 +274,25 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
   return story;
 }
 
+/** A tool activity's output: a message of the story, and a step the transcript is rebuilt from. */
+function addToolOutput(
+  story: RunStory,
+  step: Omit<Extract<RunStep, { kind: "toolOutput" }>, "kind">,
+  eventId: number,
+): void {
+  story.items.push({
+    kind: "message",
+    message: toolResultMessage(step.toolCallId, step.toolName, step.output, step.at),
+    eventId,
+  });
+  story.steps.push({ kind: "toolOutput", ...step });
+}
 
 /** The transcript of one run (no continue-as-new): the result's messages when it kept them all, else rebuilt from the steps. */
 export function storyTranscript(story: RunStory): AgentMessage[] {
   const seed = !story.input?.continued && Array.isArray(story.input?.prompt) ? story.input.prompt : [];
-  if (story.result && story.result.messagesOmitted === undefined && !story.input?.continued) return [...seed, ...story.result.messages];
+  if (story.result && story.result.messagesOmitted === undefined && !story.input?.continued)
+    return [...seed, ...story.result.messages];
   return runMessages(story).messages;
 }
 
@@ -236,7 +307,12 @@ export function storyTranscript(story: RunStory): AgentMessage[] {
  * - after the last answer come that batch's tool results (the caller may know
  *   them exactly from the next run's carry or the result: see history-chain.ts).
  */
-export function runMessages(story: RunStory): { messages: AgentMessage[]; exact: boolean; tailFrom: number; tailExact: boolean } {
+export function runMessages(story: RunStory): {
+  messages: AgentMessage[];
+  exact: boolean;
+  tailFrom: number;
+  tailExact: boolean;
+} {
   const out: AgentMessage[] = [];
   let exact = true;
   const carried = story.input?.continued;
@@ -249,10 +325,15 @@ export function runMessages(story: RunStory): { messages: AgentMessage[]; exact:
   let tailFrom = 0;
   if (!carried) {
     const prompt = story.input?.prompt;
-    const opening = Array.isArray(prompt) ? prompt : prompt !== undefined ? [userMessage(prompt, story.startedAt ?? 0)] : [];
+    const opening = Array.isArray(prompt)
+      ? prompt
+      : prompt !== undefined
+        ? [userMessage(prompt, story.startedAt ?? 0)]
+        : [];
     out.push(...opening);
   }
-  const outputs = (steps: RunStep[]) => steps.filter((s): s is Extract<RunStep, { kind: "toolOutput" }> => s.kind === "toolOutput");
+  const outputs = (steps: RunStep[]) =>
+    steps.filter((s): s is Extract<RunStep, { kind: "toolOutput" }> => s.kind === "toolOutput");
   const stand_in = (steps: RunStep[]): AgentMessage[] => {
     const results = toolResultsFor(lastReply, outputs(steps));
     const inputs = steps.flatMap((s) => (s.kind === "userInput" ? [s.message] : []));
@@ -285,9 +366,15 @@ export function runMessages(story: RunStory): { messages: AgentMessage[]; exact:
             if (!message) exact = false;
           } else if ("ref" in m) {
             // By the activity's id when the reference has one: models reuse tool-call ids.
-            const found = pool.find((o) => (m.activityId !== undefined ? o.activityId === m.activityId : o.toolCallId === m.toolCallId));
+            const found = pool.find((o) =>
+              m.activityId !== undefined ? o.activityId === m.activityId : o.toolCallId === m.toolCallId,
+            );
             if (found) pool.splice(pool.indexOf(found), 1);
-            out.push(found ? toolResultMessage(found.toolCallId, found.toolName, found.output, m.timestamp) : missingResult(m.toolCallId, m.timestamp));
+            out.push(
+              found
+                ? toolResultMessage(found.toolCallId, found.toolName, found.output, m.timestamp)
+                : missingResult(m.toolCallId, m.timestamp),
+            );
             if (!found) exact = false;
           } else if (m.role === "toolResult" && m.isError && m.details === undefined) {
             // The model's copy has no details; an error result the loop (or a tool's throw) made carries `details: {}`.
@@ -343,7 +430,10 @@ function missingInput(source: string, timestamp: number): AgentMessage {
 }
 
 /** The batch's results as far as activities produced them; calls without one get a placeholder. */
-function toolResultsFor(reply: AssistantMessage | undefined, outputs: Extract<RunStep, { kind: "toolOutput" }>[]): AgentMessage[] {
+function toolResultsFor(
+  reply: AssistantMessage | undefined,
+  outputs: Extract<RunStep, { kind: "toolOutput" }>[],
+): AgentMessage[] {
   const calls = (reply?.content ?? []).filter((c): c is ToolCall => c.type === "toolCall");
   const pool = [...outputs];
   return calls.map((call) => {
@@ -355,7 +445,8 @@ function toolResultsFor(reply: AssistantMessage | undefined, outputs: Extract<Ru
 }
 
 const MISSING = "(no tool activity output in history: the loop made this result; see the run's events)";
-const isMissing = (m: AgentMessage) => m.role === "toolResult" && m.content[0]?.type === "text" && m.content[0].text === MISSING;
+const isMissing = (m: AgentMessage) =>
+  m.role === "toolResult" && m.content[0]?.type === "text" && m.content[0].text === MISSING;
 
 function missingResult(toolCallId: string, timestamp: number, toolName = "?"): ToolResultMessage {
   return {

@@ -27,7 +27,8 @@ export interface ClosedRunView {
 export async function readStory(client: Client, workflowId: string, runId?: string): Promise<RunStory> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
   const story = await storyFromEncodedHistory(history, client.options.loadedDataConverter);
-  if (!story.input) throw new Error(`Workflow ${workflowId}${runId ? ` run ${runId}` : ""} has no agent run input in its history`);
+  if (!story.input)
+    throw new Error(`Workflow ${workflowId}${runId ? ` run ${runId}` : ""} has no agent run input in its history`);
   return story;
 }
 
@@ -36,7 +37,10 @@ export async function readChain(client: Client, workflowId: string, runId?: stri
   const last = await readStory(client, workflowId, runId);
   const ids = last.previousRunId ? await chainRunIds(client, workflowId, last) : undefined;
   if (ids) {
-    const stories = [...(await pooled(ids.slice(0, -1), FETCH_CONCURRENCY, (id) => readStory(client, workflowId, id))), last];
+    const stories = [
+      ...(await pooled(ids.slice(0, -1), FETCH_CONCURRENCY, (id) => readStory(client, workflowId, id))),
+      last,
+    ];
     if (stories.every((story, i) => i === 0 || story.previousRunId === ids[i - 1])) return stories;
   }
   const chain: RunStory[] = [last];
@@ -60,7 +64,11 @@ function chainTotal(last: RunStory): number | undefined {
  * end of this run (the next run's carry, or the result), `count` how many
  * messages this run added to the transcript, when known.
  */
-function ownMessages(story: RunStory, after: AgentMessage[] | undefined, count: number | undefined): { messages: AgentMessage[]; exact: boolean } {
+function ownMessages(
+  story: RunStory,
+  after: AgentMessage[] | undefined,
+  count: number | undefined,
+): { messages: AgentMessage[]; exact: boolean } {
   const carried = story.input?.continued;
   const seed = carried ? [] : seedOf(story);
   if (after && count !== undefined) {
@@ -84,7 +92,11 @@ function ownMessages(story: RunStory, after: AgentMessage[] | undefined, count: 
 /** The transcript and state of a finished run's chain (workflowId's newest run, or runId). */
 export async function closedRunView(client: Client, workflowId: string, runId?: string): Promise<ClosedRunView> {
   const last = await readStory(client, workflowId, runId);
-  if (!(last.result && last.result.messagesOmitted === undefined) && last.input?.continued && chainTotal(last) !== undefined) {
+  if (
+    !(last.result && last.result.messagesOmitted === undefined) &&
+    last.input?.continued &&
+    chainTotal(last) !== undefined
+  ) {
     const fast = await windowedView(client, workflowId, last).catch(() => undefined);
     if (fast) return { ...fast, state: closedRunState(last, fast.transcript.length) };
   }
@@ -114,7 +126,8 @@ async function linkedView(client: Client, workflowId: string, last: RunStory): P
         parts.unshift([...seedOf(story), ...carry.newMessages]);
         break;
       }
-      if (!story.previousRunId) throw new Error(`Run ${story.runId} of ${workflowId} continued from a run it does not name`);
+      if (!story.previousRunId)
+        throw new Error(`Run ${story.runId} of ${workflowId} continued from a run it does not name`);
       const previous = await readStory(client, workflowId, story.previousRunId);
       runs.push(previous);
       after = carry.newMessages;
@@ -130,7 +143,8 @@ async function linkedView(client: Client, workflowId: string, last: RunStory): P
 export function closedRunState(last: RunStory, messageCount: number): AgentRunState {
   const { result } = last;
   const carry = last.input?.continued;
-  let status: AgentRunState["status"] = last.status === "completed" ? "completed" : last.status === "cancelled" ? "cancelled" : "failed";
+  let status: AgentRunState["status"] =
+    last.status === "completed" ? "completed" : last.status === "cancelled" ? "cancelled" : "failed";
   if (result?.stopReason === "error") status = "failed";
   if (result?.stopReason === "aborted") status = "cancelled";
   const replies = last.steps.filter((s) => s.kind === "reply").length;
@@ -167,7 +181,11 @@ class ChainMismatch extends Error {}
 /** What a run's first event says: its input and its place in the chain (the rest of its history is not fetched). */
 async function readStart(client: Client, workflowId: string, runId: string): Promise<RunStory> {
   const { namespace } = client.options;
-  const response = await client.workflowService.getWorkflowExecutionHistory({ namespace, execution: { workflowId, runId }, maximumPageSize: 1 });
+  const response = await client.workflowService.getWorkflowExecutionHistory({
+    namespace,
+    execution: { workflowId, runId },
+    maximumPageSize: 1,
+  });
   const first = response.history?.events?.[0];
   const story = await storyFromEncodedHistory({ events: first ? [first] : [] }, client.options.loadedDataConverter);
   if (!story.input) throw new Error(`Workflow ${workflowId} run ${runId} has no agent run input in its history`);
@@ -214,7 +232,11 @@ const FETCH_CONCURRENCY = 6;
  * holding the gap is rebuilt from its whole history, as the linked walk does.
  * Undefined when the list is incomplete (visibility lags just after a run ends).
  */
-async function windowedView(client: Client, workflowId: string, last: RunStory): Promise<Omit<ClosedRunView, "state"> | undefined> {
+async function windowedView(
+  client: Client,
+  workflowId: string,
+  last: RunStory,
+): Promise<Omit<ClosedRunView, "state"> | undefined> {
   const ids = await chainRunIds(client, workflowId, last);
   if (!ids) return undefined;
   const lastCarry = last.input!.continued!;
@@ -264,13 +286,23 @@ async function windowedView(client: Client, workflowId: string, last: RunStory):
     for (const story of starts.values()) {
       const c = story.input!.continued!;
       if (c.earlierMessages >= frontier && c.earlierMessages - c.newMessages.length < frontier) {
-        if (!best || c.earlierMessages - c.newMessages.length < best.input!.continued!.earlierMessages - best.input!.continued!.newMessages.length) best = story;
+        if (
+          !best ||
+          c.earlierMessages - c.newMessages.length <
+            best.input!.continued!.earlierMessages - best.input!.continued!.newMessages.length
+        )
+          best = story;
       }
     }
     if (best) {
       const c = best.input!.continued!;
       const from = Math.max(seedLength, c.earlierMessages - c.newMessages.length);
-      parts.unshift(c.newMessages.slice(from - (c.earlierMessages - c.newMessages.length), frontier - (c.earlierMessages - c.newMessages.length)));
+      parts.unshift(
+        c.newMessages.slice(
+          from - (c.earlierMessages - c.newMessages.length),
+          frontier - (c.earlierMessages - c.newMessages.length),
+        ),
+      );
       frontier = from;
       windowLength = Math.max(1, c.newMessages.length);
       continue;
@@ -284,7 +316,11 @@ async function windowedView(client: Client, workflowId: string, last: RunStory):
       if (holder.previousRunId !== ids[before]) throw new ChainMismatch();
       const story = await readStory(client, workflowId, ids[before]);
       runs.push(story);
-      const mine = ownMessages(story, holder.input!.continued!.newMessages, holder.input!.continued!.earlierMessages - earlier(before)!);
+      const mine = ownMessages(
+        story,
+        holder.input!.continued!.newMessages,
+        holder.input!.continued!.earlierMessages - earlier(before)!,
+      );
       const begin = earlier(before)!;
       parts.unshift(mine.messages.slice(0, frontier - begin));
       exact &&= mine.exact;
@@ -295,7 +331,8 @@ async function windowedView(client: Client, workflowId: string, last: RunStory):
     const margin = Math.max(1, Math.floor(windowLength / 4));
     const plan = [next, before];
     // A fetched run's carry reaches about windowLength messages back from its position.
-    for (let guess = frontier + margin, k = 0; guess > seedLength && k < 64; guess -= windowLength - margin, k++) plan.push(predict(guess));
+    for (let guess = frontier + margin, k = 0; guess > seedLength && k < 64; guess -= windowLength - margin, k++)
+      plan.push(predict(guess));
     const size = starts.size;
     await fetchStarts(plan);
     if (starts.size === size) throw new ChainMismatch(); // nothing new to learn: do not loop
@@ -306,5 +343,15 @@ async function windowedView(client: Client, workflowId: string, last: RunStory):
   }
   const transcript = parts.flat();
   if (transcript.length !== total) throw new ChainMismatch();
-  return { transcript, exact, runs: [...runs, ...[...starts.entries()].sort((a, b) => b[0] - a[0]).map(([, s]) => s).filter((s) => s !== last)] };
+  return {
+    transcript,
+    exact,
+    runs: [
+      ...runs,
+      ...[...starts.entries()]
+        .sort((a, b) => b[0] - a[0])
+        .map(([, s]) => s)
+        .filter((s) => s !== last),
+    ],
+  };
 }

@@ -31,17 +31,25 @@ export class AgentPlugin extends SimplePlugin {
 
   override configureWorker(options: WorkerOptions): WorkerOptions {
     const base = super.configureWorker(options);
-    if (!base.connection) throw new TypeError("AgentPlugin needs the worker's `connection` option (a NativeConnection)");
+    if (!base.connection)
+      throw new TypeError("AgentPlugin needs the worker's `connection` option (a NativeConnection)");
     // NativeConnection serves a Client too: activities read a run's context through it on a cache miss.
     // With the worker's data converter: under a codec the context query's answer is encoded too.
-    const client = new Client({ connection: base.connection, namespace: base.namespace ?? "default", dataConverter: base.dataConverter });
+    const client = new Client({
+      connection: base.connection,
+      namespace: base.namespace ?? "default",
+      dataConverter: base.dataConverter,
+    });
     const activities = createActivities({ ...this.agent, tools: this.agent.tools ?? [], client });
     const clash = Object.keys(activities).find((name) => name in ((base.activities as object | undefined) ?? {}));
     if (clash) throw new TypeError(`AgentPlugin: the worker already has an activity named "${clash}"`);
     const onEvent = this.agent.onEvent;
     const sinks: InjectedSinks<AgentSinks> = {
       agent: {
-        emit: { fn: (info, event) => onEvent?.(event, { workflowId: info.workflowId, runId: info.runId }), callDuringReplay: false },
+        emit: {
+          fn: (info, event) => onEvent?.(event, { workflowId: info.workflowId, runId: info.runId }),
+          callDuringReplay: false,
+        },
       },
       metrics: noMetricsSink(),
     };

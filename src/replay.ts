@@ -36,7 +36,10 @@ export async function readHistoryFile(file: string): Promise<History> {
   try {
     text = await readFile(file, "utf8");
   } catch (err) {
-    throw new ReplayInputError(file, `cannot read the file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ReplayInputError(
+      file,
+      `cannot read the file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   let json: { events?: unknown[] } | unknown[];
   try {
@@ -58,7 +61,11 @@ export function checkAgentHistory(history: History, source: string): void {
   const started = events[0].workflowExecutionStartedEventAttributes;
   if (!started) throw new ReplayInputError(source, "the history does not start with WorkflowExecutionStarted");
   const type = started.workflowType?.name;
-  if (type !== AGENT_RUN_WORKFLOW) throw new ReplayInputError(source, `not an agent run: workflow type "${type ?? "?"}", expected "${AGENT_RUN_WORKFLOW}"`);
+  if (type !== AGENT_RUN_WORKFLOW)
+    throw new ReplayInputError(
+      source,
+      `not an agent run: workflow type "${type ?? "?"}", expected "${AGENT_RUN_WORKFLOW}"`,
+    );
 }
 
 type Event = NonNullable<History["events"]>[number];
@@ -91,7 +98,10 @@ function describeEvent(e: Event): string {
  * after each workflow task (binary search) and returns the first command event
  * of the first workflow task whose replay fails.
  */
-async function locateDivergence(history: History, options: ReplayWorkerOptions): Promise<{ eventId: number; what: string } | undefined> {
+async function locateDivergence(
+  history: History,
+  options: ReplayWorkerOptions,
+): Promise<{ eventId: number; what: string } | undefined> {
   const events = history.events ?? [];
   const cuts = events.flatMap((e, i) => (e.workflowTaskCompletedEventAttributes ? [i] : []));
   const prefixEnd = (k: number) => {
@@ -122,12 +132,19 @@ async function locateDivergence(history: History, options: ReplayWorkerOptions):
 
 /** Replay worker options: the loop's event sink is registered (and silent: nothing is re-emitted on replay). */
 export function replayOptions(workflowBundle: { code: string }): ReplayWorkerOptions {
-  const sinks: InjectedSinks<AgentSinks> = { agent: { emit: { fn: () => {}, callDuringReplay: false } }, metrics: noMetricsSink() };
+  const sinks: InjectedSinks<AgentSinks> = {
+    agent: { emit: { fn: () => {}, callDuringReplay: false } },
+    metrics: noMetricsSink(),
+  };
   return { workflowBundle, sinks };
 }
 
 /** Replays one agent run's history; never throws for a divergence, it reports it. ReplayInputError when it is not an agent run's history. */
-export async function replayHistory(history: History, workflowId = "replay", bundle?: { code: string }): Promise<ReplayOutcome> {
+export async function replayHistory(
+  history: History,
+  workflowId = "replay",
+  bundle?: { code: string },
+): Promise<ReplayOutcome> {
   checkAgentHistory(history, workflowId);
   const events = history.events?.length ?? 0;
   const options = replayOptions(bundle ?? (await bundleAgentWorkflows()));

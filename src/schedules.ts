@@ -47,7 +47,8 @@ export interface AgentScheduleInfo {
 
 function toSpec(spec: AgentScheduleSpec) {
   const cron = spec.cron === undefined ? [] : Array.isArray(spec.cron) ? spec.cron : [spec.cron];
-  if (cron.length === 0 && spec.interval === undefined) throw new InvalidRunInputError(`Invalid schedule: "spec" needs "cron" or "interval"`);
+  if (cron.length === 0 && spec.interval === undefined)
+    throw new InvalidRunInputError(`Invalid schedule: "spec" needs "cron" or "interval"`);
   return {
     ...(cron.length > 0 ? { cronExpressions: cron } : {}),
     ...(spec.interval !== undefined ? { intervals: [{ every: spec.interval as never }] } : {}),
@@ -58,13 +59,20 @@ function toSpec(spec: AgentScheduleSpec) {
 /** Creates a schedule whose every firing is an agent run with this input. The input is checked first; nothing is created when it is wrong. */
 export async function scheduleAgentRun(client: Client, options: ScheduleAgentRunOptions): Promise<ScheduleHandle> {
   const { scheduleId, spec, overlap, taskQueue, paused, note, ...input } = options;
-  if (typeof scheduleId !== "string" || scheduleId === "") throw new InvalidRunInputError(`Invalid schedule: "scheduleId" must be a non-empty string`);
+  if (typeof scheduleId !== "string" || scheduleId === "")
+    throw new InvalidRunInputError(`Invalid schedule: "scheduleId" must be a non-empty string`);
   const problem = validateRunInput(input);
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
   return client.schedule.create({
     scheduleId,
     spec: toSpec(spec),
-    action: { type: "startWorkflow", workflowType: AGENT_RUN_WORKFLOW, args: [input], taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE, workflowId: scheduleId },
+    action: {
+      type: "startWorkflow",
+      workflowType: AGENT_RUN_WORKFLOW,
+      args: [input],
+      taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
+      workflowId: scheduleId,
+    },
     policies: { overlap: (overlap ?? "skip").toUpperCase() as NonNullable<ScheduleOverlapPolicy> },
     state: { paused: paused ?? false, ...(note ? { note } : {}) },
   });

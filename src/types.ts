@@ -357,7 +357,13 @@ export interface AgentRunResult {
 }
 
 /** Lifecycle of a run as reported by the `state` query. */
-export type AgentRunStatus = "running" | "waiting_for_approval" | "waiting_for_prompt" | "completed" | "failed" | "cancelled";
+export type AgentRunStatus =
+  | "running"
+  | "waiting_for_approval"
+  | "waiting_for_prompt"
+  | "completed"
+  | "failed"
+  | "cancelled";
 
 /** A tool call waiting for a person's decision. */
 export interface PendingApproval {

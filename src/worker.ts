@@ -4,7 +4,13 @@ import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
-import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from "@temporalio/worker";
+import {
+  bundleWorkflowCode,
+  NativeConnection,
+  Worker,
+  type InjectedSinks,
+  type WorkerOptions,
+} from "@temporalio/worker";
 import { ContextCache, createActivities, type ContextCacheStats } from "./activities/index.js";
 import type { AgentWorkerServeOptions } from "./serving.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
@@ -57,10 +63,18 @@ export const webpackConfigHook = (config: any) => {
  * `workflowBundle`. `workflowsPath` bundles another workflows module instead
  * (e.g. a changed loop, to replay old histories against it before deploying).
  */
-export async function bundleAgentWorkflows(workflowsPath = agentWorkflowsPath(), options: { tracing?: boolean } = {}): Promise<{ code: string }> {
+export async function bundleAgentWorkflows(
+  workflowsPath = agentWorkflowsPath(),
+  options: { tracing?: boolean } = {},
+): Promise<{ code: string }> {
   // Tracing needs Temporal's workflow interceptors inside the bundle; without it the workflows carry nothing extra.
   const workflowInterceptorModules = options.tracing ? [workflowTracingModule()] : undefined;
-  return bundleWorkflowCode({ workflowsPath, webpackConfigHook, logger: quietLogger, ...(workflowInterceptorModules ? { workflowInterceptorModules } : {}) });
+  return bundleWorkflowCode({
+    workflowsPath,
+    webpackConfigHook,
+    logger: quietLogger,
+    ...(workflowInterceptorModules ? { workflowInterceptorModules } : {}),
+  });
 }
 
 const quietLogger = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} } as any;
@@ -87,7 +101,9 @@ export interface AgentWorker {
 
 export async function createAgentWorker(options: AgentWorkerOptions = {}): Promise<AgentWorker> {
   const owned = options.connection === undefined;
-  const connection = options.connection ?? (await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? "localhost:7233" }));
+  const connection =
+    options.connection ??
+    (await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? "localhost:7233" }));
   const taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
   const metrics = options.metrics;
   const onEvent = metrics ? metrics.wrapEvents(options.onEvent) : options.onEvent;
@@ -96,9 +112,16 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss
   // (with the worker's data converter: the query's answer is encoded like every other payload).
   const client = new Client({ connection, namespace, dataConverter });
-  const contextCache = new ContextCache(() => client, { maxBytes: options.contextCacheBytes, maxRuns: options.contextCacheSize, onLookup: metrics?.contextCache });
+  const contextCache = new ContextCache(() => client, {
+    maxBytes: options.contextCacheBytes,
+    maxRuns: options.contextCacheSize,
+    onLookup: metrics?.contextCache,
+  });
   // Unique per process start: a restarted worker has an empty cache, so it must not inherit the old queue's calls.
-  const ownTaskQueue = options.routeModelCalls === false ? undefined : `${taskQueue}@${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const ownTaskQueue =
+    options.routeModelCalls === false
+      ? undefined
+      : `${taskQueue}@${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const mcp = options.mcpServers?.length ? new McpToolSource(options.mcpServers) : undefined;
   const activities = createActivities({
     mcp,
@@ -126,10 +149,19 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const tracing = options.tracing;
   if (tracing) (sinks as Record<string, unknown>).exporter = tracing.workflowExporter;
   const userInterceptors = options.workerOptions?.interceptors;
-  const activity = [...(tracing?.activityInterceptors ?? []), ...(userInterceptors?.activity ?? []), ...(metrics ? [metrics.activityInterceptor] : [])];
-  const workflowModules = [...(userInterceptors?.workflowModules ?? []), ...(tracing && !options.workflowBundle ? [workflowTracingModule()] : [])];
+  const activity = [
+    ...(tracing?.activityInterceptors ?? []),
+    ...(userInterceptors?.activity ?? []),
+    ...(metrics ? [metrics.activityInterceptor] : []),
+  ];
+  const workflowModules = [
+    ...(userInterceptors?.workflowModules ?? []),
+    ...(tracing && !options.workflowBundle ? [workflowTracingModule()] : []),
+  ];
   const interceptors =
-    tracing || metrics ? { ...userInterceptors, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) } : userInterceptors;
+    tracing || metrics
+      ? { ...userInterceptors, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) }
+      : userInterceptors;
   let worker: Worker;
   let ownWorker: Worker | undefined;
   try {

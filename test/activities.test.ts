@@ -17,7 +17,10 @@ const input = (model: Model<Api>) => ({
 describe("streamAssistantMessage", () => {
   it("heartbeats while the model streams and emits message_start/update", async () => {
     // Long enough for several timer beats (there is no heartbeat at the start).
-    const faux = fauxModel([fauxAssistantMessage("a fairly long answer that streams slowly, long enough for several heartbeats")], { tokensPerSecond: 40 });
+    const faux = fauxModel(
+      [fauxAssistantMessage("a fairly long answer that streams slowly, long enough for several heartbeats")],
+      { tokensPerSecond: 40 },
+    );
     const events: AgentEvent[] = [];
     const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 300 });
     let heartbeats = 0;
@@ -56,8 +59,14 @@ describe("streamAssistantMessage", () => {
   it("asks the worker for the API key, never the input", async () => {
     const faux = fauxModel([(_context, options) => fauxAssistantMessage(`key=${options?.apiKey}`)]);
     const asked: string[] = [];
-    const { streamAssistantMessage } = createActivities({ tools: [], getApiKey: (p) => (asked.push(p), "sk-from-worker") });
-    const message: AssistantMessage = await new MockActivityEnvironment().run(streamAssistantMessage, input(faux.getModel()));
+    const { streamAssistantMessage } = createActivities({
+      tools: [],
+      getApiKey: (p) => (asked.push(p), "sk-from-worker"),
+    });
+    const message: AssistantMessage = await new MockActivityEnvironment().run(
+      streamAssistantMessage,
+      input(faux.getModel()),
+    );
     expect(asked).toEqual([faux.getModel().provider]);
     expect(message.content[0]).toEqual({ type: "text", text: "key=sk-from-worker" });
   });
@@ -68,7 +77,9 @@ describe("streamAssistantMessage", () => {
       fauxAssistantMessage([], { stopReason: "error", errorMessage: "model not found" }),
     ]);
     const { streamAssistantMessage } = createActivities({ tools: [] });
-    await expect(new MockActivityEnvironment().run(streamAssistantMessage, input(faux.getModel()))).rejects.toMatchObject({
+    await expect(
+      new MockActivityEnvironment().run(streamAssistantMessage, input(faux.getModel())),
+    ).rejects.toMatchObject({
       type: "ModelStreamInterrupted",
       nonRetryable: false,
     });
@@ -84,9 +95,18 @@ describe("resolveRunSetup", () => {
     const setup = (await env.run(resolveRunSetup, { model: "anthropic/claude-sonnet-4-5" })) as { model: Model<Api> };
     expect(setup.model).toMatchObject({ provider: "anthropic", id: "claude-sonnet-4-5", api: "anthropic-messages" });
     expect(setup.model.contextWindow).toBeGreaterThan(0);
-    const custom = { ...setup.model, id: "my-vllm", provider: "local", api: "openai-completions", baseUrl: "http://127.0.0.1:1/v1" };
+    const custom = {
+      ...setup.model,
+      id: "my-vllm",
+      provider: "local",
+      api: "openai-completions",
+      baseUrl: "http://127.0.0.1:1/v1",
+    };
     expect(((await env.run(resolveRunSetup, { model: custom })) as { model: Model<Api> }).model).toEqual(custom);
-    await expect(env.run(resolveRunSetup, { model: "anthropic/no-such-model" })).rejects.toMatchObject({ type: "InvalidRunInput", nonRetryable: true });
+    await expect(env.run(resolveRunSetup, { model: "anthropic/no-such-model" })).rejects.toMatchObject({
+      type: "InvalidRunInput",
+      nonRetryable: true,
+    });
   });
 });
 
@@ -133,7 +153,9 @@ describe("executeTool", () => {
     const running = env.run(executeTool, { toolCallId: "x1", toolName: "stubborn", args: {} });
     await within(entered.promise, 5000, "the tool to start");
     env.cancel();
-    await expect(within(running, 2000, "abandonment")).rejects.toThrow(/ignored cancellation for 300 ms and was abandoned/);
+    await expect(within(running, 2000, "abandonment")).rejects.toThrow(
+      /ignored cancellation for 300 ms and was abandoned/,
+    );
   });
 
   it("asks a tool's approval predicate with validated arguments", async () => {
@@ -147,10 +169,17 @@ describe("executeTool", () => {
     };
     const { prepareToolCall } = createActivities({ tools: [rm] });
     const env = new MockActivityEnvironment();
-    expect(await env.run(prepareToolCall, { toolCallId: "a", toolName: "rm", args: { path: "x", force: "true" } })).toEqual({ needsApproval: true });
-    expect(await env.run(prepareToolCall, { toolCallId: "b", toolName: "rm", args: { path: "x", force: false } })).toEqual({ needsApproval: false });
+    expect(
+      await env.run(prepareToolCall, { toolCallId: "a", toolName: "rm", args: { path: "x", force: "true" } }),
+    ).toEqual({ needsApproval: true });
+    expect(
+      await env.run(prepareToolCall, { toolCallId: "b", toolName: "rm", args: { path: "x", force: false } }),
+    ).toEqual({ needsApproval: false });
     expect(seen[0]).toEqual({ path: "x", force: true }); // coerced before the predicate saw it
-    expect(await env.run(prepareToolCall, { toolCallId: "c", toolName: "rm", args: { path: 1 } })).toMatchObject({ needsApproval: false, error: expect.stringMatching(/force/) });
+    expect(await env.run(prepareToolCall, { toolCallId: "c", toolName: "rm", args: { path: 1 } })).toMatchObject({
+      needsApproval: false,
+      error: expect.stringMatching(/force/),
+    });
   });
 
   it("heartbeats while a tool runs", async () => {
@@ -195,7 +224,11 @@ describe("executeTool", () => {
     };
     const { executeTool } = createActivities({ tools: [tool] });
     const call = fauxToolCall("n", { n: "42" }, { id: "c9" });
-    await new MockActivityEnvironment().run(executeTool, { toolCallId: call.id, toolName: call.name, args: call.arguments });
+    await new MockActivityEnvironment().run(executeTool, {
+      toolCallId: call.id,
+      toolName: call.name,
+      args: call.arguments,
+    });
     expect(seen).toEqual([["c9", { n: 42 }]]);
   });
 });

@@ -11,7 +11,17 @@ import os from "node:os";
 import path from "node:path";
 import { bundleAgentWorkflows } from "../src/worker.js";
 import { contextMismatches } from "./context-check.js";
-import { normalizeTranscript, readLog, runScenario, seenContexts, startChildWorker, startScenarioRun, waitFor, type ChildWorker, type HarnessConfig } from "./crash/harness.js";
+import {
+  normalizeTranscript,
+  readLog,
+  runScenario,
+  seenContexts,
+  startChildWorker,
+  startScenarioRun,
+  waitFor,
+  type ChildWorker,
+  type HarnessConfig,
+} from "./crash/harness.js";
 import { CHAOS_TURNS } from "./crash/scenario.js";
 import { openTestEnv, uniqueId, type TestEnv } from "./helpers.js";
 
@@ -23,7 +33,15 @@ const HEARTBEAT_MS = 2000;
 
 function config(): HarnessConfig {
   const taskQueue = uniqueId("chaos");
-  return { address: process.env.TEMPORAL_ADDRESS!, bundlePath, logFile: path.join(dir, `${taskQueue}.log`), taskQueue, variant: "chaos", slowMs: 700, tokensPerSecond: 150 };
+  return {
+    address: process.env.TEMPORAL_ADDRESS!,
+    bundlePath,
+    logFile: path.join(dir, `${taskQueue}.log`),
+    taskQueue,
+    variant: "chaos",
+    slowMs: 700,
+    tokensPerSecond: 150,
+  };
 }
 
 beforeAll(async () => {
@@ -55,7 +73,15 @@ describe("chaos", () => {
     /** Waits until `worker` does something new (a model call or a tool start), or the run ends. */
     const progressBy = async (worker: ChildWorker) => {
       const seen = readLog(cfg.logFile).length;
-      await waitFor(() => finished || readLog(cfg.logFile).slice(seen).some((e) => e.pid === worker.pid && (e.event === "model_call" || e.event === "tool_start")), 60000, `progress by ${worker.pid}`);
+      await waitFor(
+        () =>
+          finished ||
+          readLog(cfg.logFile)
+            .slice(seen)
+            .some((e) => e.pid === worker.pid && (e.event === "model_call" || e.event === "tool_start")),
+        60000,
+        `progress by ${worker.pid}`,
+      );
     };
     try {
       for (let round = 0; !finished; round++) {

@@ -21,7 +21,13 @@ describe("typed client errors", () => {
   it("updates and cancel on a finished run throw RunFinishedError naming the run and how it ended", async () => {
     const faux = fauxModel([fauxAssistantMessage("done")]);
     const { worker, taskQueue } = await testWorker(env, []);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("finished"), model: faux.getModel(), prompt: "hi", session: false });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("finished"),
+      model: faux.getModel(),
+      prompt: "hi",
+      session: false,
+    });
     await worker.runUntil(handle.result());
     const attempts: [string, () => Promise<unknown>][] = [
       ["steer", () => handle.steer("more")],
@@ -33,7 +39,14 @@ describe("typed client errors", () => {
       ["cancel", () => handle.cancel()],
     ];
     for (const [name, attempt] of attempts) {
-      const err = await within(attempt().then(() => undefined, (e: unknown) => e), 20000, name);
+      const err = await within(
+        attempt().then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+        20000,
+        name,
+      );
       expect(err).toBeInstanceOf(RunFinishedError);
       expect((err as Error).message).toBe(`run ${handle.workflowId} finished with stop`);
     }
@@ -52,9 +65,17 @@ describe("typed client errors", () => {
         return { content: [{ type: "text", text: "ok" }] };
       },
     };
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("wait", {}, { id: "w1" })], { stopReason: "toolUse" }), fauxAssistantMessage("done")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("wait", {}, { id: "w1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
     const { worker, taskQueue } = await testWorker(env, [wait]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("rejected"), model: faux.getModel(), prompt: "hi" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("rejected"),
+      model: faux.getModel(),
+      prompt: "hi",
+    });
     await worker.runUntil(async () => {
       await started.promise;
       const notPending = await handle.approve("nope").catch((e: unknown) => e);
@@ -69,7 +90,9 @@ describe("typed client errors", () => {
       // Too big to send: refused before it reaches the server (which would terminate the run).
       const huge = await handle.steer("z".repeat(2_200_000)).catch((e: unknown) => e);
       expect(huge).toBeInstanceOf(RunUpdateRejectedError);
-      expect((huge as Error).message).toMatch(/steer rejected: Invalid message: "message" is 2,200,002 bytes .*the limit is 256,000 bytes/);
+      expect((huge as Error).message).toMatch(
+        /steer rejected: Invalid message: "message" is 2,200,002 bytes .*the limit is 256,000 bytes/,
+      );
       gate.resolve();
       expect((await handle.result()).stopReason).toBe("stop");
     });
@@ -77,7 +100,12 @@ describe("typed client errors", () => {
 
   it("a 3 MB prompt throws InvalidRunInputError naming the prompt, its size and the limit; nothing starts", async () => {
     const workflowId = uniqueId("big-prompt");
-    const err = await startAgentRun(env.client, { taskQueue: uniqueId("tq"), workflowId, model: "faux/faux-1", prompt: "p".repeat(3 * 1024 * 1024) }).catch((e: unknown) => e);
+    const err = await startAgentRun(env.client, {
+      taskQueue: uniqueId("tq"),
+      workflowId,
+      model: "faux/faux-1",
+      prompt: "p".repeat(3 * 1024 * 1024),
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidRunInputError);
     expect((err as Error).message).toMatch(/prompt/);
     expect((err as Error).message).toMatch(/3,145,7\d\d bytes/);
@@ -97,9 +125,17 @@ describe("typed client errors", () => {
         return { content: [{ type: "text", text: "ran" }] };
       },
     };
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("guarded", {}, { id: "g1" })], { stopReason: "toolUse" }), fauxAssistantMessage("after")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("guarded", {}, { id: "g1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("after"),
+    ]);
     const first = await testWorker(env, [guarded]);
-    const handle = await startAgentRun(env.client, { taskQueue: first.taskQueue, workflowId: uniqueId("race"), model: faux.getModel(), prompt: "go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue: first.taskQueue,
+      workflowId: uniqueId("race"),
+      model: faux.getModel(),
+      prompt: "go",
+    });
     // Wait for the approval, then stop the worker: cancel and approve reach the run in the same workflow task.
     await first.worker.runUntil(async () => {
       for (;;) {

@@ -29,7 +29,9 @@ let connection: Connection | undefined;
 
 afterAll(async () => {
   await connection?.close();
-  await Promise.all(workers.map((w) => (w.child.exitCode === null && w.child.signalCode === null ? w.kill() : undefined)));
+  await Promise.all(
+    workers.map((w) => (w.child.exitCode === null && w.child.signalCode === null ? w.kill() : undefined)),
+  );
   await server?.stop();
   server?.cleanup();
   pg?.stop();
@@ -64,7 +66,12 @@ test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worke
   mark("server");
 
   const taskQueue = `cluster-${randomUUID()}`;
-  const workerEnv = { TEMPORAL_ADDRESS: server.address, JAI_TASK_QUEUE: taskQueue, JAI_WORKSPACE: workspace, JAI_HEALTH_PORT: "0" };
+  const workerEnv = {
+    TEMPORAL_ADDRESS: server.address,
+    JAI_TASK_QUEUE: taskQueue,
+    JAI_WORKSPACE: workspace,
+    JAI_HEALTH_PORT: "0",
+  };
   workers.push(...(await Promise.all([startWorkerProcess(dist, workerEnv), startWorkerProcess(dist, workerEnv)])));
   mark("workers");
 
@@ -82,7 +89,10 @@ test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worke
     }).then((h) => h.workflowId);
 
   const reference = await resultOf(client, await start(0));
-  expect({ stopReason: reference.stopReason, errorMessage: reference.errorMessage }).toEqual({ stopReason: "stop", errorMessage: undefined });
+  expect({ stopReason: reference.stopReason, errorMessage: reference.errorMessage }).toEqual({
+    stopReason: "stop",
+    errorMessage: undefined,
+  });
   const expected = normalizedTranscript(reference.messages);
   expect(expected.filter((m) => (m as { role: string }).role === "toolResult")).toHaveLength(3); // list_dir, then 2 parallel reads
   mark("reference run");
@@ -121,9 +131,16 @@ test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worke
   expect(inFlightAtKill).toBeGreaterThan(0);
   expect(inFlightAtRestart).toBeGreaterThan(0);
   expect(results).toHaveLength(2 * RUNS_PER_WAVE);
-  const different = results.map((r, i) => ({ i, r })).filter(({ r }) => r.stopReason !== "stop" || JSON.stringify(normalizedTranscript(r.messages)) !== JSON.stringify(expected));
+  const different = results
+    .map((r, i) => ({ i, r }))
+    .filter(
+      ({ r }) =>
+        r.stopReason !== "stop" || JSON.stringify(normalizedTranscript(r.messages)) !== JSON.stringify(expected),
+    );
   expect(different.map(({ i, r }) => ({ run: i, stopReason: r.stopReason, errorMessage: r.errorMessage }))).toEqual([]);
-  console.log(`cluster: ${results.length} runs; in flight at the SIGKILL: ${inFlightAtKill}, at the server restart: ${inFlightAtRestart}`);
+  console.log(
+    `cluster: ${results.length} runs; in flight at the SIGKILL: ${inFlightAtKill}, at the server restart: ${inFlightAtRestart}`,
+  );
 
   // The survivors drain on SIGTERM and exit 0.
   const codes = await Promise.all(workers.slice(1).map((w) => w.stop()));

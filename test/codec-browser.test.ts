@@ -25,7 +25,16 @@ import { fauxModel, uniqueId, within } from "./helpers.js";
 
 const docs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../docs");
 const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 const TOKEN = "ui-test-token";
 const codec = new AesGcmCodec({ keys: parseCodecKeys("ui:" + Buffer.alloc(32, 7).toString("base64"), "test") });
 
@@ -42,7 +51,12 @@ beforeAll(async () => {
   }
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
   const uiPort = await freePort();
-  codecServer = await createCodecServer({ codecs: [codec], origins: [`http://127.0.0.1:${uiPort}`], authorize: bearerTokens([TOKEN]), port: 0 });
+  codecServer = await createCodecServer({
+    codecs: [codec],
+    origins: [`http://127.0.0.1:${uiPort}`],
+    authorize: bearerTokens([TOKEN]),
+    port: 0,
+  });
   codecUrl = `http://127.0.0.1:${(codecServer.address() as { port: number }).port}`;
   server = await startDevServer({ uiPort, uiCodecEndpoint: codecUrl });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
@@ -60,7 +74,14 @@ async function pageText(url: string, headers: Record<string, string>, shot: stri
   try {
     const page = await context.newPage();
     await page.goto(url, { waitUntil: "networkidle", timeout: 60000 });
-    await page.waitForFunction((n) => (globalThis as unknown as { document: { body: { innerText: string } } }).document.body.innerText.includes(n), needle, { timeout: 30000 }).catch(() => undefined);
+    await page
+      .waitForFunction(
+        (n) =>
+          (globalThis as unknown as { document: { body: { innerText: string } } }).document.body.innerText.includes(n),
+        needle,
+        { timeout: 30000 },
+      )
+      .catch(() => undefined);
     await page.screenshot({ path: path.join(docs, shot), fullPage: true });
     return await page.locator("body").innerText();
   } finally {
@@ -77,15 +98,27 @@ describe("the Temporal UI through the codec server", () => {
       const dataConverter = { payloadCodecs: [codec] };
       const client = new Client({ connection: clientConnection, dataConverter });
       const faux = fauxModel([fauxAssistantMessage(`The answer is ${sentinel}-answer`)]);
-      const worker = await createAgentWorker({ connection, taskQueue: uniqueId("ui"), workflowBundle: await bundleAgentWorkflows(), dataConverter });
-      const handle = await startAgentRun(client, { taskQueue: worker.taskQueue, workflowId: uniqueId("ui-run"), model: faux.getModel(), prompt: `Tell me about ${sentinel}-prompt` });
+      const worker = await createAgentWorker({
+        connection,
+        taskQueue: uniqueId("ui"),
+        workflowBundle: await bundleAgentWorkflows(),
+        dataConverter,
+      });
+      const handle = await startAgentRun(client, {
+        taskQueue: worker.taskQueue,
+        workflowId: uniqueId("ui-run"),
+        model: faux.getModel(),
+        prompt: `Tell me about ${sentinel}-prompt`,
+      });
       const result = await worker.runUntil(() => within(handle.result(), 60000, "result"));
       expect(JSON.stringify(result)).toContain(sentinel);
 
       // What Temporal stores, read over gRPC with no codec: the sentinel is in no event at all.
       const raw = new Client({ connection: clientConnection });
       const history = await raw.workflow.getHandle(handle.workflowId).fetchHistory();
-      const leaks = (history.events ?? []).filter((e) => Buffer.from(proto.temporal.api.history.v1.HistoryEvent.encode(e).finish()).includes(sentinel));
+      const leaks = (history.events ?? []).filter((e) =>
+        Buffer.from(proto.temporal.api.history.v1.HistoryEvent.encode(e).finish()).includes(sentinel),
+      );
       expect(leaks.map((e) => e.eventId)).toEqual([]);
 
       const { runId } = await handle.workflow.describe();
@@ -96,7 +129,12 @@ describe("the Temporal UI through the codec server", () => {
       expect(denied).toContain(handle.workflowId); // the page did load the run
       expect(denied).toContain(encrypted);
       expect(denied).not.toContain(sentinel);
-      const shown = await pageText(url, { Authorization: `Bearer ${TOKEN}` }, "ui-with-codec.png", `${sentinel}-prompt`);
+      const shown = await pageText(
+        url,
+        { Authorization: `Bearer ${TOKEN}` },
+        "ui-with-codec.png",
+        `${sentinel}-prompt`,
+      );
       expect(shown).toContain(`${sentinel}-prompt`);
     } finally {
       await connection.close();

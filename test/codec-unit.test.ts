@@ -5,7 +5,13 @@ import type { Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { defaultPayloadConverter, type Payload } from "@temporalio/common";
-import { AesGcmCodec, CodecConfigError, CodecKeyError, ENCRYPTED_ENCODING, KEY_ID_METADATA } from "../src/codec/aes-gcm.js";
+import {
+  AesGcmCodec,
+  CodecConfigError,
+  CodecKeyError,
+  ENCRYPTED_ENCODING,
+  KEY_ID_METADATA,
+} from "../src/codec/aes-gcm.js";
 import { codecFromEnv, parseCodecKeys } from "../src/codec/config.js";
 import { bearerTokens, createCodecServer } from "../src/codec/server.js";
 
@@ -46,14 +52,23 @@ describe("AesGcmCodec", () => {
   it("a different key under the same id, a relabelled key id or a flipped bit: wrong-key, never garbage", async () => {
     const [sealed] = await new AesGcmCodec({ keys: [A] }).encode([payload("x")]);
     const impostor = new AesGcmCodec({ keys: [{ id: "A", key: key(9) }] });
-    await expect(impostor.decode([sealed])).rejects.toMatchObject({ name: "CodecKeyError", keyId: "A", reason: "wrong-key" });
+    await expect(impostor.decode([sealed])).rejects.toMatchObject({
+      name: "CodecKeyError",
+      keyId: "A",
+      reason: "wrong-key",
+    });
     const both = new AesGcmCodec({ keys: [A, { id: "C", key: key(1) }] });
     const relabelled = { ...sealed, metadata: { ...sealed.metadata, [KEY_ID_METADATA]: Buffer.from("C") } };
     await expect(both.decode([relabelled])).rejects.toMatchObject({ keyId: "C", reason: "wrong-key" });
     const flipped = Buffer.from(sealed.data!);
     flipped[20] ^= 1;
-    await expect(both.decode([{ ...sealed, data: flipped }])).rejects.toMatchObject({ keyId: "A", reason: "wrong-key" });
-    await expect(both.decode([{ ...sealed, data: flipped.subarray(0, 10) }])).rejects.toMatchObject({ reason: "malformed" });
+    await expect(both.decode([{ ...sealed, data: flipped }])).rejects.toMatchObject({
+      keyId: "A",
+      reason: "wrong-key",
+    });
+    await expect(both.decode([{ ...sealed, data: flipped.subarray(0, 10) }])).rejects.toMatchObject({
+      reason: "malformed",
+    });
   });
 
   it("compression before encryption shrinks repetitive payloads and still round-trips; incompressible ones are left as is", async () => {
@@ -84,9 +99,15 @@ describe("codec configuration", () => {
     const file = path.join(dir, "keys");
     writeFileSync(file, `# rotated 2026-11\nB:${k(2)}\nA:${k(1)}\n`);
     expect(codecFromEnv({ JAI_CODEC_KEY_FILE: file })!.keyIds).toEqual(["B", "A"]);
-    expect(() => codecFromEnv({ JAI_CODEC_KEY_FILE: path.join(dir, "nope") })).toThrow(/JAI_CODEC_KEY_FILE=.*nope: cannot read it \(ENOENT\)/);
+    expect(() => codecFromEnv({ JAI_CODEC_KEY_FILE: path.join(dir, "nope") })).toThrow(
+      /JAI_CODEC_KEY_FILE=.*nope: cannot read it \(ENOENT\)/,
+    );
     expect(() => codecFromEnv({ JAI_CODEC_KEYS: `A:${k(1)}`, JAI_CODEC_KEY_FILE: file })).toThrow(/not both/);
-    expect(() => parseCodecKeys(`short:${Buffer.alloc(16).toString("base64")}`, "JAI_CODEC_KEYS").map((x) => new AesGcmCodec({ keys: [x] }))).toThrow(/codec key "short" is 16 bytes; AES-256 needs 32/);
+    expect(() =>
+      parseCodecKeys(`short:${Buffer.alloc(16).toString("base64")}`, "JAI_CODEC_KEYS").map(
+        (x) => new AesGcmCodec({ keys: [x] }),
+      ),
+    ).toThrow(/codec key "short" is 16 bytes; AES-256 needs 32/);
     expect(() => parseCodecKeys("nocolon", "JAI_CODEC_KEYS")).toThrow(/JAI_CODEC_KEYS: entry 1 is not "id:base64key"/);
     expect(() => new AesGcmCodec({ keys: [A, A] })).toThrow(CodecConfigError);
   });
@@ -97,17 +118,38 @@ describe("codec server protocol", () => {
   let server: Server;
   let url: string;
   beforeAll(async () => {
-    server = await createCodecServer({ codecs: [codec], origins: ["http://ui.example"], authorize: bearerTokens(["s3cret"]), port: 0 });
+    server = await createCodecServer({
+      codecs: [codec],
+      origins: ["http://ui.example"],
+      authorize: bearerTokens(["s3cret"]),
+      port: 0,
+    });
     url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   });
   afterAll(() => void server?.close());
 
-  const json = (p: Payload) => ({ metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString("base64")])), data: Buffer.from(p.data ?? []).toString("base64") });
+  const json = (p: Payload) => ({
+    metadata: Object.fromEntries(
+      Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString("base64")]),
+    ),
+    data: Buffer.from(p.data ?? []).toString("base64"),
+  });
   const post = (op: string, body: unknown, headers: Record<string, string> = { Authorization: "Bearer s3cret" }) =>
-    fetch(`${url}/${op}`, { method: "POST", headers: { "content-type": "application/json", "x-namespace": "default", ...headers }, body: JSON.stringify(body) });
+    fetch(`${url}/${op}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-namespace": "default", ...headers },
+      body: JSON.stringify(body),
+    });
 
   it("preflight answers the UI's origin (and not others) without credentials", async () => {
-    const ok = await fetch(`${url}/decode`, { method: "OPTIONS", headers: { origin: "http://ui.example", "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type,x-namespace" } });
+    const ok = await fetch(`${url}/decode`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "http://ui.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type,x-namespace",
+      },
+    });
     expect(ok.status).toBe(204);
     expect(ok.headers.get("access-control-allow-origin")).toBe("http://ui.example");
     expect(ok.headers.get("access-control-allow-headers")).toMatch(/Authorization/);
@@ -121,7 +163,9 @@ describe("codec server protocol", () => {
     expect(decoded.status).toBe(200);
     const body = (await decoded.json()) as { payloads: { metadata: Record<string, string>; data: string }[] };
     expect(Buffer.from(body.payloads[0].data, "base64").toString()).toBe('"hello from the codec"');
-    const encoded = (await (await post("encode", { payloads: [json(payload("again"))] })).json()) as { payloads: { metadata: Record<string, string> }[] };
+    const encoded = (await (await post("encode", { payloads: [json(payload("again"))] })).json()) as {
+      payloads: { metadata: Record<string, string> }[];
+    };
     expect(Buffer.from(encoded.payloads[0].metadata.encoding, "base64").toString()).toBe(ENCRYPTED_ENCODING);
     expect((await post("decode", { payloads: [json(sealed)] }, {})).status).toBe(401);
     expect((await post("decode", { payloads: [json(sealed)] }, { Authorization: "Bearer nope" })).status).toBe(401);

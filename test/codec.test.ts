@@ -26,7 +26,9 @@ type Event = proto.temporal.api.history.v1.IHistoryEvent;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const KEY_A = "A:" + Buffer.alloc(32, 1).toString("base64");
 const KEY_B = "B:" + Buffer.alloc(32, 2).toString("base64");
-const converter = (keys: string, compress = false) => ({ payloadCodecs: [new AesGcmCodec({ keys: parseCodecKeys(keys, "test"), compress })] });
+const converter = (keys: string, compress = false) => ({
+  payloadCodecs: [new AesGcmCodec({ keys: parseCodecKeys(keys, "test"), compress })],
+});
 
 let env: TestEnv;
 let clientA: Client;
@@ -59,7 +61,8 @@ function keyIds(events: Event[]): Set<string> {
   const walk = (v: unknown): void => {
     if (typeof v !== "object" || v === null || v instanceof Uint8Array) return;
     const meta = (v as { metadata?: Record<string, Uint8Array> }).metadata;
-    if (meta?.encoding && Buffer.from(meta.encoding).toString() === ENCRYPTED_ENCODING) ids.add(Buffer.from(meta[KEY_ID_METADATA]).toString());
+    if (meta?.encoding && Buffer.from(meta.encoding).toString() === ENCRYPTED_ENCODING)
+      ids.add(Buffer.from(meta[KEY_ID_METADATA]).toString());
     for (const c of Object.values(v)) walk(c);
   };
   events.forEach(walk);
@@ -74,7 +77,10 @@ function secretTool(sentinel: string): AgentTool {
     parameters: Type.Object({ q: Type.String() }),
     requiresApproval: true,
     async execute(_id, args: any) {
-      return { content: [{ type: "text", text: `${sentinel}-result for ${args.q}` }], details: { found: `${sentinel}-details` } };
+      return {
+        content: [{ type: "text", text: `${sentinel}-result for ${args.q}` }],
+        details: { found: `${sentinel}-details` },
+      };
     },
   };
 }
@@ -84,7 +90,9 @@ function secretModel(sentinel: string) {
   const answer = (context: Context) => {
     const done = context.messages.filter((m) => m.role === "toolResult").length;
     if (done >= 2) return fauxAssistantMessage(`${sentinel}-final after ${done} lookups`);
-    return fauxAssistantMessage([fauxToolCall("lookup", { q: `${sentinel}-args-${done}` }, { id: `l${done}` })], { stopReason: "toolUse" });
+    return fauxAssistantMessage([fauxToolCall("lookup", { q: `${sentinel}-args-${done}` }, { id: `l${done}` })], {
+      stopReason: "toolUse",
+    });
   };
   return fauxModel(Array.from({ length: 12 }, () => answer));
 }
@@ -137,8 +145,12 @@ describe("the codec end to end", () => {
     expect(JSON.stringify(result.messages)).toContain(`${sentinel}-final`);
 
     const events = await rawChain(handle.workflowId);
-    expect(events).toContainEqual(expect.objectContaining({ workflowExecutionContinuedAsNewEventAttributes: expect.anything() }));
-    expect(events).toContainEqual(expect.objectContaining({ workflowExecutionUpdateAcceptedEventAttributes: expect.anything() }));
+    expect(events).toContainEqual(
+      expect.objectContaining({ workflowExecutionContinuedAsNewEventAttributes: expect.anything() }),
+    );
+    expect(events).toContainEqual(
+      expect.objectContaining({ workflowExecutionUpdateAcceptedEventAttributes: expect.anything() }),
+    );
     const leaks = events.filter((e) => eventBytes(e).includes(sentinel)).map((e) => `${e.eventId} ${e.eventType}`);
     expect(leaks).toEqual([]);
     expect([...keyIds(events)]).toEqual(["A"]);
@@ -146,7 +158,8 @@ describe("the codec end to end", () => {
     // Readers with the codec see it all: the closed-run view (history decoding) and the transcript.
     const view = await closedRunView(clientA, handle.workflowId);
     const text = JSON.stringify(view.transcript);
-    for (const part of ["prompt", "args-0", "result", "details", "steer", "deny-reason", "final"]) expect(text).toContain(`${sentinel}-${part}`);
+    for (const part of ["prompt", "args-0", "result", "details", "steer", "deny-reason", "final"])
+      expect(text).toContain(`${sentinel}-${part}`);
     // A reader without the key cannot: the payloads are ciphertext to it.
     await expect(closedRunView(env.client, handle.workflowId)).rejects.toThrow(/binary\/encrypted|Unknown encoding/);
   }, 180000);
@@ -156,7 +169,12 @@ describe("the codec end to end", () => {
     const tool = secretTool(sentinel);
     const faux = secretModel(sentinel);
     const first = await testWorker(env, [tool], { dataConverter: converter(KEY_A) });
-    const handle = await startAgentRun(clientA, { taskQueue: first.taskQueue, workflowId: uniqueId("codec-rotate"), model: faux.getModel(), prompt: `${sentinel}-prompt` });
+    const handle = await startAgentRun(clientA, {
+      taskQueue: first.taskQueue,
+      workflowId: uniqueId("codec-rotate"),
+      model: faux.getModel(),
+      prompt: `${sentinel}-prompt`,
+    });
     await first.worker.runUntil(() => untilApprovalPending(handle, "l0"));
     // Rotated: the worker and the client now write with B and still read A.
     const rotated = `${KEY_B},${KEY_A}`;
@@ -187,7 +205,9 @@ describe("the codec end to end", () => {
     writeFileSync(file, historyToJSON(await env.client.workflow.getHandle(handle.workflowId).fetchHistory()));
     const fromFile = cli("replay.ts", ["--file", file], rotated);
     expect(fromFile.out).toMatch(/deterministic/);
-    expect(cli("replay.ts", ["--file", file], "").out).toMatch(/its payloads are encrypted \(key "A", "B"\): set JAI_CODEC_KEYS/);
+    expect(cli("replay.ts", ["--file", file], "").out).toMatch(
+      /its payloads are encrypted \(key "A", "B"\): set JAI_CODEC_KEYS/,
+    );
     const lacking = cli("replay.ts", ["--file", file], KEY_B);
     expect(lacking.code).toBe(2);
     expect(lacking.out).toMatch(/cannot decrypt it: payload encrypted with key "A"/);
@@ -201,9 +221,19 @@ describe("the codec end to end", () => {
     const sentinel = `MISS${Date.now().toString(36)}`;
     const faux = fauxModel([fauxAssistantMessage(`${sentinel}-final`)]);
     const keyErrors: CodecKeyError[] = [];
-    const onlyB = { payloadCodecs: [new AesGcmCodec({ keys: parseCodecKeys(KEY_B, "test"), onKeyError: (e) => void keyErrors.push(e) })] };
+    const onlyB = {
+      payloadCodecs: [
+        new AesGcmCodec({ keys: parseCodecKeys(KEY_B, "test"), onKeyError: (e) => void keyErrors.push(e) }),
+      ],
+    };
     const lacking = await testWorker(env, [], { dataConverter: onlyB });
-    const handle = await startAgentRun(clientA, { taskQueue: lacking.taskQueue, workflowId: uniqueId("codec-missing"), model: faux.getModel(), prompt: `${sentinel}-prompt`, workflowTaskTimeout: "2s" });
+    const handle = await startAgentRun(clientA, {
+      taskQueue: lacking.taskQueue,
+      workflowId: uniqueId("codec-missing"),
+      model: faux.getModel(),
+      prompt: `${sentinel}-prompt`,
+      workflowTaskTimeout: "2s",
+    });
     const failure = await lacking.worker.runUntil(async () => {
       for (;;) {
         const events = (await env.client.workflow.getHandle(handle.workflowId).fetchHistory()).events ?? [];
@@ -217,9 +247,14 @@ describe("the codec end to end", () => {
     expect(keyErrors[0].keyId).toBe("A");
     expect(keyErrors[0].reason).toBe("missing-key");
     // A worker that has the key takes the retried task: the run was never lost.
-    const withKey = await testWorker(env, [], { dataConverter: converter(`${KEY_B},${KEY_A}`), taskQueue: lacking.taskQueue });
+    const withKey = await testWorker(env, [], {
+      dataConverter: converter(`${KEY_B},${KEY_A}`),
+      taskQueue: lacking.taskQueue,
+    });
     const clientBA = new Client({ connection: env.client.connection, dataConverter: converter(`${KEY_B},${KEY_A}`) });
-    const result = await withKey.worker.runUntil(() => within(clientBA.workflow.getHandle(handle.workflowId).result(), 60000, "result"));
+    const result = await withKey.worker.runUntil(() =>
+      within(clientBA.workflow.getHandle(handle.workflowId).result(), 60000, "result"),
+    );
     expect(result.stopReason).toBe("stop");
   }, 120000);
 });

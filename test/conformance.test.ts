@@ -9,7 +9,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
-import { runAgentLoop, type AgentEvent as PiEvent, type AgentTool as PiTool, type StreamFn } from "@mariozechner/pi-agent-core";
+import {
+  runAgentLoop,
+  type AgentEvent as PiEvent,
+  type AgentTool as PiTool,
+  type StreamFn,
+} from "@mariozechner/pi-agent-core";
 import {
   fauxAssistantMessage,
   fauxText,
@@ -54,7 +59,10 @@ const TOOLS: AgentTool<any>[] = [
     parameters: Type.Object({ a: Type.Number(), b: Type.Number() }),
     async execute(_id, args: { a: number; b: number }) {
       await sleep(delayFor(args.a * 31 + args.b));
-      return { content: [{ type: "text", text: `${args.a} + ${args.b} = ${args.a + args.b}` }], details: { sum: args.a + args.b } };
+      return {
+        content: [{ type: "text", text: `${args.a} + ${args.b} = ${args.a + args.b}` }],
+        details: { sum: args.a + args.b },
+      };
     },
   },
   {
@@ -103,7 +111,18 @@ const PI_TOOLS = TOOLS.map((t) => ({ ...t, label: t.name }) as unknown as PiTool
 // ---------------------------------------------------------------- scenarios
 
 type CallKind = "valid" | "coerced" | "invalid" | "throws" | "unknown" | "progress" | "echo" | "serial";
-const KINDS: CallKind[] = ["valid", "coerced", "invalid", "throws", "unknown", "progress", "progress", "echo", "valid", "serial"];
+const KINDS: CallKind[] = [
+  "valid",
+  "coerced",
+  "invalid",
+  "throws",
+  "unknown",
+  "progress",
+  "progress",
+  "echo",
+  "valid",
+  "serial",
+];
 const WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"];
 
 type Reply =
@@ -153,18 +172,37 @@ function generate(seed: number): Scenario {
     });
     replies.push({ kind: "tools", ...(rnd() < 0.5 ? { text: words(int(1, 6)) } : {}), calls });
   }
-  if (rnd() < 0.15) replies.push({ kind: "error", text: words(int(0, 3)), errorMessage: "Invalid request: unsupported content in the prompt" });
+  if (rnd() < 0.15)
+    replies.push({
+      kind: "error",
+      text: words(int(0, 3)),
+      errorMessage: "Invalid request: unsupported content in the prompt",
+    });
   else replies.push({ kind: "answer", text: words(int(1, 12)) });
   const limit = rnd();
-  const maxTurns = replies.length > 1 && limit < 0.15 ? int(1, replies.length - 1) : limit < 0.3 ? replies.length : undefined;
-  return { seed, toolExecution: rnd() < 0.3 ? "sequential" : "parallel", replies, ...(maxTurns !== undefined ? { maxTurns } : {}) };
+  const maxTurns =
+    replies.length > 1 && limit < 0.15 ? int(1, replies.length - 1) : limit < 0.3 ? replies.length : undefined;
+  return {
+    seed,
+    toolExecution: rnd() < 0.3 ? "sequential" : "parallel",
+    replies,
+    ...(maxTurns !== undefined ? { maxTurns } : {}),
+  };
 }
 
 function replyMessage(reply: Reply | undefined): AssistantMessage {
-  if (!reply) return fauxAssistantMessage("script exhausted", { stopReason: "error", errorMessage: "script exhausted" });
+  if (!reply)
+    return fauxAssistantMessage("script exhausted", { stopReason: "error", errorMessage: "script exhausted" });
   if (reply.kind === "answer") return fauxAssistantMessage(reply.text);
-  if (reply.kind === "error") return fauxAssistantMessage(reply.text ? [fauxText(reply.text)] : [], { stopReason: "error", errorMessage: reply.errorMessage });
-  return fauxAssistantMessage([...(reply.text ? [fauxText(reply.text)] : []), ...reply.calls.map((c) => structuredClone(c.call))], { stopReason: "toolUse" });
+  if (reply.kind === "error")
+    return fauxAssistantMessage(reply.text ? [fauxText(reply.text)] : [], {
+      stopReason: "error",
+      errorMessage: reply.errorMessage,
+    });
+  return fauxAssistantMessage(
+    [...(reply.text ? [fauxText(reply.text)] : []), ...reply.calls.map((c) => structuredClone(c.call))],
+    { stopReason: "toolUse" },
+  );
 }
 
 // ---------------------------------------------------------------- intentional differences
@@ -178,12 +216,22 @@ function replyMessage(reply: Reply | undefined): AssistantMessage {
 const INTENTIONAL_DIFFERENCES: { name: string; excludes?: (s: Scenario) => boolean }[] = [
   {
     name: "sequential-barrier",
-    excludes: (s) => s.toolExecution === "parallel" && s.replies.some((r) => r.kind === "tools" && r.calls.some((c) => c.kind === "serial") && r.calls.some((c) => c.kind !== "serial")),
+    excludes: (s) =>
+      s.toolExecution === "parallel" &&
+      s.replies.some(
+        (r) =>
+          r.kind === "tools" && r.calls.some((c) => c.kind === "serial") && r.calls.some((c) => c.kind !== "serial"),
+      ),
   },
   {
     name: "tool-mode-over-run-mode",
     excludes: (s) =>
-      s.toolExecution === "sequential" && s.replies.some((r) => r.kind === "tools" && r.calls.some((c) => TOOLS.find((t) => t.name === c.call.name)?.executionMode === "parallel")),
+      s.toolExecution === "sequential" &&
+      s.replies.some(
+        (r) =>
+          r.kind === "tools" &&
+          r.calls.some((c) => TOOLS.find((t) => t.name === c.call.name)?.executionMode === "parallel"),
+      ),
   },
   { name: "max-turns" },
   { name: "terminate" },
@@ -243,7 +291,8 @@ function canonical(events: AgentEvent[]): { sequence: AgentEvent[]; problems: st
       if (!calls) {
         problems.push(`${event.type} of ${event.toolCallId} outside its group`);
         sequence.push(event);
-      } else if (calls.at(-1)!.type === "tool_execution_end") problems.push(`${event.type} of ${event.toolCallId} after its end`);
+      } else if (calls.at(-1)!.type === "tool_execution_end")
+        problems.push(`${event.type} of ${event.toolCallId} after its end`);
       else calls.push(event);
     } else {
       flush();
@@ -257,7 +306,8 @@ function canonical(events: AgentEvent[]): { sequence: AgentEvent[]; problems: st
 /** Event types and ids only: a readable first diff when the full comparison fails. */
 const trace = (events: AgentEvent[]) =>
   events.map((e) => {
-    if (e.type === "message_start" || e.type === "message_end") return `${e.type}:${e.message.role}${e.message.role === "toolResult" ? `:${e.message.toolCallId}` : ""}`;
+    if (e.type === "message_start" || e.type === "message_end")
+      return `${e.type}:${e.message.role}${e.message.role === "toolResult" ? `:${e.message.toolCallId}` : ""}`;
     if (e.type.startsWith("tool_execution")) return `${e.type}:${(e as { toolCallId: string }).toolCallId}`;
     if (e.type === "message_update") return `message_update:${e.assistantEvent.type}`;
     return e.type;
@@ -330,7 +380,8 @@ beforeAll(async () => {
   const runScenario = async (scenario: Scenario): Promise<Outcome> => {
     // One faux provider for both loops; each call answers from the context (the turn = assistant messages so far), so a retry answers the same.
     const faux = registerFauxProvider({ tokenSize: { min: 3, max: 3 } });
-    const respond = (context: Context) => replyMessage(scenario.replies[context.messages.filter((m) => m.role === "assistant").length]);
+    const respond = (context: Context) =>
+      replyMessage(scenario.replies[context.messages.filter((m) => m.role === "assistant").length]);
     faux.setResponses(Array.from({ length: 64 }, () => respond));
     const model = faux.getModel();
     const prompt: UserMessage = { role: "user", content: `scenario ${scenario.seed}`, timestamp: Date.now() };
@@ -339,7 +390,14 @@ beforeAll(async () => {
         const events: AgentEvent[] = [];
         // A provider sees a tool's name, description and parameters only (the durable loop sends exactly those).
         const streamFn: StreamFn = (m, context, options) =>
-          streamSimple(m as never, { ...context, tools: context.tools?.map(({ name, description, parameters }) => ({ name, description, parameters })) } as never, options as never) as never;
+          streamSimple(
+            m as never,
+            {
+              ...context,
+              tools: context.tools?.map(({ name, description, parameters }) => ({ name, description, parameters })),
+            } as never,
+            options as never,
+          ) as never;
         const messages = await runAgentLoop(
           [prompt],
           { systemPrompt: SYSTEM_PROMPT, messages: [], tools: PI_TOOLS },
@@ -362,7 +420,11 @@ beforeAll(async () => {
           ...(scenario.maxTurns !== undefined ? { maxTurns: scenario.maxTurns } : {}),
         });
         const result = await handle.result();
-        return { events: durableEvents.get(workflowId) ?? [], messages: result.messages, stopReason: result.stopReason };
+        return {
+          events: durableEvents.get(workflowId) ?? [],
+          messages: result.messages,
+          stopReason: result.stopReason,
+        };
       };
       const [ref, dur] = await Promise.all([reference(), durable()]);
       return { scenario, reference: ref, durable: dur };
@@ -385,18 +447,29 @@ afterAll(async () => {
 describe("conformance with pi-agent-core's runAgentLoop", () => {
   it(`runs at least 50 scenarios covering every feature the suite claims`, () => {
     expect(outcomes.length).toBeGreaterThanOrEqual(50);
-    const kinds = new Set(outcomes.flatMap((o) => o.scenario.replies.flatMap((r) => (r.kind === "tools" ? r.calls.map((c) => c.kind) : []))));
+    const kinds = new Set(
+      outcomes.flatMap((o) =>
+        o.scenario.replies.flatMap((r) => (r.kind === "tools" ? r.calls.map((c) => c.kind) : [])),
+      ),
+    );
     expect([...kinds].sort()).toEqual([...new Set(KINDS)].sort());
-    const batches = outcomes.flatMap((o) => o.scenario.replies.flatMap((r) => (r.kind === "tools" ? [{ n: r.calls.length, mode: o.scenario.toolExecution }] : [])));
+    const batches = outcomes.flatMap((o) =>
+      o.scenario.replies.flatMap((r) =>
+        r.kind === "tools" ? [{ n: r.calls.length, mode: o.scenario.toolExecution }] : [],
+      ),
+    );
     expect(batches.some((b) => b.n >= 2 && b.mode === "parallel")).toBe(true);
     expect(batches.some((b) => b.n >= 2 && b.mode === "sequential")).toBe(true);
-    expect(outcomes.some((o) => o.scenario.replies.at(-1)!.kind === "error" && o.durable.stopReason === "error")).toBe(true);
+    expect(outcomes.some((o) => o.scenario.replies.at(-1)!.kind === "error" && o.durable.stopReason === "error")).toBe(
+      true,
+    );
     expect(outcomes.some((o) => o.durable.stopReason === "max_turns")).toBe(true);
     expect(outcomes.some((o) => o.scenario.maxTurns === o.scenario.replies.length)).toBe(true);
     expect(outcomes.some((o) => o.durable.events.some((e) => e.type === "tool_execution_update"))).toBe(true);
     // Completion order differed from source order somewhere on both sides, or ends-as-a-set would be untested.
     const outOfOrder = (events: AgentEvent[]) => {
-      const ids = (type: string) => events.flatMap((e) => (e.type === type ? [(e as { toolCallId: string }).toolCallId] : []));
+      const ids = (type: string) =>
+        events.flatMap((e) => (e.type === type ? [(e as { toolCallId: string }).toolCallId] : []));
       return ids("tool_execution_end").join() !== ids("tool_execution_start").join();
     };
     expect(outcomes.filter((o) => outOfOrder(o.durable.events)).length).toBeGreaterThan(5);

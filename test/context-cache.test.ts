@@ -60,7 +60,10 @@ async function rotate(cache: ContextCache, runs: number, turns: number, resultBy
       const id = `w${r}`;
       const context = recorded.get(id)!;
       const base = known.get(id) ?? 0;
-      const messages = await cache.resolve({ workflowId: id, runId: "1" }, { epoch: 0, base, append: context.slice(base) });
+      const messages = await cache.resolve(
+        { workflowId: id, runId: "1" },
+        { epoch: 0, base, append: context.slice(base) },
+      );
       expect(messages).toEqual(context);
       const answer = reply(`c${turn}`, turn === turns - 1);
       cache.remember({ workflowId: id, runId: "1" }, 0, [...messages, answer], turn === turns - 1);
@@ -90,7 +93,9 @@ describe("the context cache", () => {
     expect(stats.hitRate).toBeGreaterThan(0.45);
     const lru = await lruHitRate(60, 20, 8 * KB, 2 * 1024 * KB);
     expect(lru).toBeLessThan(0.25);
-    console.log(`rotation of 60 runs over a cache of a fifth of their contexts: hit rate ${(stats.hitRate * 100).toFixed(0)}% (LRU ${(lru * 100).toFixed(0)}%)`);
+    console.log(
+      `rotation of 60 runs over a cache of a fifth of their contexts: hit rate ${(stats.hitRate * 100).toFixed(0)}% (LRU ${(lru * 100).toFixed(0)}%)`,
+    );
   });
 
   it("hits every call when the working set fits, and counts query bytes only for misses", async () => {

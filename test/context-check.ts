@@ -44,10 +44,15 @@ export function contextMismatches(seen: AgentMessage[][], transcript: AgentMessa
   const problems: string[] = [];
   seen.forEach((messages, call) => {
     const at = messages.length;
-    if (recorded[at]?.role !== "assistant") problems.push(`call ${call + 1}: ${at} messages, but recorded message ${at} is ${recorded[at]?.role ?? "missing"}, not the answer`);
+    if (recorded[at]?.role !== "assistant")
+      problems.push(
+        `call ${call + 1}: ${at} messages, but recorded message ${at} is ${recorded[at]?.role ?? "missing"}, not the answer`,
+      );
     for (let i = 0; i < at; i++) {
       if (canonicalJson(messages[i]) !== canonicalJson(recorded[i])) {
-        problems.push(`call ${call + 1}: message ${i} seen ${canonicalJson(messages[i]).slice(0, 300)} but recorded ${canonicalJson(recorded[i]).slice(0, 300)}`);
+        problems.push(
+          `call ${call + 1}: message ${i} seen ${canonicalJson(messages[i]).slice(0, 300)} but recorded ${canonicalJson(recorded[i]).slice(0, 300)}`,
+        );
       }
     }
   });

@@ -43,10 +43,23 @@ const resultsSeen = (context: Context) =>
 /** A scripted run on a fresh worker; each response is a function of the context, the last one reports what it saw. */
 async function runScript(turns: ((context: Context) => ReturnType<typeof fauxAssistantMessage>)[]) {
   const seen = new SeenContexts();
-  const faux = fauxModel(seen.wrap([...turns.map((t) => (c: Context) => t(c)), (c: Context) => fauxAssistantMessage(`saw ${resultsSeen(c)}`)]));
+  const faux = fauxModel(
+    seen.wrap([
+      ...turns.map((t) => (c: Context) => t(c)),
+      (c: Context) => fauxAssistantMessage(`saw ${resultsSeen(c)}`),
+    ]),
+  );
   const { worker, taskQueue } = await testWorker(env, [echo, guarded]);
-  const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("ctx"), model: faux.getModel(), prompt: "go" });
-  const { result, transcript } = await worker.runUntil(async () => ({ result: await handle.result(), transcript: await handle.transcript() }));
+  const handle = await startAgentRun(env.client, {
+    taskQueue,
+    workflowId: uniqueId("ctx"),
+    model: faux.getModel(),
+    prompt: "go",
+  });
+  const { result, transcript } = await worker.runUntil(async () => ({
+    result: await handle.result(),
+    transcript: await handle.transcript(),
+  }));
   return { result, transcript, seen: seen.calls };
 }
 
@@ -54,7 +67,9 @@ const call = (name: string, text: string, id: string) => fauxToolCall(name, { te
 
 describe("a model that reuses tool-call ids", () => {
   it("two calls with the same id in one batch: each result reaches the model once, in order", async () => {
-    const { result, transcript, seen } = await runScript([() => fauxAssistantMessage([call("echo", "A", "dup"), call("echo", "B", "dup")], { stopReason: "toolUse" })]);
+    const { result, transcript, seen } = await runScript([
+      () => fauxAssistantMessage([call("echo", "A", "dup"), call("echo", "B", "dup")], { stopReason: "toolUse" }),
+    ]);
     expect(result.stopReason).toBe("stop");
     expect(transcript.filter((m) => m.role === "toolResult").map(textOf)).toEqual(["echo:A", "echo:B"]);
     expect(textOf(result.messages.at(-1))).toBe("saw echo:A, echo:B");
@@ -81,7 +96,12 @@ describe("a model that reuses tool-call ids", () => {
 
   it("the same id in every turn, batches of two: every call saw the recorded context", async () => {
     const { result, transcript, seen } = await runScript(
-      [1, 2, 3].map((turn) => () => fauxAssistantMessage([call("echo", `${turn}a`, "call_0"), call("echo", `${turn}b`, "call_0")], { stopReason: "toolUse" })),
+      [1, 2, 3].map(
+        (turn) => () =>
+          fauxAssistantMessage([call("echo", `${turn}a`, "call_0"), call("echo", `${turn}b`, "call_0")], {
+            stopReason: "toolUse",
+          }),
+      ),
     );
     expect(textOf(result.messages.at(-1))).toBe("saw echo:1a, echo:1b, echo:2a, echo:2b, echo:3a, echo:3b");
     expect(seen).toHaveLength(4);
@@ -92,7 +112,14 @@ describe("a model that reuses tool-call ids", () => {
 describe("the context digest", () => {
   const messages: AgentMessage[] = [
     { role: "user", content: "héllo 🌍 \ud800", timestamp: 1 },
-    { role: "toolResult", toolCallId: "a", toolName: "echo", content: [{ type: "text", text: "x".repeat(70) }], isError: false, timestamp: 2 },
+    {
+      role: "toolResult",
+      toolCallId: "a",
+      toolName: "echo",
+      content: [{ type: "text", text: "x".repeat(70) }],
+      isError: false,
+      timestamp: 2,
+    },
   ];
 
   it("is the same in the workflow (plain JavaScript) and the worker (Node's SHA-256), whatever the key order", () => {
@@ -115,8 +142,24 @@ describe("the context digest", () => {
     const run = { workflowId: "w", runId: "r" };
     const recorded: AgentMessage[] = [
       messages[0],
-      { role: "assistant", content: [{ type: "text", text: "recorded reply" }], api: "faux", provider: "faux", model: "m", usage: {} as never, stopReason: "toolUse", timestamp: 5 },
-      { role: "toolResult", toolCallId: "a", toolName: "echo", content: [{ type: "text", text: "recorded output" }], isError: false, timestamp: 6 },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "recorded reply" }],
+        api: "faux",
+        provider: "faux",
+        model: "m",
+        usage: {} as never,
+        stopReason: "toolUse",
+        timestamp: 5,
+      },
+      {
+        role: "toolResult",
+        toolCallId: "a",
+        toolName: "echo",
+        content: [{ type: "text", text: "recorded output" }],
+        isError: false,
+        timestamp: 6,
+      },
     ];
     const queries: { offset: number; limit: number }[] = [];
     const client = {
@@ -124,22 +167,40 @@ describe("the context digest", () => {
         getHandle: () => ({
           query: async (_q: unknown, page: { offset: number; limit: number }) => {
             queries.push(page);
-            return { epoch: 0, total: recorded.length, messages: recorded.slice(page.offset, page.offset + page.limit) };
+            return {
+              epoch: 0,
+              total: recorded.length,
+              messages: recorded.slice(page.offset, page.offset + page.limit),
+            };
           },
         }),
       },
     };
     const cache = new ContextCache(() => client as never);
     // This worker's late attempts: its own reply, its own output of the same tool activity.
-    cache.remember(run, 0, [messages[0], { ...recorded[1], content: [{ type: "text", text: "late reply" }] } as AgentMessage]);
-    cache.rememberOutput(run, "tool-1-0-a", "echo", { result: { content: [{ type: "text", text: "late output" }] }, isError: false });
-    const ref = { epoch: 0, base: 2, append: [{ ref: "toolResult" as const, activityId: "tool-1-0-a", toolCallId: "a", timestamp: 6 }], digest: contextDigest(recorded) };
+    cache.remember(run, 0, [
+      messages[0],
+      { ...recorded[1], content: [{ type: "text", text: "late reply" }] } as AgentMessage,
+    ]);
+    cache.rememberOutput(run, "tool-1-0-a", "echo", {
+      result: { content: [{ type: "text", text: "late output" }] },
+      isError: false,
+    });
+    const ref = {
+      epoch: 0,
+      base: 2,
+      append: [{ ref: "toolResult" as const, activityId: "tool-1-0-a", toolCallId: "a", timestamp: 6 }],
+      digest: contextDigest(recorded),
+    };
     const why: string[] = [];
     expect(await cache.resolve(run, ref, (w) => why.push(w))).toEqual(recorded);
     expect(queries).toEqual([{ offset: 0, limit: 3 }]);
     expect(why).toHaveLength(1);
     expect(cache.stats.mismatches).toBe(1);
     // A context the workflow itself does not hold (a wrong digest) is never served.
-    await expect(cache.resolve(run, { ...ref, digest: "0".repeat(64) })).rejects.toMatchObject({ type: "ContextMismatch", nonRetryable: false });
+    await expect(cache.resolve(run, { ...ref, digest: "0".repeat(64) })).rejects.toMatchObject({
+      type: "ContextMismatch",
+      nonRetryable: false,
+    });
   });
 });

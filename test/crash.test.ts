@@ -36,11 +36,20 @@ const HEARTBEAT_MS = 2000;
 
 function config(variant: HarnessConfig["variant"] = "main", extra: Partial<HarnessConfig> = {}): HarnessConfig {
   const taskQueue = uniqueId("crash");
-  return { address: process.env.TEMPORAL_ADDRESS!, bundlePath, logFile: path.join(dir, `${taskQueue}.log`), taskQueue, variant, ...extra };
+  return {
+    address: process.env.TEMPORAL_ADDRESS!,
+    bundlePath,
+    logFile: path.join(dir, `${taskQueue}.log`),
+    taskQueue,
+    variant,
+    ...extra,
+  };
 }
 
-const starts = (log: LogEntry[], toolCallId: string) => log.filter((e) => e.event === "tool_start" && e.toolCallId === toolCallId);
-const has = (log: LogEntry[], event: string, toolCallId?: string) => log.some((e) => e.event === event && (toolCallId === undefined || e.toolCallId === toolCallId));
+const starts = (log: LogEntry[], toolCallId: string) =>
+  log.filter((e) => e.event === "tool_start" && e.toolCallId === toolCallId);
+const has = (log: LogEntry[], event: string, toolCallId?: string) =>
+  log.some((e) => e.event === event && (toolCallId === undefined || e.toolCallId === toolCallId));
 
 beforeAll(async () => {
   env = await openTestEnv();
@@ -76,7 +85,9 @@ function expectRecovered(name: string, run: ScenarioRun): void {
 describe("kill -9 of the worker", () => {
   it("baseline: the scenario runs four turns with parallel, sequential and single calls", () => {
     expect(baseline.result.turns).toBe(4);
-    expect(textOf(baseline.result.messages.at(-1))).toBe("Final answer after 5 results: fast:fast(a) ok, fast:fast(b) ok, slow:slow(c) ok, write:write(d) ok, fast:fast(e) ok");
+    expect(textOf(baseline.result.messages.at(-1))).toBe(
+      "Final answer after 5 results: fast:fast(a) ok, fast:fast(b) ok, slow:slow(c) ok, write:write(d) ok, fast:fast(e) ok",
+    );
   });
 
   it("while the model is streaming: the cut stream is requested again on the new worker", async () => {
@@ -88,7 +99,11 @@ describe("kill -9 of the worker", () => {
 
   it("while a parallel batch has some tools finished and one running: only the running one runs again", async () => {
     // "Finished" as the server knows it: their completions are in history.
-    const run = await runScenario(env.client, config(), async (log, handle) => has(log, "tool_start", "t1-c") && (await completedToolCalls(handle)).length >= 2);
+    const run = await runScenario(
+      env.client,
+      config(),
+      async (log, handle) => has(log, "tool_start", "t1-c") && (await completedToolCalls(handle)).length >= 2,
+    );
     expectRecovered("parallel batch, partly done", run);
     expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b"]));
     expect(starts(run.log, "t1-a")).toHaveLength(1);
@@ -103,13 +118,17 @@ describe("kill -9 of the worker", () => {
   });
 
   it("between turns: nothing that completed runs again", async () => {
-    const run = await runScenario(env.client, config(), (log) => log.some((e) => e.event === "turn_end" && e.turn === 2));
+    const run = await runScenario(env.client, config(), (log) =>
+      log.some((e) => e.event === "turn_end" && e.turn === 2),
+    );
     expectRecovered("between turns", run);
     for (const id of ["t1-a", "t1-b", "t1-c", "t2-d"]) expect(starts(run.log, id)).toHaveLength(1);
   });
 
   it("right after the last tool result, before the final answer: the answer comes from the new worker", async () => {
-    const run = await runScenario(env.client, config(), async (_log, handle) => (await completedToolCalls(handle)).includes("t3-e"));
+    const run = await runScenario(env.client, config(), async (_log, handle) =>
+      (await completedToolCalls(handle)).includes("t3-e"),
+    );
     expectRecovered("after the last tool result", run);
     expect(starts(run.log, "t3-e")).toHaveLength(1);
     const finalCalls = run.log.filter((e) => e.event === "model_call" && e.results === 5);
@@ -117,12 +136,16 @@ describe("kill -9 of the worker", () => {
   });
 
   it("tools marked fast (local activities): a killed local tool runs again on the new worker, recorded ones do not", async () => {
-    const run = await runScenario(env.client, config("main", { localTools: true }), (log) => has(log, "tool_start", "t2-d"));
+    const run = await runScenario(env.client, config("main", { localTools: true }), (log) =>
+      has(log, "tool_start", "t2-d"),
+    );
     expectRecovered("fast (local) tool running", run);
     expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b", "t1-c"]));
     expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
     const events = (await run.handle.workflow.fetchHistory()).events ?? [];
-    expect(events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "executeTool")).toBe(false);
+    expect(events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "executeTool")).toBe(
+      false,
+    );
   });
 
   it("a non-idempotent tool that was running is not run again: its result says it was interrupted", async () => {
@@ -140,18 +163,22 @@ describe("kill -9 of the worker", () => {
   });
 });
 
-
 describe("recovery with default options (issue 9, row 10)", () => {
   it("kill -9 during a model call: the call is requested again within the heartbeat timeout + 3 s", async () => {
     // Temporal's default workflow task timeout and the worker's default sticky queue timeout.
-    const run = await runScenario(env.client, config(), (log) => has(log, "streaming"), { heartbeatTimeout: "3s", workflowTaskTimeout: null });
+    const run = await runScenario(env.client, config(), (log) => has(log, "streaming"), {
+      heartbeatTimeout: "3s",
+      workflowTaskTimeout: null,
+    });
     expect(run.result.stopReason).toBe("stop");
     expect(normalizeTranscript(run.result.messages)).toEqual(normalizeTranscript(baseline.result.messages));
     expect(contextMismatches(seenContexts(run.log), run.result.messages)).toEqual([]);
     expect(run.sinceKillMs).toBeDefined();
     // A generous bound that still fails at Temporal's 10 s sticky default (~3 + 10 s); the measured time is reported.
     expect(run.sinceKillMs!).toBeLessThan(3000 + 9000);
-    report.push(`default options, heartbeat 3 s: seconds-kill-to-model-call-requested-again=${(run.sinceKillMs! / 1000).toFixed(1)}`);
+    report.push(
+      `default options, heartbeat 3 s: seconds-kill-to-model-call-requested-again=${(run.sinceKillMs! / 1000).toFixed(1)}`,
+    );
   });
 });
 
@@ -166,7 +193,8 @@ describe("a worker paused past its heartbeat timeout (issue 9, row 5)", () => {
       return startChildWorker({ ...base, tag: "B" });
     })();
     try {
-      const byPid = (pid: number, event: string) => () => readLog(base.logFile).some((e) => e.event === event && e.toolCallId === "t1-c" && e.pid === pid);
+      const byPid = (pid: number, event: string) => () =>
+        readLog(base.logFile).some((e) => e.event === event && e.toolCallId === "t1-c" && e.pid === pid);
       await waitFor(byPid(b.pid, "tool_start"), 30000, "B re-running the slow tool after A's heartbeat timeout");
       a.resume();
       await waitFor(byPid(a.pid, "tool_end"), 30000, "A finishing its late attempt (and caching its output)");
@@ -175,7 +203,9 @@ describe("a worker paused past its heartbeat timeout (issue 9, row 5)", () => {
       const result = await handle.result();
       const log = readLog(base.logFile);
       expect(result.stopReason).toBe("stop");
-      expect(textOf(result.messages.find((m) => m.role === "toolResult" && m.toolCallId === "t1-c"))).toBe("slow(c) ok [B]");
+      expect(textOf(result.messages.find((m) => m.role === "toolResult" && m.toolCallId === "t1-c"))).toBe(
+        "slow(c) ok [B]",
+      );
       expect(log).toContainEqual(expect.objectContaining({ event: "model_call", results: 3, pid: a.pid }));
       expect(contextMismatches(seenContexts(log), result.messages)).toEqual([]);
       expect(textOf(result.messages.at(-1))).toContain("slow:slow(c) ok [B]");

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { chainTranscript, getAgentRun, startAgentRun } from "../src/client.js";
 import type { AgentTool } from "../src/types.js";
-import { LOCAL_ACTIVITIES_PATCH } from "../src/workflows/tool-calls.js";
+import { LOCAL_ACTIVITIES_PATCH } from "../src/workflows/patches.js";
 import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
@@ -42,7 +42,11 @@ function looping(turns: number) {
       if (textOf(r) !== `value ${i + 1}`) throw new Error(`the model saw result ${i + 1} as ${textOf(r)}`);
     });
     const done = results.length;
-    return done < turns ? fauxAssistantMessage([fauxToolCall("lookup", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" }) : fauxAssistantMessage(`looked up ${done}`);
+    return done < turns
+      ? fauxAssistantMessage([fauxToolCall("lookup", { n: done + 1 }, { id: `c${done + 1}` })], {
+          stopReason: "toolUse",
+        })
+      : fauxAssistantMessage(`looked up ${done}`);
   });
 }
 
@@ -59,13 +63,20 @@ describe("fast tools", () => {
     const turns = 5;
     const faux = fauxModel(looping(turns));
     const { worker, taskQueue } = await testWorker(env, [tool]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("fast"), model: faux.getModel(), prompt: "look up" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("fast"),
+      model: faux.getModel(),
+      prompt: "look up",
+    });
     const result = await worker.runUntil(handle.result());
     expect(result.stopReason).toBe("stop");
     expect(textOf(result.messages.at(-1))).toBe(`looked up ${turns}`);
     expect(tool.calls).toBe(turns);
     const events = (await handle.workflow.fetchHistory()).events ?? [];
-    const scheduled = events.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
+    const scheduled = events.flatMap((e) =>
+      e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : [],
+    );
     expect(scheduled).toEqual(Array(turns + 1).fill("streamAssistantMessage"));
     expect(localActivityTypes(events)).toEqual(["resolveRunSetup", ...Array(turns).fill("executeFastTool")]);
     const modelCalls = events.flatMap((e, i) => (e.activityTaskScheduledEventAttributes ? [i] : []));
@@ -76,30 +87,71 @@ describe("fast tools", () => {
   it("a transcript rebuilt from history (continued as new every turn) equals the live one", async () => {
     const faux = fauxModel(looping(3));
     const { worker, taskQueue } = await testWorker(env, [lookupTool()]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("fast-chain"), model: faux.getModel(), prompt: "look up", continueAsNew: { afterTurns: 1 } });
-    const live = await worker.runUntil(async () => (await handle.result(), chainTranscript(env.client, handle.workflowId, undefined, 0)));
-    const seen = await within(getAgentRun(env.client, handle.workflowId).transcript(), 30000, "transcript from history");
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("fast-chain"),
+      model: faux.getModel(),
+      prompt: "look up",
+      continueAsNew: { afterTurns: 1 },
+    });
+    const live = await worker.runUntil(
+      async () => (await handle.result(), chainTranscript(env.client, handle.workflowId, undefined, 0)),
+    );
+    const seen = await within(
+      getAgentRun(env.client, handle.workflowId).transcript(),
+      30000,
+      "transcript from history",
+    );
     expect(seen).toEqual(live);
-    expect(seen.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant", "toolResult", "assistant", "toolResult", "assistant"]);
+    expect(seen.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "toolResult",
+      "assistant",
+    ]);
   });
 
   it("a fast tool that is not idempotent stays a regular activity", async () => {
     const faux = fauxModel(looping(1));
     const { worker, taskQueue } = await testWorker(env, [lookupTool({ idempotent: false })]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("fast-once"), model: faux.getModel(), prompt: "look up" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("fast-once"),
+      model: faux.getModel(),
+      prompt: "look up",
+    });
     await worker.runUntil(handle.result());
     const events = (await handle.workflow.fetchHistory()).events ?? [];
-    expect(events).toContainEqual(expect.objectContaining({ activityTaskScheduledEventAttributes: expect.objectContaining({ activityType: expect.objectContaining({ name: "executeTool" }) }) }));
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        activityTaskScheduledEventAttributes: expect.objectContaining({
+          activityType: expect.objectContaining({ name: "executeTool" }),
+        }),
+      }),
+    );
     expect(localActivityTypes(events)).toEqual(["resolveRunSetup"]);
   });
 
   it("runs recorded before the patch keep regular activities; new runs record the patch once", async () => {
     const faux = fauxModel(looping(2));
     const { worker, taskQueue } = await testWorker(env, [lookupTool()]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("fast-patch"), model: faux.getModel(), prompt: "look up" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("fast-patch"),
+      model: faux.getModel(),
+      prompt: "look up",
+    });
     await worker.runUntil(handle.result());
     const events = (await handle.workflow.fetchHistory()).events ?? [];
-    const patches = events.filter((e) => e.markerRecordedEventAttributes?.markerName === "core_patch" && JSON.stringify(e).includes(Buffer.from(`"${LOCAL_ACTIVITIES_PATCH}"`).toString("base64").slice(0, 12)));
+    const patches = events.filter(
+      (e) =>
+        e.markerRecordedEventAttributes?.markerName === "core_patch" &&
+        JSON.stringify(e).includes(Buffer.from(`"${LOCAL_ACTIVITIES_PATCH}"`).toString("base64").slice(0, 12)),
+    );
     expect(patches.length).toBeLessThanOrEqual(1);
   });
 });

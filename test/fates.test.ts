@@ -16,7 +16,18 @@ import type { AgentEvent, AgentRunInput, AgentTool } from "../src/types.js";
 import { AGENT_RUN_WORKFLOW, promptUpdate } from "../src/workflows/definitions.js";
 import { readLog, startChildWorker, waitFor } from "./crash/harness.js";
 import { MODEL_REF } from "./crash/scenario.js";
-import { errorChain, fauxModel, gateTool, rejection, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import {
+  errorChain,
+  fauxModel,
+  gateTool,
+  rejection,
+  openTestEnv,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "./helpers.js";
 
 let env: TestEnv;
 let dir: string;
@@ -29,7 +40,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-
 const ends = (events: AgentEvent[]) => events.filter((e) => e.type === "agent_end").length;
 
 describe("nothing queued is lost", () => {
@@ -41,7 +51,14 @@ describe("nothing queued is lost", () => {
       fauxAssistantMessage("second answer"),
     ]);
     const { worker, taskQueue } = await testWorker(env, [g.tool]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("close-can"), model: faux.getModel(), prompt: "hi", session: true, continueAsNew: { afterTurns: 1 } });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("close-can"),
+      model: faux.getModel(),
+      prompt: "hi",
+      session: true,
+      continueAsNew: { afterTurns: 1 },
+    });
     const result = await worker.runUntil(async () => {
       const answer = handle.prompt("use the gate");
       await within(g.entered.promise, 20000, "the gate");
@@ -56,9 +73,19 @@ describe("nothing queued is lost", () => {
   it("refuses steering and follow-ups on an idle session with the reason", async () => {
     const faux = fauxModel([fauxAssistantMessage("hello")]);
     const { worker, taskQueue } = await testWorker(env, []);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("idle-steer"), model: faux.getModel(), prompt: "hi", session: true });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("idle-steer"),
+      model: faux.getModel(),
+      prompt: "hi",
+      session: true,
+    });
     await worker.runUntil(async () => {
-      await waitFor(async () => (await handle.state()).status === "waiting_for_prompt", 20000, "the session to go idle");
+      await waitFor(
+        async () => (await handle.state()).status === "waiting_for_prompt",
+        20000,
+        "the session to go idle",
+      );
       expect(await rejection(handle.steer("wake up"))).toMatch(/waiting for a prompt: send it with prompt\(\)/);
       expect(await rejection(handle.followUp("and then"))).toMatch(/waiting for a prompt/);
       expect((await handle.state()).queuedSteering).toBe(0);
@@ -71,7 +98,13 @@ describe("nothing queued is lost", () => {
     const g = gateTool();
     const faux = fauxModel([fauxAssistantMessage([fauxToolCall("gate", {})], { stopReason: "toolUse" })]);
     const { worker, taskQueue, events } = await testWorker(env, [g.tool]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("dropped"), model: faux.getModel(), prompt: "go", maxTurns: 1 });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("dropped"),
+      model: faux.getModel(),
+      prompt: "go",
+      maxTurns: 1,
+    });
     const result = await worker.runUntil(async () => {
       await within(g.entered.promise, 20000, "the gate");
       expect(await handle.steer("change of plan")).toEqual({ queued: 1 });
@@ -93,10 +126,26 @@ describe("bad settings are refused before the run starts", () => {
   const cases: [string, Partial<AgentRunInput>, RegExp][] = [
     ["approvalTimeout", { approvalTimeout: "soon" }, /"approvalTimeout" is not a duration: "soon"/],
     ["session.idleTimeout", { session: { idleTimeout: "soon" } }, /"session.idleTimeout" is not a duration/],
-    ["modelActivity.heartbeatTimeout", { modelActivity: { heartbeatTimeout: "soon" } }, /"modelActivity.heartbeatTimeout" is not a duration/],
-    ["modelActivity.retry.maximumAttempts", { modelActivity: { retry: { maximumAttempts: -1 } } }, /"modelActivity.retry.maximumAttempts" must be a positive integer/],
-    ["modelActivity.retry.maximumInterval", { modelActivity: { retry: { initialInterval: "10s", maximumInterval: "1s" } } }, /maximumInterval cannot be less than its initialInterval/],
-    ["modelActivity.startToCloseTimeout", { modelActivity: { startToCloseTimeout: -5 } }, /must be a positive duration/],
+    [
+      "modelActivity.heartbeatTimeout",
+      { modelActivity: { heartbeatTimeout: "soon" } },
+      /"modelActivity.heartbeatTimeout" is not a duration/,
+    ],
+    [
+      "modelActivity.retry.maximumAttempts",
+      { modelActivity: { retry: { maximumAttempts: -1 } } },
+      /"modelActivity.retry.maximumAttempts" must be a positive integer/,
+    ],
+    [
+      "modelActivity.retry.maximumInterval",
+      { modelActivity: { retry: { initialInterval: "10s", maximumInterval: "1s" } } },
+      /maximumInterval cannot be less than its initialInterval/,
+    ],
+    [
+      "modelActivity.startToCloseTimeout",
+      { modelActivity: { startToCloseTimeout: -5 } },
+      /must be a positive duration/,
+    ],
   ];
 
   it.each(cases)("startAgentRun names %s", async (_field, extra, message) => {
@@ -131,10 +180,17 @@ describe("bad settings are refused before the run starts", () => {
     const faux = fauxModel([fauxAssistantMessage("never")]);
     const { worker, taskQueue } = await testWorker(env, [tool]);
     const err = await worker.runUntil(async () => {
-      const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("bad-tool"), model: faux.getModel(), prompt: "hi" });
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId("bad-tool"),
+        model: faux.getModel(),
+        prompt: "hi",
+      });
       return within(handle.result(), 20000, "the run to fail").catch((e) => e);
     });
-    expect(errorChain(err)).toMatch(/Invalid tool configuration in the worker: "odd.activity.heartbeatTimeout" is not a duration/);
+    expect(errorChain(err)).toMatch(
+      /Invalid tool configuration in the worker: "odd.activity.heartbeatTimeout" is not a duration/,
+    );
   });
 });
 
@@ -143,14 +199,23 @@ describe("malformed messages never poison a session", () => {
     ["empty content", { role: "user", content: [], timestamp: 1 }],
     ["a text block without text", { role: "user", content: [{ type: "text" }], timestamp: 1 }],
     ["an image without data", { role: "user", content: [{ type: "image", mimeType: "image/png" }], timestamp: 1 }],
-    ["a tool call in a user message", { role: "user", content: [{ type: "toolCall", id: "x", name: "y", arguments: {} }], timestamp: 1 }],
+    [
+      "a tool call in a user message",
+      { role: "user", content: [{ type: "toolCall", id: "x", name: "y", arguments: {} }], timestamp: 1 },
+    ],
     ["an assistant message", { role: "assistant", content: [], timestamp: 1 }],
   ];
 
   it("refuses each at the door and keeps answering valid prompts", async () => {
     const faux = fauxModel([fauxAssistantMessage("first"), fauxAssistantMessage("second")]);
     const { worker, taskQueue } = await testWorker(env, []);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("bad-prompts"), model: faux.getModel(), prompt: "hi", session: true });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("bad-prompts"),
+      model: faux.getModel(),
+      prompt: "hi",
+      session: true,
+    });
     const answer = await worker.runUntil(async () => {
       for (const [what, message] of bad) {
         // Our client refuses it before sending; a raw client is refused by the run's validator.
@@ -178,9 +243,17 @@ describe("helper activities never fail a run", () => {
       requiresApproval: async () => (await new Promise((r) => setTimeout(r, 2500)), false),
       execute: async () => (ran++, { content: [{ type: "text", text: "ran" }] }),
     };
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("slow_check", {})], { stopReason: "toolUse" }), fauxAssistantMessage("done")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("slow_check", {})], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
     const { worker, taskQueue, events } = await testWorker(env, [tool]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("slow-predicate"), model: faux.getModel(), prompt: "go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("slow-predicate"),
+      model: faux.getModel(),
+      prompt: "go",
+    });
     const result = await worker.runUntil(handle.result());
     expect(result.stopReason).toBe("stop");
     expect(ran).toBe(1);
@@ -196,9 +269,17 @@ describe("helper activities never fail a run", () => {
       requiresApproval: () => new Promise<boolean>(() => {}),
       execute: async () => ({ content: [{ type: "text", text: "ran" }] }),
     };
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("stuck_check", {})], { stopReason: "toolUse" }), fauxAssistantMessage("carried on")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("stuck_check", {})], { stopReason: "toolUse" }),
+      fauxAssistantMessage("carried on"),
+    ]);
     const { worker, taskQueue, events } = await testWorker(env, [tool]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("stuck-predicate"), model: faux.getModel(), prompt: "go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("stuck-predicate"),
+      model: faux.getModel(),
+      prompt: "go",
+    });
     const result = await worker.runUntil(within(handle.result(), 40000, "the run"));
     const toolResult = result.messages.find((m) => m.role === "toolResult");
     expect(toolResult).toMatchObject({ isError: true });
@@ -212,9 +293,19 @@ describe("every ending emits agent_end once, and a cancel ends as aborted", () =
   it("cancel on an idle session: aborted, and no second agent_end", async () => {
     const faux = fauxModel([fauxAssistantMessage("hello")]);
     const { worker, taskQueue, events } = await testWorker(env, []);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("idle-cancel"), model: faux.getModel(), prompt: "hi", session: true });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("idle-cancel"),
+      model: faux.getModel(),
+      prompt: "hi",
+      session: true,
+    });
     const result = await worker.runUntil(async () => {
-      await waitFor(async () => (await handle.state()).status === "waiting_for_prompt", 20000, "the session to go idle");
+      await waitFor(
+        async () => (await handle.state()).status === "waiting_for_prompt",
+        20000,
+        "the session to go idle",
+      );
       await handle.cancel();
       return handle.result();
     });
@@ -227,7 +318,13 @@ describe("every ending emits agent_end once, and a cancel ends as aborted", () =
     await writeFile(bundlePath, env.bundle.code);
     const taskQueue = uniqueId("dead-model");
     const logFile = path.join(dir, `${taskQueue}.log`);
-    const child = await startChildWorker({ address: process.env.TEMPORAL_ADDRESS!, bundlePath, logFile, taskQueue, variant: "main" });
+    const child = await startChildWorker({
+      address: process.env.TEMPORAL_ADDRESS!,
+      bundlePath,
+      logFile,
+      taskQueue,
+      variant: "main",
+    });
     const handle = await startAgentRun(env.client, {
       taskQueue,
       workflowId: taskQueue,

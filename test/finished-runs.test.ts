@@ -32,7 +32,10 @@ function pageTool(detailBytes: number, textBytes = 10): AgentTool {
     description: "a page",
     parameters: Type.Object({ n: Type.Number() }),
     async execute(_id, args: any) {
-      return { content: [{ type: "text", text: `${args.n}:${"y".repeat(textBytes)}` }], details: { blob: "d".repeat(detailBytes) } };
+      return {
+        content: [{ type: "text", text: `${args.n}:${"y".repeat(textBytes)}` }],
+        details: { blob: "d".repeat(detailBytes) },
+      };
     },
   };
 }
@@ -41,7 +44,9 @@ function pageTool(detailBytes: number, textBytes = 10): AgentTool {
 function looping(turns: number) {
   return Array.from({ length: turns + 1 }, () => (context: Context) => {
     const done = context.messages.filter((m) => m.role === "toolResult").length;
-    return done < turns ? fauxAssistantMessage([fauxToolCall("page", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" }) : fauxAssistantMessage(`read ${done} pages`);
+    return done < turns
+      ? fauxAssistantMessage([fauxToolCall("page", { n: done + 1 }, { id: `c${done + 1}` })], { stopReason: "toolUse" })
+      : fauxAssistantMessage(`read ${done} pages`);
   });
 }
 
@@ -71,7 +76,13 @@ describe("finished runs answer from history alone", () => {
   it("a run that continued as new after every turn: state, transcript and result with no worker", async () => {
     const faux = fauxModel(looping(4));
     const { worker, taskQueue } = await testWorker(env, [pageTool(100)]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("chain"), model: faux.getModel(), prompt: "read 4 pages", continueAsNew: { afterTurns: 1 } });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("chain"),
+      model: faux.getModel(),
+      prompt: "read 4 pages",
+      continueAsNew: { afterTurns: 1 },
+    });
     const live = await worker.runUntil(async () => (await handle.result(), liveAnswers(handle)));
     expect(live.state.earlierMessages).toBeGreaterThan(0); // it did continue as new
     const seen = await fromHistory(handle.workflowId);
@@ -118,13 +129,23 @@ describe("finished runs answer from history alone", () => {
       },
     };
     const faux = fauxModel([
-      fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s1" }), fauxToolCall("nope", {}, { id: "n1" })], { stopReason: "toolUse" }),
-      fauxAssistantMessage(Array.from({ length: 40 }, (_, n) => fauxToolCall("page", { n }, { id: `p${n}` })), { stopReason: "toolUse" }),
+      fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s1" }), fauxToolCall("nope", {}, { id: "n1" })], {
+        stopReason: "toolUse",
+      }),
+      fauxAssistantMessage(
+        Array.from({ length: 40 }, (_, n) => fauxToolCall("page", { n }, { id: `p${n}` })),
+        { stopReason: "toolUse" },
+      ),
       fauxAssistantMessage("read 40 pages"),
     ]);
     // 40 results of 48 KB: 1.9 MB, over the result budget and the model's context (compacted before the last call).
     const { worker, taskQueue } = await testWorker(env, [slow, pageTool(10, 48 * 1024)]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("omitted"), model: faux.getModel(), prompt: "go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("omitted"),
+      model: faux.getModel(),
+      prompt: "go",
+    });
     const live = await worker.runUntil(async () => {
       await steered.promise;
       await handle.steer("also read 40 pages");
@@ -134,7 +155,16 @@ describe("finished runs answer from history alone", () => {
     });
     const seen = await fromHistory(handle.workflowId);
     expect(seen.result.messagesOmitted).toBeGreaterThan(0);
-    expect(live.transcript.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "user", "assistant", ...Array(40).fill("toolResult"), "assistant"]);
+    expect(live.transcript.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "user",
+      "assistant",
+      ...Array(40).fill("toolResult"),
+      "assistant",
+    ]);
     expect(textOf(live.transcript[3])).toBe("Tool nope not found");
     expect(seen.transcript).toEqual(live.transcript);
     expectSameState(seen.state, live.state);
@@ -147,50 +177,78 @@ describe("finished runs answer from history alone", () => {
   it.each([
     [2, "sent by updates of the run"],
     [1, "carried into the next run"],
-  ])("steering too big to ride along in a model call's input, left out of the carry: rebuilt exactly from history (afterTurns %i: %s)", async (afterTurns) => {
-    const steered = deferred();
-    const release = deferred();
-    const slow: AgentTool = {
-      name: "slow",
-      description: "waits",
-      parameters: Type.Object({}),
-      async execute() {
-        steered.resolve();
-        await release.promise;
-        return { content: [{ type: "text", text: "slow done" }] };
-      },
-    };
-    const seen = new SeenContexts();
-    const faux = fauxModel(
-      seen.wrap([
-        fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s1" }), fauxToolCall("nope", {}, { id: "n1" })], { stopReason: "toolUse" }),
-        fauxAssistantMessage([fauxToolCall("page", { n: 1 }, { id: "p1" })], { stopReason: "toolUse" }),
-        fauxAssistantMessage("done"),
-      ]),
-    );
-    const { worker, taskQueue } = await testWorker(env, [slow, pageTool(10)]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("big-steer"), model: faux.getModel(), prompt: "go", continueAsNew: { afterTurns } });
-    const live = await worker.runUntil(async () => {
-      await steered.promise;
-      await handle.steer("漢".repeat(50_000));
-      await handle.steer("é".repeat(75_000));
-      release.resolve();
-      await handle.result();
-      return liveAnswers(handle);
-    });
-    expect(live.transcript.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "user", "user", "assistant", "toolResult", "assistant"]);
-    const view = await closedRunView(env.client, handle.workflowId);
-    expect(view.runs.length).toBeGreaterThanOrEqual(2); // an earlier run's history was read
-    expect(view.exact).toBe(true);
-    expect(view.transcript).toEqual(live.transcript);
-    expect(contextMismatches(seen.calls, view.transcript)).toEqual([]);
-  }, 60000);
+  ])(
+    "steering too big to ride along in a model call's input, left out of the carry: rebuilt exactly from history (afterTurns %i: %s)",
+    async (afterTurns) => {
+      const steered = deferred();
+      const release = deferred();
+      const slow: AgentTool = {
+        name: "slow",
+        description: "waits",
+        parameters: Type.Object({}),
+        async execute() {
+          steered.resolve();
+          await release.promise;
+          return { content: [{ type: "text", text: "slow done" }] };
+        },
+      };
+      const seen = new SeenContexts();
+      const faux = fauxModel(
+        seen.wrap([
+          fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s1" }), fauxToolCall("nope", {}, { id: "n1" })], {
+            stopReason: "toolUse",
+          }),
+          fauxAssistantMessage([fauxToolCall("page", { n: 1 }, { id: "p1" })], { stopReason: "toolUse" }),
+          fauxAssistantMessage("done"),
+        ]),
+      );
+      const { worker, taskQueue } = await testWorker(env, [slow, pageTool(10)]);
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId("big-steer"),
+        model: faux.getModel(),
+        prompt: "go",
+        continueAsNew: { afterTurns },
+      });
+      const live = await worker.runUntil(async () => {
+        await steered.promise;
+        await handle.steer("漢".repeat(50_000));
+        await handle.steer("é".repeat(75_000));
+        release.resolve();
+        await handle.result();
+        return liveAnswers(handle);
+      });
+      expect(live.transcript.map((m) => m.role)).toEqual([
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "user",
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+      ]);
+      const view = await closedRunView(env.client, handle.workflowId);
+      expect(view.runs.length).toBeGreaterThanOrEqual(2); // an earlier run's history was read
+      expect(view.exact).toBe(true);
+      expect(view.transcript).toEqual(live.transcript);
+      expect(contextMismatches(seen.calls, view.transcript)).toEqual([]);
+    },
+    60000,
+  );
 
   it("npm run show prints every run of a continued chain", async () => {
     const faux = fauxModel(looping(3));
     const { worker, taskQueue } = await testWorker(env, [pageTool(100)]);
     const workflowId = uniqueId("show-chain");
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "read 3 pages", continueAsNew: { afterTurns: 1 } });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: faux.getModel(),
+      prompt: "read 3 pages",
+      continueAsNew: { afterTurns: 1 },
+    });
     await worker.runUntil(handle.result());
     const show = spawnSync(process.execPath, ["--import", "tsx", path.join(root, "src/cli/show.ts"), workflowId], {
       cwd: root,
@@ -220,7 +278,9 @@ describe("finished runs answer from history alone", () => {
     });
     const live = await worker.runUntil(async () => (await handle.result(), liveAnswers(handle)));
     const seen = await fromHistory(handle.workflowId);
-    console.log(`60-turn chain (61 runs, ${seen.transcript.length} messages, result omitted ${seen.result.messagesOmitted ?? 0}): state()+transcript() from history in ${seen.ms.toFixed(0)} ms`);
+    console.log(
+      `60-turn chain (61 runs, ${seen.transcript.length} messages, result omitted ${seen.result.messagesOmitted ?? 0}): state()+transcript() from history in ${seen.ms.toFixed(0)} ms`,
+    );
     expect(seen.transcript).toEqual(live.transcript);
     expectSameState(seen.state, live.state);
   }, 600000);

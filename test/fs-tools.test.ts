@@ -33,7 +33,9 @@ describe("file tools", () => {
   });
   it("refuses paths that leave the workspace, directly or by symlink", async () => {
     const [read, list] = createFileTools(root);
-    await expect(read.execute("1", { path: "../" + path.basename(outside) + "/secret.txt" })).rejects.toThrow(/outside the workspace/);
+    await expect(read.execute("1", { path: "../" + path.basename(outside) + "/secret.txt" })).rejects.toThrow(
+      /outside the workspace/,
+    );
     await expect(read.execute("2", { path: "link.txt" })).rejects.toThrow(/outside the workspace/);
     await expect(list.execute("3", { path: "/etc" })).rejects.toThrow(/outside the workspace/);
     await expect(read.execute("4", { path: "missing.txt" })).rejects.toThrow(/No such file/);

@@ -10,7 +10,17 @@ import { InvalidRunInputError, RunUpdateRejectedError, startAgentRun } from "../
 import type { AgentTool } from "../src/types.js";
 import { jsonBytes, utf8Bytes } from "../src/workflows/budgets.js";
 import { followUpUpdate } from "../src/workflows/definitions.js";
-import { fauxModel, gateTool, rejection, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import {
+  fauxModel,
+  gateTool,
+  rejection,
+  openTestEnv,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -20,16 +30,26 @@ afterAll(async () => {
   await env?.close();
 });
 
-
 /** How each run of the chain ended, oldest first, read from the histories (following continue-as-new links). */
 async function runEndings(workflowId: string): Promise<string[]> {
   const out: string[] = [];
-  const first = (await env.client.workflow.getHandle(workflowId).describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
+  const first =
+    (await env.client.workflow.getHandle(workflowId).describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
   for (let runId: string | undefined = first; runId; ) {
     const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
     const last = history.events?.at(-1);
     const continued = last?.workflowExecutionContinuedAsNewEventAttributes;
-    out.push(continued ? "CONTINUED_AS_NEW" : last?.workflowExecutionCompletedEventAttributes ? "COMPLETED" : last?.workflowExecutionTerminatedEventAttributes ? "TERMINATED" : last?.workflowExecutionFailedEventAttributes ? "FAILED" : "OTHER");
+    out.push(
+      continued
+        ? "CONTINUED_AS_NEW"
+        : last?.workflowExecutionCompletedEventAttributes
+          ? "COMPLETED"
+          : last?.workflowExecutionTerminatedEventAttributes
+            ? "TERMINATED"
+            : last?.workflowExecutionFailedEventAttributes
+              ? "FAILED"
+              : "OTHER",
+    );
     runId = continued?.newExecutionRunId ?? undefined;
   }
   return out;
@@ -48,17 +68,27 @@ describe("byte budgets", () => {
 
   it("refuses a 3 MB prompt at start with a typed error naming the prompt and the limit, starting nothing", async () => {
     const workflowId = uniqueId("big-prompt");
-    const start = startAgentRun(env.client, { taskQueue: uniqueId("tq"), workflowId, model: "faux/x", prompt: "x".repeat(3 * 1024 * 1024) });
+    const start = startAgentRun(env.client, {
+      taskQueue: uniqueId("tq"),
+      workflowId,
+      model: "faux/x",
+      prompt: "x".repeat(3 * 1024 * 1024),
+    });
     await expect(start).rejects.toThrow(InvalidRunInputError);
     await expect(start).rejects.toThrow(/"prompt" is 3,145,7\d\d bytes .*the limit is 1,000,000 bytes/);
     // Non-ASCII text is counted in UTF-8 bytes: 400,000 "€" are 1.2 MB, though only 400,000 UTF-16 units.
-    await expect(startAgentRun(env.client, { taskQueue: uniqueId("tq"), model: "faux/x", prompt: "€".repeat(400_000) })).rejects.toThrow(/"prompt" is 1,200,00\d bytes/);
+    await expect(
+      startAgentRun(env.client, { taskQueue: uniqueId("tq"), model: "faux/x", prompt: "€".repeat(400_000) }),
+    ).rejects.toThrow(/"prompt" is 1,200,00\d bytes/);
     await expect(env.client.workflow.getHandle(workflowId).describe()).rejects.toThrow();
   });
 
   it("refuses oversize steering, follow-ups and session prompts without touching the run", async () => {
     const g = gateTool();
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("gate", {})], { stopReason: "toolUse" }), fauxAssistantMessage("done")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("gate", {})], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
     const { worker, taskQueue } = await testWorker(env, [g.tool]);
     const workflowId = uniqueId("big-steer");
     const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "go" });
@@ -68,10 +98,14 @@ describe("byte budgets", () => {
       // The client refuses it before sending, with a typed error naming the size and the limit.
       await expect(handle.steer(big)).rejects.toThrow(RunUpdateRejectedError);
       expect(await rejection(handle.steer(big))).toMatch(/"message" is 2,306,86\d bytes .*the limit is 256,000 bytes/);
-      expect(await rejection(handle.followUp({ role: "user", content: big, timestamp: 1 }))).toMatch(/the limit is 256,000 bytes/);
+      expect(await rejection(handle.followUp({ role: "user", content: big, timestamp: 1 }))).toMatch(
+        /the limit is 256,000 bytes/,
+      );
       expect(await rejection(handle.prompt(big))).toMatch(/the limit is 256,000 bytes/);
       // 100,000 "€" are 300 KB in UTF-8 (100,000 UTF-16 units): refused by the run itself, with the reason.
-      expect(await rejection(handle.workflow.executeUpdate(followUpUpdate, { args: ["€".repeat(100_000)] }))).toMatch(/"message" is 300,00\d bytes/);
+      expect(await rejection(handle.workflow.executeUpdate(followUpUpdate, { args: ["€".repeat(100_000)] }))).toMatch(
+        /"message" is 300,00\d bytes/,
+      );
       g.release.resolve();
       return handle.result();
     });
@@ -91,13 +125,21 @@ describe("byte budgets", () => {
     ]);
     const { worker, taskQueue } = await testWorker(env, [g.tool]);
     const workflowId = uniqueId("queue-budget");
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "go", continueAsNew: { afterTurns: 1 } });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: faux.getModel(),
+      prompt: "go",
+      continueAsNew: { afterTurns: 1 },
+    });
     const chunk = "é".repeat(100_000); // 200 KB each in UTF-8
     const result = await worker.runUntil(async () => {
       await within(g.entered.promise, 20000, "the gate");
       expect(await handle.steer(chunk)).toEqual({ queued: 1 });
       expect(await handle.followUp(chunk)).toEqual({ queued: 1 });
-      expect(await rejection(handle.steer(chunk))).toMatch(/Queue full: 400,\d+ bytes of messages are waiting .* at most 512,000 bytes/);
+      expect(await rejection(handle.steer(chunk))).toMatch(
+        /Queue full: 400,\d+ bytes of messages are waiting .* at most 512,000 bytes/,
+      );
       g.release.resolve();
       return handle.result();
     });
@@ -129,12 +171,21 @@ describe("continue-as-new never waits on a caller", () => {
       const want = Number(textOf(lastUser).split(" ").at(-1));
       const after = context.messages.slice(context.messages.lastIndexOf(lastUser!));
       const steps = after.filter((m) => m.role === "toolResult").length;
-      return steps < want ? fauxAssistantMessage([fauxToolCall("step", { n: steps + 1 })], { stopReason: "toolUse" }) : fauxAssistantMessage(`did ${steps} steps`);
+      return steps < want
+        ? fauxAssistantMessage([fauxToolCall("step", { n: steps + 1 })], { stopReason: "toolUse" })
+        : fauxAssistantMessage(`did ${steps} steps`);
     };
     const faux = fauxModel(Array.from({ length: 40 }, () => reply));
     const { worker, taskQueue } = await testWorker(env, [echo]);
     const workflowId = uniqueId("session-can");
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "steps 1", session: true, continueAsNew: { afterTurns: 2 } });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: faux.getModel(),
+      prompt: "steps 1",
+      session: true,
+      continueAsNew: { afterTurns: 2 },
+    });
     const answers = await worker.runUntil(async () => {
       const two = await within(handle.prompt("steps 4"), 30000, "the 4-turn prompt");
       const three = await within(handle.prompt("steps 7"), 30000, "the 8-turn prompt");

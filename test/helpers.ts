@@ -81,7 +81,9 @@ export function deferred<T = void>() {
 /** Waits for `promise`, failing with `what` after `ms` instead of hanging the test. */
 export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
+  const timeout = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)),
+  );
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
@@ -90,7 +92,10 @@ export function textOf(message: { content: unknown } | undefined): string {
   const content = message?.content;
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content.filter((c) => c.type === "text").map((c) => c.text).join("");
+  return content
+    .filter((c) => c.type === "text")
+    .map((c) => c.text)
+    .join("");
 }
 
 /**
@@ -117,9 +122,11 @@ export function toolEventProblems(events: AgentEvent[]): string[] {
     } else if (e.type === "message_start" && e.message.role === "toolResult") {
       const id = e.message.toolCallId;
       const next = events[i + 1];
-      if (next?.type !== "message_end" || next.message.role !== "toolResult" || next.message.toolCallId !== id) problems.push(`${id}'s result message_start is not followed by its message_end`);
+      if (next?.type !== "message_end" || next.message.role !== "toolResult" || next.message.toolCallId !== id)
+        problems.push(`${id}'s result message_start is not followed by its message_end`);
       if (state.get(id) === "result") problems.push(`${id} has two results`);
-      for (const [other, s] of state) if (s === "running") problems.push(`${id}'s result came while ${other} was running`);
+      for (const [other, s] of state)
+        if (s === "running") problems.push(`${id}'s result came while ${other} was running`);
       state.set(id, "result");
     } else if (e.type === "agent_end") {
       for (const id of calls) if (state.get(id) !== "result") problems.push(`${id} has no result at agent_end`);
@@ -131,7 +138,8 @@ export function toolEventProblems(events: AgentEvent[]): string[] {
 /** The messages of an error and of its causes (a validator's rejection arrives as the cause of an update failure). */
 export function errorChain(err: unknown): string {
   const parts: string[] = [];
-  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) parts.push(String(e.message));
+  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e)
+    parts.push(String(e.message));
   return parts.join(" | ");
 }
 

@@ -4,7 +4,18 @@ import { fauxAssistantMessage, fauxText, fauxToolCall, Type, type Context } from
 import { startAgentRun } from "../src/client.js";
 import type { AgentEvent, AgentTool } from "../src/types.js";
 import { ABORTED_BY_CANCEL } from "../src/workflows/tool-calls.js";
-import { deferred, eventTrace, fauxModel, openTestEnv, testWorker, textOf, toolEventProblems, uniqueId, within, type TestEnv } from "./helpers.js";
+import {
+  deferred,
+  eventTrace,
+  fauxModel,
+  openTestEnv,
+  testWorker,
+  textOf,
+  toolEventProblems,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -19,7 +30,10 @@ const echo: AgentTool = {
   description: "Echo the text back",
   parameters: Type.Object({ text: Type.String() }),
   async execute(_id, args: any) {
-    return { content: [{ type: "text", text: `echo: ${args.text}` }], details: { secret: "DETAILS-ONLY-FOR-UI", length: args.text.length } };
+    return {
+      content: [{ type: "text", text: `echo: ${args.text}` }],
+      details: { secret: "DETAILS-ONLY-FOR-UI", length: args.text.length },
+    };
   },
 };
 
@@ -27,7 +41,12 @@ describe("events", () => {
   it("emits the exact event order of a text-only run", async () => {
     const faux = fauxModel([fauxAssistantMessage("Hello there")]);
     const { worker, taskQueue, events } = await testWorker(env, []);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "Hi" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("wf"),
+      model: faux.getModel(),
+      prompt: "Hi",
+    });
     const result = await worker.runUntil(handle.result());
     expect(result.stopReason).toBe("stop");
     expect(result.turns).toBe(1);
@@ -43,7 +62,13 @@ describe("events", () => {
       "agent_end",
     ]);
     const deltas = events.filter((e) => e.type === "message_update" && e.assistantEvent.type === "text_delta");
-    expect(deltas.map((e) => (e.type === "message_update" && e.assistantEvent.type === "text_delta" ? e.assistantEvent.delta : "")).join("")).toBe("Hello there");
+    expect(
+      deltas
+        .map((e) =>
+          e.type === "message_update" && e.assistantEvent.type === "text_delta" ? e.assistantEvent.delta : "",
+        )
+        .join(""),
+    ).toBe("Hello there");
     const end = events.at(-1);
     expect(end?.type === "agent_end" ? end.messages.map((m) => m.role) : []).toEqual(["user", "assistant"]);
   });
@@ -69,7 +94,12 @@ describe("events", () => {
       fauxAssistantMessage("All done"),
     ]);
     const { worker, taskQueue, events } = await testWorker(env, [progress]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "Go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("wf"),
+      model: faux.getModel(),
+      prompt: "Go",
+    });
     const result = await worker.runUntil(handle.result());
     expect(result.stopReason).toBe("stop");
     expect(lateCallMade).toBe(true);
@@ -108,7 +138,9 @@ describe("transcript", () => {
     const faux = fauxModel([
       (context) => {
         contexts.push(structuredClone(context));
-        return fauxAssistantMessage([fauxText("Echoing"), fauxToolCall("echo", { text: "ping" }, { id: "c1" })], { stopReason: "toolUse" });
+        return fauxAssistantMessage([fauxText("Echoing"), fauxToolCall("echo", { text: "ping" }, { id: "c1" })], {
+          stopReason: "toolUse",
+        });
       },
       (context) => {
         contexts.push(structuredClone(context));
@@ -129,9 +161,18 @@ describe("transcript", () => {
     expect(user).toMatchObject({ role: "user", content: "Echo ping" });
     expect(call).toMatchObject({ role: "assistant", stopReason: "toolUse" });
     expect(call.role === "assistant" && call.content.map((c) => c.type)).toEqual(["text", "toolCall"]);
-    expect(toolResult).toMatchObject({ role: "toolResult", toolCallId: "c1", toolName: "echo", isError: false, content: [{ type: "text", text: "echo: ping" }] });
+    expect(toolResult).toMatchObject({
+      role: "toolResult",
+      toolCallId: "c1",
+      toolName: "echo",
+      isError: false,
+      content: [{ type: "text", text: "echo: ping" }],
+    });
     // The transcript keeps details for logs and UI...
-    expect(toolResult.role === "toolResult" && toolResult.details).toEqual({ secret: "DETAILS-ONLY-FOR-UI", length: 4 });
+    expect(toolResult.role === "toolResult" && toolResult.details).toEqual({
+      secret: "DETAILS-ONLY-FOR-UI",
+      length: 4,
+    });
     expect(answer).toMatchObject({ role: "assistant", stopReason: "stop" });
     expect(result.usage.totalTokens).toBeGreaterThan(0);
     // ...but the model never sees them.
@@ -152,7 +193,12 @@ describe("transcript", () => {
       { ...fauxAssistantMessage("reply"), timestamp: 2 },
       { role: "user" as const, content: "second", timestamp: 3 },
     ];
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: earlier });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("wf"),
+      model: faux.getModel(),
+      prompt: earlier,
+    });
     const result = await worker.runUntil(handle.result());
     expect(result.messages).toHaveLength(1);
     expect(textOf(result.messages[0])).toBe("I see 3 messages");
@@ -161,7 +207,6 @@ describe("transcript", () => {
     expect(eventTrace(events).slice(0, 3)).toEqual(["agent_start", "turn_start", "message_start:assistant"]);
   });
 });
-
 
 describe("tool events", () => {
   /** A worker whose events also resolve `seen(match)` promises, so tools can wait for what the UI saw. */
@@ -185,7 +230,11 @@ describe("tool events", () => {
   const ended = (id: string) => (e: AgentEvent) => e.type === "tool_execution_end" && e.toolCallId === id;
   const batchTrace = (events: AgentEvent[]) =>
     events.flatMap((e) =>
-      e.type.startsWith("tool_execution") ? [`${e.type}:${(e as { toolCallId: string }).toolCallId}`] : (e.type === "message_start" || e.type === "message_end") && e.message.role === "toolResult" ? [`${e.type}:${e.message.toolCallId}`] : [],
+      e.type.startsWith("tool_execution")
+        ? [`${e.type}:${(e as { toolCallId: string }).toolCallId}`]
+        : (e.type === "message_start" || e.type === "message_end") && e.message.role === "toolResult"
+          ? [`${e.type}:${e.message.toolCallId}`]
+          : [],
     );
 
   it("ends each parallel call when it finishes (a slow first call holds no one back); results follow the batch in source order", async () => {
@@ -199,14 +248,31 @@ describe("tool events", () => {
         return { content: [{ type: "text", text: "slow done" }] };
       },
     };
-    const fast: AgentTool = { name: "fast", description: "fast", parameters: Type.Object({}), execute: async () => ({ content: [{ type: "text", text: "fast done" }] }) };
+    const fast: AgentTool = {
+      name: "fast",
+      description: "fast",
+      parameters: Type.Object({}),
+      execute: async () => ({ content: [{ type: "text", text: "fast done" }] }),
+    };
     const faux = fauxModel([
-      fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s" }), fauxToolCall("fast", {}, { id: "f" }), fauxToolCall("nope", {}, { id: "n" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage(
+        [
+          fauxToolCall("slow", {}, { id: "s" }),
+          fauxToolCall("fast", {}, { id: "f" }),
+          fauxToolCall("nope", {}, { id: "n" }),
+        ],
+        { stopReason: "toolUse" },
+      ),
       fauxAssistantMessage("done"),
     ]);
     const w = await watchedWorker([slow, fast]);
     ui.seen = w.seen;
-    const handle = await startAgentRun(env.client, { taskQueue: w.taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "Go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue: w.taskQueue,
+      workflowId: uniqueId("wf"),
+      model: faux.getModel(),
+      prompt: "Go",
+    });
     const result = await w.worker.runUntil(handle.result());
     expect(result.messages.flatMap((m) => (m.role === "toolResult" ? [m.toolCallId] : []))).toEqual(["s", "f", "n"]);
     expect(batchTrace(w.events)).toEqual([
@@ -226,7 +292,11 @@ describe("tool events", () => {
     ]);
     const turnEnd = w.events.find((e) => e.type === "turn_end");
     expect(turnEnd?.type === "turn_end" && turnEnd.toolResults.map((r) => r.toolCallId)).toEqual(["s", "f", "n"]);
-    expect(w.events.findIndex((e) => e.type === "turn_end")).toBeGreaterThan(w.events.findIndex((e) => e.type === "message_end" && e.message.role === "toolResult" && e.message.toolCallId === "n"));
+    expect(w.events.findIndex((e) => e.type === "turn_end")).toBeGreaterThan(
+      w.events.findIndex(
+        (e) => e.type === "message_end" && e.message.role === "toolResult" && e.message.toolCallId === "n",
+      ),
+    );
     expect(toolEventProblems(w.events)).toEqual([]);
   });
 
@@ -235,15 +305,39 @@ describe("tool events", () => {
       name: "hang",
       description: "runs until aborted",
       parameters: Type.Object({}),
-      execute: (_id, _args, signal) => new Promise((_, reject) => signal?.addEventListener("abort", () => reject(new Error("aborted")))),
+      execute: (_id, _args, signal) =>
+        new Promise((_, reject) => signal?.addEventListener("abort", () => reject(new Error("aborted")))),
     };
-    const quick: AgentTool = { name: "quick", description: "quick", parameters: Type.Object({}), execute: async () => ({ content: [{ type: "text", text: "quick done" }] }) };
-    const later: AgentTool = { name: "later", description: "after the others", parameters: Type.Object({}), executionMode: "sequential", execute: async () => ({ content: [{ type: "text", text: "never" }] }) };
+    const quick: AgentTool = {
+      name: "quick",
+      description: "quick",
+      parameters: Type.Object({}),
+      execute: async () => ({ content: [{ type: "text", text: "quick done" }] }),
+    };
+    const later: AgentTool = {
+      name: "later",
+      description: "after the others",
+      parameters: Type.Object({}),
+      executionMode: "sequential",
+      execute: async () => ({ content: [{ type: "text", text: "never" }] }),
+    };
     const faux = fauxModel([
-      fauxAssistantMessage([fauxToolCall("quick", {}, { id: "q" }), fauxToolCall("hang", {}, { id: "h" }), fauxToolCall("later", {}, { id: "l" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage(
+        [
+          fauxToolCall("quick", {}, { id: "q" }),
+          fauxToolCall("hang", {}, { id: "h" }),
+          fauxToolCall("later", {}, { id: "l" }),
+        ],
+        { stopReason: "toolUse" },
+      ),
     ]);
     const w = await watchedWorker([hang, quick, later]);
-    const handle = await startAgentRun(env.client, { taskQueue: w.taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "Go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue: w.taskQueue,
+      workflowId: uniqueId("wf"),
+      model: faux.getModel(),
+      prompt: "Go",
+    });
     const result = await w.worker.runUntil(async () => {
       await w.seen(ended("q"));
       await handle.cancel();

@@ -40,7 +40,12 @@ describe("ending a run", () => {
   it("ends with the model's error message when the model answers stopReason error", async () => {
     const faux = fauxModel([fauxAssistantMessage([], { stopReason: "error", errorMessage: "invalid x-api-key" })]);
     const { worker, taskQueue, events } = await testWorker(env, [noop]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "hi" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("wf"),
+      model: faux.getModel(),
+      prompt: "hi",
+    });
     const result = await worker.runUntil(handle.result());
     expect(result.stopReason).toBe("error");
     expect(result.errorMessage).toBe("invalid x-api-key");
@@ -69,14 +74,22 @@ describe("ending a run", () => {
     expect(faux.state.callCount).toBe(2);
     const history = await handle.workflow.fetchHistory();
     const started = history.events?.filter((e) => e.activityTaskStartedEventAttributes) ?? [];
-    expect(started).toContainEqual(expect.objectContaining({ activityTaskStartedEventAttributes: expect.objectContaining({ attempt: 2 }) }));
+    expect(started).toContainEqual(
+      expect.objectContaining({ activityTaskStartedEventAttributes: expect.objectContaining({ attempt: 2 }) }),
+    );
   });
 
   it("ends with max_turns after maxTurns model calls", async () => {
     const loop = () => fauxAssistantMessage([fauxToolCall("noop", {})], { stopReason: "toolUse" });
     const faux = fauxModel([loop, loop, loop, loop, loop]);
     const { worker, taskQueue } = await testWorker(env, [noop]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "loop", maxTurns: 3 });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("wf"),
+      model: faux.getModel(),
+      prompt: "loop",
+      maxTurns: 3,
+    });
     const result = await worker.runUntil(handle.result());
     expect(result.stopReason).toBe("max_turns");
     expect(result.turns).toBe(3);
@@ -88,7 +101,12 @@ describe("ending a run", () => {
     const faux = fauxModel([fauxAssistantMessage("by name")]);
     const model = faux.getModel();
     const { worker, taskQueue } = await testWorker(env, [], { models: [model] });
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: `${model.provider}/${model.id}`, prompt: "hi" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("wf"),
+      model: `${model.provider}/${model.id}`,
+      prompt: "hi",
+    });
     const result = await worker.runUntil(handle.result());
     expect(textOf(result.messages.at(-1))).toBe("by name");
   });
@@ -108,14 +126,24 @@ describe("while a run is running", () => {
         return { content: [{ type: "text", text: "slow done" }] };
       },
     };
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("slow", { path: "a.txt" }, { id: "s1" })], { stopReason: "toolUse" }), fauxAssistantMessage("end")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("slow", { path: "a.txt" }, { id: "s1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("end"),
+    ]);
     const { worker, taskQueue } = await testWorker(env, [slow]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "go slow" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("wf"),
+      model: faux.getModel(),
+      prompt: "go slow",
+    });
     const result = await worker.runUntil(async () => {
       await within(entered.promise, 20000, "the tool to start");
       const state = await handle.state();
       expect(state).toMatchObject({ status: "running", phase: "running_tools", turn: 1, messageCount: 2 });
-      expect(state.pendingToolCalls).toEqual([{ toolCallId: "s1", toolName: "slow", args: { path: "a.txt" }, started: true }]);
+      expect(state.pendingToolCalls).toEqual([
+        { toolCallId: "s1", toolName: "slow", args: { path: "a.txt" }, started: true },
+      ]);
       expect(state.usage.totalTokens).toBeGreaterThan(0);
       expect((await handle.transcript()).map((m) => m.role)).toEqual(["user", "assistant"]);
       const metadata = (await handle.workflow.query("__temporal_workflow_metadata")) as { currentDetails?: string };
@@ -129,18 +157,33 @@ describe("while a run is running", () => {
   });
 
   it("names every activity in history: setup, turn N · provider/model, tool + args", async () => {
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("noop", { file: "src/a.ts" }, { id: "n1" })], { stopReason: "toolUse" }), fauxAssistantMessage("end")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("noop", { file: "src/a.ts" }, { id: "n1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("end"),
+    ]);
     const model = faux.getModel();
-    const { worker, taskQueue } = await testWorker(env, [{ ...noop, parameters: Type.Object({ file: Type.String() }) }]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model, prompt: "name things" });
+    const { worker, taskQueue } = await testWorker(env, [
+      { ...noop, parameters: Type.Object({ file: Type.String() }) },
+    ]);
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("wf"),
+      model,
+      prompt: "name things",
+    });
     await worker.runUntil(handle.result());
     const history = await handle.workflow.fetchHistory();
     const scheduled = (history.events ?? []).flatMap((e) => {
-      const summary = e.userMetadata?.summary ? env.client.options.loadedDataConverter.payloadConverter.fromPayload<string>(e.userMetadata.summary as Payload) : undefined;
+      const summary = e.userMetadata?.summary
+        ? env.client.options.loadedDataConverter.payloadConverter.fromPayload<string>(e.userMetadata.summary as Payload)
+        : undefined;
       // The setup is a local activity: a marker carrying its type and summary.
       const marker = e.markerRecordedEventAttributes;
       if (marker?.markerName === "core_local_activity") {
-        const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0].data!).toString()) as { activity_type: string; activity_id: string };
+        const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0].data!).toString()) as {
+          activity_type: string;
+          activity_id: string;
+        };
         return [{ type: data.activity_type, id: data.activity_id, summary }];
       }
       const attrs = e.activityTaskScheduledEventAttributes;
@@ -168,7 +211,11 @@ describe("bad input", () => {
     ];
     await worker.runUntil(async () => {
       for (const [input, pattern] of cases) {
-        const handle = await env.client.workflow.start(AGENT_RUN_WORKFLOW, { taskQueue, workflowId: uniqueId("bad"), args: [input] });
+        const handle = await env.client.workflow.start(AGENT_RUN_WORKFLOW, {
+          taskQueue,
+          workflowId: uniqueId("bad"),
+          args: [input],
+        });
         const failure = await failureOf(handle.result());
         expect(failure.message).toMatch(pattern);
         expect(failure.type).toBe("InvalidRunInput");
@@ -202,8 +249,12 @@ describe("bad input", () => {
 
   it("startAgentRun refuses bad input before starting anything", async () => {
     const workflowId = uniqueId("never");
-    await expect(startAgentRun(env.client, { workflowId, model: "faux/x", prompt: "hi", maxTurns: -1 })).rejects.toThrow(InvalidRunInputError);
-    await expect(startAgentRun(env.client, { workflowId, model: "faux/x", prompt: "hi", maxTurns: -1 })).rejects.toThrow(/"maxTurns"/);
+    await expect(
+      startAgentRun(env.client, { workflowId, model: "faux/x", prompt: "hi", maxTurns: -1 }),
+    ).rejects.toThrow(InvalidRunInputError);
+    await expect(
+      startAgentRun(env.client, { workflowId, model: "faux/x", prompt: "hi", maxTurns: -1 }),
+    ).rejects.toThrow(/"maxTurns"/);
     await expect(env.client.workflow.getHandle(workflowId).describe()).rejects.toThrow(/not found/i);
   });
 });

@@ -3,7 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type ToolCall } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
 import type { AgentEvent, AgentTool, AgentToolResult, ToolExecutionMode } from "../src/types.js";
-import { deferred, eventTrace, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import {
+  deferred,
+  eventTrace,
+  fauxModel,
+  openTestEnv,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -14,12 +24,24 @@ afterAll(async () => {
 });
 
 /** Runs one batch of tool calls then a final text answer; returns the result and events. */
-async function runBatch(tools: AgentTool<any>[], calls: ToolCall[], extra: { toolExecution?: ToolExecutionMode; onEvent?: (event: AgentEvent) => void } = {}) {
+async function runBatch(
+  tools: AgentTool<any>[],
+  calls: ToolCall[],
+  extra: { toolExecution?: ToolExecutionMode; onEvent?: (event: AgentEvent) => void } = {},
+) {
   const { onEvent, ...input } = extra;
   const faux = fauxModel([fauxAssistantMessage(calls, { stopReason: "toolUse" }), fauxAssistantMessage("finished")]);
   const events: AgentEvent[] = [];
-  const { worker, taskQueue } = await testWorker(env, tools, { onEvent: (event) => void (events.push(event), onEvent?.(event)) });
-  const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("wf"), model: faux.getModel(), prompt: "go", ...input });
+  const { worker, taskQueue } = await testWorker(env, tools, {
+    onEvent: (event) => void (events.push(event), onEvent?.(event)),
+  });
+  const handle = await startAgentRun(env.client, {
+    taskQueue,
+    workflowId: uniqueId("wf"),
+    model: faux.getModel(),
+    prompt: "go",
+    ...input,
+  });
   const result = await worker.runUntil(handle.result());
   const toolResults = result.messages.flatMap((m) => (m.role === "toolResult" ? [m] : []));
   return { result, events, toolResults, faux };
@@ -116,7 +138,10 @@ describe("terminate", () => {
   });
 
   it("ends the run when every result of the batch says terminate", async () => {
-    const { result, faux } = await runBatch([stopper("a", true), stopper("b", true)], [fauxToolCall("a", {}), fauxToolCall("b", {})]);
+    const { result, faux } = await runBatch(
+      [stopper("a", true), stopper("b", true)],
+      [fauxToolCall("a", {}), fauxToolCall("b", {})],
+    );
     expect(result.stopReason).toBe("terminate");
     expect(result.turns).toBe(1);
     expect(result.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult"]);
@@ -124,7 +149,10 @@ describe("terminate", () => {
   });
 
   it("goes on when only some results say terminate", async () => {
-    const { result, faux } = await runBatch([stopper("a", true), stopper("b", false)], [fauxToolCall("a", {}), fauxToolCall("b", {})]);
+    const { result, faux } = await runBatch(
+      [stopper("a", true), stopper("b", false)],
+      [fauxToolCall("a", {}), fauxToolCall("b", {})],
+    );
     expect(result.stopReason).toBe("stop");
     expect(result.turns).toBe(2);
     expect(faux.state.callCount).toBe(2);
@@ -133,7 +161,12 @@ describe("terminate", () => {
 
 describe("scheduling", () => {
   /** A tool that records when it started and ended, and can be made to wait. */
-  function recorder(name: string, mode: ToolExecutionMode | undefined, log: string[], waitFor?: () => Promise<unknown>) {
+  function recorder(
+    name: string,
+    mode: ToolExecutionMode | undefined,
+    log: string[],
+    waitFor?: () => Promise<unknown>,
+  ) {
     const started = deferred();
     const ended = deferred();
     const tool: AgentTool = {
@@ -202,7 +235,9 @@ describe("scheduling", () => {
       "message_start:toolResult",
       "message_end:toolResult",
     ]);
-    const resultOrder = events.flatMap((e) => (e.type === "message_end" && e.message.role === "toolResult" ? [e.message.toolName] : []));
+    const resultOrder = events.flatMap((e) =>
+      e.type === "message_end" && e.message.role === "toolResult" ? [e.message.toolName] : [],
+    );
     expect(resultOrder).toEqual(["p1", "p2", "s", "p3"]);
   });
 

@@ -33,7 +33,9 @@ afterAll(async () => {
   await env?.close();
 });
 
-const serverScript = fileURLToPath(new URL("../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", import.meta.url));
+const serverScript = fileURLToPath(
+  new URL("../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", import.meta.url),
+);
 
 function filesystemServer(root: string, extra: Partial<McpServerConfig> = {}): McpServerConfig {
   return { name: "fs", transport: { type: "stdio", command: process.execPath, args: [serverScript, root] }, ...extra };
@@ -47,10 +49,25 @@ afterAll(() => {
   if (folder) rmSync(folder, { recursive: true, force: true });
 });
 
-async function runWith(servers: McpServerConfig[], calls: ReturnType<typeof fauxToolCall>[][], onEvent?: (e: AgentEvent) => void) {
-  const faux = fauxModel([...calls.map((batch) => fauxAssistantMessage(batch, { stopReason: "toolUse" })), fauxAssistantMessage("done")]);
-  const { worker, taskQueue, events } = await testWorker(env, [], { mcpServers: servers, ...(onEvent ? { onEvent } : {}) });
-  const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("mcp"), model: faux.getModel(), prompt: "go" });
+async function runWith(
+  servers: McpServerConfig[],
+  calls: ReturnType<typeof fauxToolCall>[][],
+  onEvent?: (e: AgentEvent) => void,
+) {
+  const faux = fauxModel([
+    ...calls.map((batch) => fauxAssistantMessage(batch, { stopReason: "toolUse" })),
+    fauxAssistantMessage("done"),
+  ]);
+  const { worker, taskQueue, events } = await testWorker(env, [], {
+    mcpServers: servers,
+    ...(onEvent ? { onEvent } : {}),
+  });
+  const handle = await startAgentRun(env.client, {
+    taskQueue,
+    workflowId: uniqueId("mcp"),
+    model: faux.getModel(),
+    prompt: "go",
+  });
   return { worker, handle, events };
 }
 
@@ -97,8 +114,14 @@ describe("filesystem MCP server over stdio", () => {
     const { worker, handle } = await runWith(
       [filesystemServer(root, { deny: ["write_file", "edit_file", "move_file"] })],
       [
-        [fauxToolCall("fs__list_directory", { path: root }), fauxToolCall("fs__read_text_file", { path: path.join(root, "notes.txt") })],
-        [fauxToolCall("fs__read_text_file", { path: "/etc/hostname" }), fauxToolCall("fs__write_file", { path: path.join(root, "x"), content: "no" })],
+        [
+          fauxToolCall("fs__list_directory", { path: root }),
+          fauxToolCall("fs__read_text_file", { path: path.join(root, "notes.txt") }),
+        ],
+        [
+          fauxToolCall("fs__read_text_file", { path: "/etc/hostname" }),
+          fauxToolCall("fs__write_file", { path: path.join(root, "x"), content: "no" }),
+        ],
       ],
     );
     const result = await worker.runUntil(handle.result());
@@ -125,8 +148,15 @@ describe("filesystem MCP server over stdio", () => {
     const mcp = new McpToolSource([filesystemServer(root)]);
     try {
       const { executeTool } = createActivities({ tools: [], mcp });
-      const output = await new MockActivityEnvironment().run(executeTool, { toolCallId: "c1", toolName: "fs__read_text_file", args: { path: path.join(root, "a.txt") } });
-      expect(output).toMatchObject({ isError: false, result: { content: [{ type: "text", text: "from a fresh worker" }] } });
+      const output = await new MockActivityEnvironment().run(executeTool, {
+        toolCallId: "c1",
+        toolName: "fs__read_text_file",
+        args: { path: path.join(root, "a.txt") },
+      });
+      expect(output).toMatchObject({
+        isError: false,
+        result: { content: [{ type: "text", text: "from a fresh worker" }] },
+      });
     } finally {
       await mcp.close();
     }
@@ -139,7 +169,10 @@ describe("filesystem MCP server over stdio", () => {
     const root = newFolder();
     const fifo = path.join(root, "pipe");
     execFileSync("mkfifo", [fifo]);
-    const { worker, handle } = await runWith([filesystemServer(root, repeat ? {} : { repeatAfterCrash: false })], [[fauxToolCall("fs__read_text_file", { path: fifo })]]);
+    const { worker, handle } = await runWith(
+      [filesystemServer(root, repeat ? {} : { repeatAfterCrash: false })],
+      [[fauxToolCall("fs__read_text_file", { path: fifo })]],
+    );
     const result = await worker.runUntil(async () => {
       // Reading a FIFO blocks until a writer comes: the call is in flight while the server waits on it.
       const held = await until(() => writerOnceRead(fifo), "the server to be inside the call");
@@ -147,7 +180,10 @@ describe("filesystem MCP server over stdio", () => {
       process.kill(first, "SIGKILL");
       closeSync(held);
       if (repeat) {
-        const writer = await until(() => (serverPids(root).some((p) => p !== first) ? writerOnceRead(fifo) : undefined), "a fresh server to take the repeated call");
+        const writer = await until(
+          () => (serverPids(root).some((p) => p !== first) ? writerOnceRead(fifo) : undefined),
+          "a fresh server to take the repeated call",
+        );
         writeSync(writer, "after the crash");
         closeSync(writer);
       }
@@ -176,7 +212,11 @@ describe("Streamable HTTP MCP server", () => {
     const server = new Server({ name: "test-http", version: "1.0.0" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: [
-        { name: "mix", description: "Returns mixed content", inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] } },
+        {
+          name: "mix",
+          description: "Returns mixed content",
+          inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+        },
         { name: "fail", description: "Always fails", inputSchema: { type: "object", properties: {} } },
         { name: "wait", description: "Waits until cancelled", inputSchema: { type: "object", properties: {} } },
         { name: "secret", description: "Filtered out by allow", inputSchema: { type: "object", properties: {} } },
@@ -216,7 +256,10 @@ describe("Streamable HTTP MCP server", () => {
       const sid = req.headers["mcp-session-id"];
       let transport = typeof sid === "string" ? sessions.get(sid) : undefined;
       if (!transport) {
-        const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void sessions.set(id, created) });
+        const created = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => void sessions.set(id, created),
+        });
         transport = created;
         await mcpServer().connect(created);
       }
@@ -238,7 +281,10 @@ describe("Streamable HTTP MCP server", () => {
   });
 
   it("maps text, image and embedded resources; isError stays a result; headers come from the environment", async () => {
-    const { worker, handle } = await runWith([httpServer()], [[fauxToolCall("web__mix", { word: "there" }), fauxToolCall("web__fail", {}), fauxToolCall("web__secret", {})]]);
+    const { worker, handle } = await runWith(
+      [httpServer()],
+      [[fauxToolCall("web__mix", { word: "there" }), fauxToolCall("web__fail", {}), fauxToolCall("web__secret", {})]],
+    );
     const result = await worker.runUntil(handle.result());
     const [mix, fail, secret] = toolResultsOf(result.messages);
     expect(mix.isError).toBe(false);
@@ -275,9 +321,13 @@ describe("Streamable HTTP MCP server", () => {
 
   it("requiresApproval on a server's tools waits for a person like a native tool", async () => {
     const started = deferred();
-    const { worker, handle } = await runWith([{ ...httpServer(), requiresApproval: ["mix"] }], [[fauxToolCall("web__mix", { word: "ok" }, { id: "c1" })]], (e) => {
-      if (e.type === "tool_execution_start") started.resolve();
-    });
+    const { worker, handle } = await runWith(
+      [{ ...httpServer(), requiresApproval: ["mix"] }],
+      [[fauxToolCall("web__mix", { word: "ok" }, { id: "c1" })]],
+      (e) => {
+        if (e.type === "tool_execution_start") started.resolve();
+      },
+    );
     const result = await worker.runUntil(async () => {
       await within(started.promise, 30_000, "the call to start");
       expect((await handle.state()).pendingApprovals.map((p) => p.toolCallId)).toEqual(["c1"]);

@@ -33,11 +33,15 @@ const one = (text: string, name: string, labels: string) => samples(text, name).
 
 it("serves Temporal's runtime metrics and the agent's on /metrics, matching the run", async () => {
   const taskQueue = uniqueId("metrics");
-  child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/cli/worker-main.ts"), "--task-queue", taskQueue, "--health-port", "0"], {
-    cwd: repoRoot,
-    env: { ...process.env, NODE_OPTIONS: "", TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  child = spawn(
+    process.execPath,
+    ["--import", "tsx", path.join(repoRoot, "src/cli/worker-main.ts"), "--task-queue", taskQueue, "--health-port", "0"],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, NODE_OPTIONS: "", TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   await within(
     new Promise<void>((resolve, reject) => {
@@ -53,7 +57,12 @@ it("serves Temporal's runtime metrics and the agent's on /metrics, matching the 
     "the worker process to be ready",
   );
   const port = Number(/health on :(\d+)/.exec(output)![1]);
-  const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("scraped"), model: "demo/offline-scripted", prompt: "What is this project?" });
+  const handle = await startAgentRun(env.client, {
+    taskQueue,
+    workflowId: uniqueId("scraped"),
+    model: "demo/offline-scripted",
+    prompt: "What is this project?",
+  });
   const result = await within(handle.result(), 60000, "the demo run");
   expect(result.stopReason).toBe("stop");
   const toolCalls = result.messages.filter((m) => m.role === "toolResult").length;

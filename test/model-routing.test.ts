@@ -27,7 +27,9 @@ const TURNS = 6;
 /** Answers from the context: a tool call per turn until TURNS results, then the count. */
 const answer = (context: Context) => {
   const done = context.messages.filter((m) => m.role === "toolResult").length;
-  return done >= TURNS ? fauxAssistantMessage(`read ${done}`) : fauxAssistantMessage([fauxToolCall("page", { n: done + 1 }, { id: `p${done + 1}` })], { stopReason: "toolUse" });
+  return done >= TURNS
+    ? fauxAssistantMessage(`read ${done}`)
+    : fauxAssistantMessage([fauxToolCall("page", { n: done + 1 }, { id: `p${done + 1}` })], { stopReason: "toolUse" });
 };
 
 const pageTool = (gate?: (n: number) => Promise<void>): AgentTool => ({
@@ -54,9 +56,20 @@ describe("model-call routing", () => {
     // (Several worker processes on one queue: `npm run bench -- scale`; Temporal allows one worker per queue per process.)
     const taskQueue = uniqueId("route");
     const faux = fauxModel(Array.from({ length: TURNS + 1 }, () => answer));
-    const worker = await createAgentWorker({ connection: env.connection, taskQueue, tools: [pageTool()], models: [faux.getModel()], workflowBundle: env.bundle });
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue,
+      tools: [pageTool()],
+      models: [faux.getModel()],
+      workflowBundle: env.bundle,
+    });
     expect(worker.ownTaskQueue).toMatch(new RegExp(`^${taskQueue}@`));
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("route"), model: faux.getModel(), prompt: "go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("route"),
+      model: faux.getModel(),
+      prompt: "go",
+    });
     const result = await worker.runUntil(() => handle.result());
     expect(textOf(result.messages.at(-1))).toBe(`read ${TURNS}`);
 
@@ -78,8 +91,19 @@ describe("model-call routing", () => {
       reached.resolve();
       await released.promise;
     };
-    const worker = await createAgentWorker({ connection: env.connection, taskQueue, tools: [pageTool(gate)], models: [faux.getModel()], workflowBundle: env.bundle });
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("route-lost"), model: faux.getModel(), prompt: "go" });
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue,
+      tools: [pageTool(gate)],
+      models: [faux.getModel()],
+      workflowBundle: env.bundle,
+    });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("route-lost"),
+      model: faux.getModel(),
+      prompt: "go",
+    });
     const result = await worker.runUntil(async () => {
       await reached.promise;
       // The worker's own poller stops (as if that worker died); its shared one keeps serving workflow tasks and tools.
@@ -92,7 +116,9 @@ describe("model-call routing", () => {
     const timedOut = (history.events ?? []).filter((e) => e.activityTaskTimedOutEventAttributes);
     expect(timedOut).toHaveLength(1);
     expect(timedOut[0].activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType).toBe(2); // SCHEDULE_TO_START
-    const model = (await scheduledQueues(handle)).filter((q) => q.type === "streamAssistantMessage").map((q) => q.queue);
+    const model = (await scheduledQueues(handle))
+      .filter((q) => q.type === "streamAssistantMessage")
+      .map((q) => q.queue);
     // Calls 1-2 as before, call 3 sent to the gone queue, then again on the shared queue, and the rest shared (the worker names no queue now).
     expect(model.slice(0, 4)).toEqual([taskQueue, worker.ownTaskQueue, worker.ownTaskQueue, taskQueue]);
     expect(model.slice(4).every((q) => q === taskQueue)).toBe(true);
@@ -104,9 +130,21 @@ describe("model-call routing", () => {
   it("routing off: every model call stays on the shared queue", async () => {
     const taskQueue = uniqueId("route-off");
     const faux = fauxModel(Array.from({ length: TURNS + 1 }, () => answer));
-    const worker = await createAgentWorker({ connection: env.connection, taskQueue, tools: [pageTool()], models: [faux.getModel()], workflowBundle: env.bundle, routeModelCalls: false });
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue,
+      tools: [pageTool()],
+      models: [faux.getModel()],
+      workflowBundle: env.bundle,
+      routeModelCalls: false,
+    });
     expect(worker.ownTaskQueue).toBeUndefined();
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("route-off"), model: faux.getModel(), prompt: "go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("route-off"),
+      model: faux.getModel(),
+      prompt: "go",
+    });
     await worker.runUntil(() => handle.result());
     const model = (await scheduledQueues(handle)).filter((q) => q.type === "streamAssistantMessage");
     expect(model.every((q) => q.queue === taskQueue)).toBe(true);

@@ -34,8 +34,10 @@ async function listUntil(query: string, wanted: (ids: string[]) => boolean): Pro
   }
 }
 
-const attrs = async (workflowId: string) => (await env.client.workflow.getHandle(workflowId).describe()).typedSearchAttributes;
-const key = <T extends Parameters<typeof defineSearchAttributeKey>[1]>(name: string, type: T) => defineSearchAttributeKey(name, type);
+const attrs = async (workflowId: string) =>
+  (await env.client.workflow.getHandle(workflowId).describe()).typedSearchAttributes;
+const key = <T extends Parameters<typeof defineSearchAttributeKey>[1]>(name: string, type: T) =>
+  defineSearchAttributeKey(name, type);
 
 const danger: AgentTool = {
   name: "delete_all",
@@ -51,7 +53,12 @@ describe("truthful status", () => {
   it("a run that ends with stopReason error is Failed in Temporal, and handle.result() still returns its result", async () => {
     const faux = fauxModel([fauxAssistantMessage([], { stopReason: "error", errorMessage: "invalid x-api-key" })]);
     const { worker, taskQueue } = await testWorker(env, []);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("failed"), model: faux.getModel(), prompt: "hello\nsecond line" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("failed"),
+      model: faux.getModel(),
+      prompt: "hello\nsecond line",
+    });
     const result = await worker.runUntil(handle.result());
     expect(result).toMatchObject({ stopReason: "error", errorMessage: "invalid x-api-key", turns: 1 });
     expect(result.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
@@ -59,7 +66,10 @@ describe("truthful status", () => {
     const description = await handle.workflow.describe();
     expect(description.status.name).toBe("FAILED");
     // A raw Temporal client sees a typed, non-retryable failure carrying the result.
-    const raw = await env.client.workflow.getHandle(handle.workflowId).result().catch((err: unknown) => err);
+    const raw = await env.client.workflow
+      .getHandle(handle.workflowId)
+      .result()
+      .catch((err: unknown) => err);
     expect(raw).toBeInstanceOf(WorkflowFailedError);
     const cause = (raw as WorkflowFailedError).cause as ApplicationFailure;
     expect(cause).toBeInstanceOf(ApplicationFailure);
@@ -70,21 +80,41 @@ describe("truthful status", () => {
 
     // The closed run's state and transcript come from the failure's details.
     const state = await getAgentRun(env.client, handle.workflowId).state();
-    expect(state).toMatchObject({ status: "failed", stopReason: "error", errorMessage: "invalid x-api-key", turn: 1, messageCount: 2 });
-    expect((await getAgentRun(env.client, handle.workflowId).transcript()).map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(state).toMatchObject({
+      status: "failed",
+      stopReason: "error",
+      errorMessage: "invalid x-api-key",
+      turn: 1,
+      messageCount: 2,
+    });
+    expect((await getAgentRun(env.client, handle.workflowId).transcript()).map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+    ]);
 
     const sa = await attrs(handle.workflowId);
     expect(sa.get(key("AgentStatus", "KEYWORD"))).toBe("failed");
     expect(sa.get(key("AgentStopReason", "KEYWORD"))).toBe("error");
-    const failedIds = await listUntil(`AgentStatus = "failed" AND WorkflowId = "${handle.workflowId}"`, (ids) => ids.length > 0);
+    const failedIds = await listUntil(
+      `AgentStatus = "failed" AND WorkflowId = "${handle.workflowId}"`,
+      (ids) => ids.length > 0,
+    );
     expect(failedIds).toEqual([handle.workflowId]);
     expect(await description.staticSummary()).toBe("hello");
   });
 
   it("a run that ends well completes, with its outcome in the search attributes", async () => {
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("delete_all", { path: "/tmp/x" }, { id: "d1" })], { stopReason: "toolUse" }), fauxAssistantMessage("done")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("delete_all", { path: "/tmp/x" }, { id: "d1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
     const { worker, taskQueue } = await testWorker(env, [{ ...danger, requiresApproval: false }]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("ok"), model: faux.getModel(), prompt: "  \n  Clean   up /tmp\nthen report" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("ok"),
+      model: faux.getModel(),
+      prompt: "  \n  Clean   up /tmp\nthen report",
+    });
     const result = await worker.runUntil(handle.result());
     expect(result.stopReason).toBe("stop");
     const description = await handle.workflow.describe();
@@ -105,11 +135,24 @@ describe("truthful status", () => {
 
 describe("finding runs", () => {
   it(`the saved view's query (${WAITING_FOR_APPROVAL_QUERY}) finds a run waiting for approval, whose details name the call and its args`, async () => {
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("delete_all", { path: "/tmp/x" }, { id: "del-1" })], { stopReason: "toolUse" }), fauxAssistantMessage("finished")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("delete_all", { path: "/tmp/x" }, { id: "del-1" })], {
+        stopReason: "toolUse",
+      }),
+      fauxAssistantMessage("finished"),
+    ]);
     const { worker, taskQueue } = await testWorker(env, [danger]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("waits"), model: faux.getModel(), prompt: "clean up" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("waits"),
+      model: faux.getModel(),
+      prompt: "clean up",
+    });
     const result = await worker.runUntil(async () => {
-      const ids = await listUntil(`${WAITING_FOR_APPROVAL_QUERY} AND TaskQueue = "${taskQueue}"`, (found) => found.length > 0);
+      const ids = await listUntil(
+        `${WAITING_FOR_APPROVAL_QUERY} AND TaskQueue = "${taskQueue}"`,
+        (found) => found.length > 0,
+      );
       expect(ids).toEqual([handle.workflowId]);
       const metadata = (await handle.workflow.query("__temporal_workflow_metadata")) as { currentDetails?: string };
       expect(metadata.currentDetails).toMatch(/waiting_for_approval/);
@@ -118,7 +161,9 @@ describe("finding runs", () => {
       return handle.result();
     });
     expect(result.stopReason).toBe("stop");
-    expect(await listUntil(`${WAITING_FOR_APPROVAL_QUERY} AND TaskQueue = "${taskQueue}"`, (found) => found.length === 0)).toEqual([]);
+    expect(
+      await listUntil(`${WAITING_FOR_APPROVAL_QUERY} AND TaskQueue = "${taskQueue}"`, (found) => found.length === 0),
+    ).toEqual([]);
   });
 
   it("startAgentRun passes the caller's summary, memo and search attributes", async () => {
@@ -151,12 +196,16 @@ describe("finding runs", () => {
 
   it("a namespace without the attributes: the check says so and warns once", async () => {
     const warnings: string[] = [];
-    const check = searchAttributeCheck(() => env.client, (line) => warnings.push(line));
+    const check = searchAttributeCheck(
+      () => env.client,
+      (line) => warnings.push(line),
+    );
     expect(await check("default")).toBe(true);
     expect(await check("no-such-namespace")).toBe(false);
     expect(await check("no-such-namespace")).toBe(false);
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/namespace "no-such-namespace" lacks the agent search attributes.*temporal operator search-attribute create/);
+    expect(warnings[0]).toMatch(
+      /namespace "no-such-namespace" lacks the agent search attributes.*temporal operator search-attribute create/,
+    );
   });
 });
-

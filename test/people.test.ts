@@ -4,7 +4,19 @@ import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai"
 import { RunUpdateRejectedError, startAgentRun, type AgentRunHandle } from "../src/client.js";
 import type { AgentEvent, AgentTool } from "../src/types.js";
 import { ABORTED_BY_CANCEL, SKIPPED_BY_STEERING } from "../src/workflows/tool-calls.js";
-import { deferred, eventTrace, fauxModel, gateTool, openTestEnv, testWorker, textOf, toolEventProblems, uniqueId, within, type TestEnv } from "./helpers.js";
+import {
+  deferred,
+  eventTrace,
+  fauxModel,
+  gateTool,
+  openTestEnv,
+  testWorker,
+  textOf,
+  toolEventProblems,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -29,7 +41,6 @@ function eventSeen(events: AgentEvent[], match: (e: AgentEvent) => boolean) {
 
 const lastUserText = (context: Context) => textOf([...context.messages].reverse().find((m) => m.role === "user"));
 
-
 describe("steering", () => {
   it("skips the unstarted calls of a batch, lets running ones finish, and enters before the next model call", async () => {
     const a = gateTool("a");
@@ -38,11 +49,19 @@ describe("steering", () => {
     const d = gateTool("d");
     const contexts: Context[] = [];
     const faux = fauxModel([
-      fauxAssistantMessage([fauxToolCall("a", {}), fauxToolCall("b", {}), fauxToolCall("c", {}), fauxToolCall("d", {})], { stopReason: "toolUse" }),
+      fauxAssistantMessage(
+        [fauxToolCall("a", {}), fauxToolCall("b", {}), fauxToolCall("c", {}), fauxToolCall("d", {})],
+        { stopReason: "toolUse" },
+      ),
       (context) => (contexts.push(structuredClone(context)), fauxAssistantMessage(`ok: ${lastUserText(context)}`)),
     ]);
     const { worker, taskQueue, events } = await testWorker(env, [a.tool, b.tool, c.tool, d.tool]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("steer"), model: faux.getModel(), prompt: "do four things" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("steer"),
+      model: faux.getModel(),
+      prompt: "do four things",
+    });
     const result = await worker.runUntil(async () => {
       await Promise.all([within(a.entered.promise, 20000, "a"), within(b.entered.promise, 20000, "b")]);
       expect(await handle.steer("stop, do something else")).toEqual({ queued: 1 });
@@ -59,7 +78,16 @@ describe("steering", () => {
       ["c", true, SKIPPED_BY_STEERING],
       ["d", true, SKIPPED_BY_STEERING],
     ]);
-    expect(result.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "toolResult", "toolResult", "user", "assistant"]);
+    expect(result.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "toolResult",
+      "toolResult",
+      "toolResult",
+      "user",
+      "assistant",
+    ]);
     expect(textOf(result.messages.at(-1))).toBe("ok: stop, do something else");
     expect(contexts[0].messages.at(-1)).toMatchObject({ role: "user", content: "stop, do something else" });
     expect(toolEventProblems(events)).toEqual([]);
@@ -78,9 +106,17 @@ describe("steering", () => {
 
   it("rejects bad steering input without touching the run", async () => {
     const gate = gateTool("g");
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("g", {})], { stopReason: "toolUse" }), fauxAssistantMessage("done")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("g", {})], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
     const { worker, taskQueue } = await testWorker(env, [gate.tool]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("steer-bad"), model: faux.getModel(), prompt: "go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("steer-bad"),
+      model: faux.getModel(),
+      prompt: "go",
+    });
     await worker.runUntil(async () => {
       await within(gate.entered.promise, 20000, "g");
       await expect(handle.steer("")).rejects.toThrow(RunUpdateRejectedError);
@@ -96,11 +132,22 @@ describe("steering", () => {
 
 describe("follow-ups", () => {
   it("runs another turn when a follow-up was queued while the model streamed", async () => {
-    const faux = fauxModel([fauxAssistantMessage("a long first answer ".repeat(20)), (context) => fauxAssistantMessage(`follow-up answered: ${lastUserText(context)}`)], {
-      tokensPerSecond: 200,
-    });
+    const faux = fauxModel(
+      [
+        fauxAssistantMessage("a long first answer ".repeat(20)),
+        (context) => fauxAssistantMessage(`follow-up answered: ${lastUserText(context)}`),
+      ],
+      {
+        tokensPerSecond: 200,
+      },
+    );
     const { worker, taskQueue, events } = await testWorker(env, []);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("follow"), model: faux.getModel(), prompt: "first" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("follow"),
+      model: faux.getModel(),
+      prompt: "first",
+    });
     const result = await worker.runUntil(async () => {
       await eventSeen(events, (e) => e.type === "message_update");
       expect(await handle.followUp("and then this")).toEqual({ queued: 1 });
@@ -111,7 +158,12 @@ describe("follow-ups", () => {
     expect(result.turns).toBe(2);
     expect(events.filter((e) => e.type === "agent_end")).toHaveLength(1);
     const i = eventTrace(events).indexOf("turn_end");
-    expect(eventTrace(events).slice(i, i + 4)).toEqual(["turn_end", "turn_start", "message_start:user", "message_end:user"]);
+    expect(eventTrace(events).slice(i, i + 4)).toEqual([
+      "turn_end",
+      "turn_start",
+      "message_start:user",
+      "message_end:user",
+    ]);
   });
 });
 
@@ -131,12 +183,21 @@ describe("tool approval", () => {
     };
     return { tool, runs: () => runs };
   }
-  const script = () => [fauxAssistantMessage([fauxToolCall("delete_all", { path: "/tmp/x" }, { id: "del-1" })], { stopReason: "toolUse" }), fauxAssistantMessage("finished")];
+  const script = () => [
+    fauxAssistantMessage([fauxToolCall("delete_all", { path: "/tmp/x" }, { id: "del-1" })], { stopReason: "toolUse" }),
+    fauxAssistantMessage("finished"),
+  ];
 
   async function startWaiting(tools: AgentTool[], extra: { approvalTimeout?: string } = {}, responses = script()) {
     const faux = fauxModel(responses);
     const setup = await testWorker(env, tools);
-    const handle = await startAgentRun(env.client, { taskQueue: setup.taskQueue, workflowId: uniqueId("approve"), model: faux.getModel(), prompt: "clean up", ...extra });
+    const handle = await startAgentRun(env.client, {
+      taskQueue: setup.taskQueue,
+      workflowId: uniqueId("approve"),
+      model: faux.getModel(),
+      prompt: "clean up",
+      ...extra,
+    });
     const waiting = eventSeen(setup.events, (e) => e.type === "tool_execution_start" && e.toolName === "delete_all");
     return { ...setup, handle, waiting };
   }
@@ -148,7 +209,14 @@ describe("tool approval", () => {
       await waiting;
       const state = await handle.state();
       expect(state.status).toBe("waiting_for_approval");
-      expect(state.pendingApprovals).toEqual([{ toolCallId: "del-1", toolName: "delete_all", args: { path: "/tmp/x" }, since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) }]);
+      expect(state.pendingApprovals).toEqual([
+        {
+          toolCallId: "del-1",
+          toolName: "delete_all",
+          args: { path: "/tmp/x" },
+          since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        },
+      ]);
       expect(danger.runs()).toBe(0);
       await expect(handle.approve("no-such-call")).rejects.toThrow(RunUpdateRejectedError);
       await handle.approve("del-1");
@@ -193,7 +261,10 @@ describe("tool approval", () => {
       },
     };
     const { worker, handle, waiting } = await startWaiting([danger.tool, safe], {}, [
-      fauxAssistantMessage([fauxToolCall("delete_all", { path: "/x" }, { id: "del-1" }), fauxToolCall("safe", {}, { id: "safe-1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage(
+        [fauxToolCall("delete_all", { path: "/x" }, { id: "del-1" }), fauxToolCall("safe", {}, { id: "safe-1" })],
+        { stopReason: "toolUse" },
+      ),
       fauxAssistantMessage("finished"),
     ]);
     const result = await worker.runUntil(async () => {
@@ -204,14 +275,25 @@ describe("tool approval", () => {
       await handle.approve("del-1");
       return handle.result();
     });
-    expect(result.messages.filter((m) => m.role === "toolResult").map((m) => textOf(m))).toEqual(["deleted /x", "safe done"]);
+    expect(result.messages.filter((m) => m.role === "toolResult").map((m) => textOf(m))).toEqual([
+      "deleted /x",
+      "safe done",
+    ]);
   });
 
   it("asks only when the predicate says so", async () => {
     const danger = dangerous({ requiresApproval: (args: any) => args.path.startsWith("/etc") });
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("delete_all", { path: "/tmp/x" })], { stopReason: "toolUse" }), fauxAssistantMessage("finished")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("delete_all", { path: "/tmp/x" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("finished"),
+    ]);
     const { worker, taskQueue } = await testWorker(env, [danger.tool]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("predicate"), model: faux.getModel(), prompt: "clean" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("predicate"),
+      model: faux.getModel(),
+      prompt: "clean",
+    });
     const result = await worker.runUntil(handle.result());
     expect(danger.runs()).toBe(1);
     expect(textOf(result.messages[2])).toBe("deleted /tmp/x");
@@ -235,9 +317,17 @@ describe("tool approval", () => {
 
 describe("sessions", () => {
   it("serves three prompts in one workflow, then closes", async () => {
-    const faux = fauxModel(Array.from({ length: 3 }, () => (context: Context) => fauxAssistantMessage(`reply to ${lastUserText(context)}`)));
+    const faux = fauxModel(
+      Array.from({ length: 3 }, () => (context: Context) => fauxAssistantMessage(`reply to ${lastUserText(context)}`)),
+    );
     const { worker, taskQueue, events } = await testWorker(env, []);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("session"), model: faux.getModel(), prompt: "one", session: true });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("session"),
+      model: faux.getModel(),
+      prompt: "one",
+      session: true,
+    });
     const result = await worker.runUntil(async () => {
       const two = await handle.prompt("two");
       expect(two.messages.map((m) => textOf(m))).toEqual(["two", "reply to two"]);
@@ -248,7 +338,14 @@ describe("sessions", () => {
       await handle.close();
       return handle.result();
     });
-    expect(result.messages.map((m) => textOf(m))).toEqual(["one", "reply to one", "two", "reply to two", "three", "reply to three"]);
+    expect(result.messages.map((m) => textOf(m))).toEqual([
+      "one",
+      "reply to one",
+      "two",
+      "reply to two",
+      "three",
+      "reply to three",
+    ]);
     expect(result.turns).toBe(3);
     expect(events.filter((e) => e.type === "agent_end")).toHaveLength(3);
   });
@@ -256,8 +353,20 @@ describe("sessions", () => {
   it("ends on the idle timeout, and refuses prompts to a run that is not a session", async () => {
     const faux = fauxModel([fauxAssistantMessage("hi"), fauxAssistantMessage("hi")]);
     const { worker, taskQueue } = await testWorker(env, []);
-    const session = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("idle"), model: faux.getModel(), prompt: "hello", session: { idleTimeout: "1s" } });
-    const plain = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("plain"), model: faux.getModel(), prompt: "hello", maxTurns: 1 });
+    const session = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("idle"),
+      model: faux.getModel(),
+      prompt: "hello",
+      session: { idleTimeout: "1s" },
+    });
+    const plain = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("plain"),
+      model: faux.getModel(),
+      prompt: "hello",
+      maxTurns: 1,
+    });
     await worker.runUntil(async () => {
       expect((await session.result()).messages).toHaveLength(2);
       await plain.result();
@@ -278,8 +387,18 @@ describe("cancellation", () => {
   it("aborts a streaming model within 2 s and keeps the partial message", async () => {
     const faux = fauxModel([fauxAssistantMessage("word ".repeat(3000))], { tokensPerSecond: 100 });
     const { worker, taskQueue, events } = await testWorker(env, []);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("cancel-stream"), model: faux.getModel(), prompt: "talk" });
-    const { result, latencyMs } = await worker.runUntil(cancelledRun(handle, eventSeen(events, (e) => e.type === "message_update" && e.assistantEvent.type === "text_delta")));
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("cancel-stream"),
+      model: faux.getModel(),
+      prompt: "talk",
+    });
+    const { result, latencyMs } = await worker.runUntil(
+      cancelledRun(
+        handle,
+        eventSeen(events, (e) => e.type === "message_update" && e.assistantEvent.type === "text_delta"),
+      ),
+    );
     console.log(`cancel → streaming model aborted and run ended: ${latencyMs} ms`);
     expect(latencyMs).toBeLessThan(2000);
     expect(result.stopReason).toBe("aborted");
@@ -310,10 +429,25 @@ describe("cancellation", () => {
           });
         }),
     };
-    const stubborn: AgentTool = { name: "stubborn", description: "ignores abort", parameters: Type.Object({}), cancelGracePeriodMs: 300, execute: () => new Promise(() => {}) };
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("listening", {}, { id: "l1" }), fauxToolCall("stubborn", {}, { id: "s1" })], { stopReason: "toolUse" })]);
+    const stubborn: AgentTool = {
+      name: "stubborn",
+      description: "ignores abort",
+      parameters: Type.Object({}),
+      cancelGracePeriodMs: 300,
+      execute: () => new Promise(() => {}),
+    };
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("listening", {}, { id: "l1" }), fauxToolCall("stubborn", {}, { id: "s1" })], {
+        stopReason: "toolUse",
+      }),
+    ]);
     const { worker, taskQueue, events } = await testWorker(env, [listening, stubborn]);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("cancel-tool"), model: faux.getModel(), prompt: "work" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("cancel-tool"),
+      model: faux.getModel(),
+      prompt: "work",
+    });
     const { result } = await worker.runUntil(async () => {
       const cancelled = await cancelledRun(
         handle,

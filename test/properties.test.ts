@@ -39,7 +39,9 @@ async function chain(handle: AgentRunHandle): Promise<{ ends: string[]; failedTa
     const history = await env.client.workflow.getHandle(handle.workflowId, runId).fetchHistory();
     const last = history.events?.at(-1);
     const continued = last?.workflowExecutionContinuedAsNewEventAttributes;
-    out.push(Object.keys(last ?? {}).find((k) => k.startsWith("workflowExecution") && k.endsWith("EventAttributes")) ?? "none");
+    out.push(
+      Object.keys(last ?? {}).find((k) => k.startsWith("workflowExecution") && k.endsWith("EventAttributes")) ?? "none",
+    );
     failedTasks += history.events?.filter((e) => e.workflowTaskFailedEventAttributes).length ?? 0;
     runId = continued?.newExecutionRunId ?? undefined;
   }
@@ -51,7 +53,11 @@ const userTexts = (messages: AgentMessage[]) => messages.filter((m) => m.role ==
 /** Text of random size and alphabet: ASCII, accented, CJK, emoji (UTF-8 widths 1 to 4). */
 const text = (maxChars: number) =>
   fc
-    .tuple(fc.constantFrom("a", "é", "漢", "😀", "\n"), fc.integer({ min: 1, max: maxChars }), fc.string({ maxLength: 20 }))
+    .tuple(
+      fc.constantFrom("a", "é", "漢", "😀", "\n"),
+      fc.integer({ min: 1, max: maxChars }),
+      fc.string({ maxLength: 20 }),
+    )
     .map(([unit, n, tail]) => unit.repeat(n) + tail);
 
 describe("issue 9: bounded runs survive random input", () => {
@@ -80,12 +86,20 @@ describe("issue 9: bounded runs survive random input", () => {
     };
     const { worker, taskQueue } = await testWorker(env, [blob]);
     const scenario = fc.record({
-      batches: fc.array(fc.array(fc.record({ id: fc.constantFrom("a", "b", "call_0"), size: fc.integer({ min: 0, max: 3_000 }) }), { minLength: 1, maxLength: 3 }), {
-        minLength: 1,
+      batches: fc.array(
+        fc.array(fc.record({ id: fc.constantFrom("a", "b", "call_0"), size: fc.integer({ min: 0, max: 3_000 }) }), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        {
+          minLength: 1,
+          maxLength: 3,
+        },
+      ),
+      afterTurns: fc.integer({ min: 1, max: 3 }),
+      updates: fc.array(fc.record({ kind: fc.constantFrom("steer", "followUp"), text: text(80_000) }), {
         maxLength: 3,
       }),
-      afterTurns: fc.integer({ min: 1, max: 3 }),
-      updates: fc.array(fc.record({ kind: fc.constantFrom("steer", "followUp"), text: text(80_000) }), { maxLength: 3 }),
     });
     await worker.runUntil(
       fc.assert(
@@ -102,7 +116,12 @@ describe("issue 9: bounded runs survive random input", () => {
             maxTurns: 12,
           });
           const outcomes = await Promise.all(
-            updates.map((u) => (u.kind === "steer" ? handle.steer(u.text) : handle.followUp(u.text)).then(() => "accepted", (e: Error) => e.name)),
+            updates.map((u) =>
+              (u.kind === "steer" ? handle.steer(u.text) : handle.followUp(u.text)).then(
+                () => "accepted",
+                (e: Error) => e.name,
+              ),
+            ),
           );
           // Refused updates are refused with a type, never by the server failing the run.
           for (const o of outcomes) expect(["accepted", "RunUpdateRejectedError", "RunFinishedError"]).toContain(o);
@@ -110,7 +129,13 @@ describe("issue 9: bounded runs survive random input", () => {
           expect(["stop", "max_turns"]).toContain(result.stopReason);
           const ends = await endings(handle);
           expect(ends.at(-1)).toBe("workflowExecutionCompletedEventAttributes");
-          expect(ends.filter((e) => e !== "workflowExecutionContinuedAsNewEventAttributes" && e !== "workflowExecutionCompletedEventAttributes")).toEqual([]);
+          expect(
+            ends.filter(
+              (e) =>
+                e !== "workflowExecutionContinuedAsNewEventAttributes" &&
+                e !== "workflowExecutionCompletedEventAttributes",
+            ),
+          ).toEqual([]);
           // Context seen == context recorded, for every call of this run.
           const transcript = await handle.transcript();
           const mine = seen.calls.slice(before).filter((c) => textOf(c[0]).startsWith(key));
@@ -123,13 +148,16 @@ describe("issue 9: bounded runs survive random input", () => {
 });
 
 describe("issue 19: every accepted update has a visible fate", () => {
-  type Op = { kind: "steer" | "followUp" | "prompt"; text: string } | { kind: "approve" | "deny" | "close" | "cancel" | "pause" };
+  type Op =
+    | { kind: "steer" | "followUp" | "prompt"; text: string }
+    | { kind: "approve" | "deny" | "close" | "cancel" | "pause" };
 
   it("random interleavings on a session crossing continue-as-new", async () => {
     // A prompt that starts with "tool" asks for the approval tool; anything else is answered at once.
     const reply = (context: Context) => {
       const last = context.messages.at(-1)!;
-      if (last.role === "user" && textOf(last).startsWith("tool")) return fauxAssistantMessage([fauxToolCall("guarded", {})], { stopReason: "toolUse" });
+      if (last.role === "user" && textOf(last).startsWith("tool"))
+        return fauxAssistantMessage([fauxToolCall("guarded", {})], { stopReason: "toolUse" });
       return fauxAssistantMessage(`answer ${context.messages.length}`);
     };
     const faux = fauxModel(Array.from({ length: 3000 }, () => reply));
@@ -143,74 +171,90 @@ describe("issue 19: every accepted update has a visible fate", () => {
     };
     const { worker, taskQueue, events } = await testWorker(env, [guarded]);
     const op: fc.Arbitrary<Op> = fc.oneof(
-      fc.record({ kind: fc.constantFrom("steer" as const, "followUp" as const, "prompt" as const), text: fc.constantFrom("tool please", "hello", "more") }),
+      fc.record({
+        kind: fc.constantFrom("steer" as const, "followUp" as const, "prompt" as const),
+        text: fc.constantFrom("tool please", "hello", "more"),
+      }),
       fc.record({ kind: fc.constantFrom("approve" as const, "deny" as const, "pause" as const, "pause" as const) }),
       fc.record({ kind: fc.constantFrom("close" as const, "cancel" as const) }),
     );
     await worker.runUntil(
       fc.assert(
-        fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 2 }), async (ops, afterTurns) => {
-          const key = uniqueId("p19");
-          const firstEvent = events.length;
-          const handle = await startAgentRun(env.client, {
-            taskQueue,
-            workflowId: key,
-            model: faux.getModel(),
-            prompt: "tool first",
-            session: { idleTimeout: "30s" },
-            continueAsNew: { afterTurns },
-          });
-          const sent: { kind: string; text: string }[] = [];
-          const prompts: Promise<PromptResult | Error>[] = [];
-          let n = 0;
-          let ended = false;
-          for (const o of ops) {
-            if (o.kind === "pause") {
-              await new Promise((r) => setTimeout(r, 150));
-            } else if (o.kind === "steer" || o.kind === "followUp") {
-              const t = `${o.text} #${++n}`;
-              const ok = await (o.kind === "steer" ? handle.steer(t) : handle.followUp(t)).then(
-                () => true,
-                () => false,
-              );
-              if (ok) sent.push({ kind: o.kind, text: t });
-            } else if (o.kind === "prompt") {
-              prompts.push(handle.prompt(`${o.text} #${++n}`).catch((e: Error) => e));
-            } else if (o.kind === "approve" || o.kind === "deny") {
-              const waiting = (await handle.state().catch(() => undefined))?.pendingApprovals ?? [];
-              for (const w of waiting) await (o.kind === "approve" ? handle.approve(w.toolCallId) : handle.deny(w.toolCallId, "no")).catch(() => undefined);
-            } else {
-              ended = (await (o.kind === "close" ? handle.close() : handle.cancel()).then(
-                () => true,
-                () => false,
-              )) || ended;
+        fc.asyncProperty(
+          fc.array(op, { minLength: 1, maxLength: 12 }),
+          fc.integer({ min: 1, max: 2 }),
+          async (ops, afterTurns) => {
+            const key = uniqueId("p19");
+            const firstEvent = events.length;
+            const handle = await startAgentRun(env.client, {
+              taskQueue,
+              workflowId: key,
+              model: faux.getModel(),
+              prompt: "tool first",
+              session: { idleTimeout: "30s" },
+              continueAsNew: { afterTurns },
+            });
+            const sent: { kind: string; text: string }[] = [];
+            const prompts: Promise<PromptResult | Error>[] = [];
+            let n = 0;
+            let ended = false;
+            for (const o of ops) {
+              if (o.kind === "pause") {
+                await new Promise((r) => setTimeout(r, 150));
+              } else if (o.kind === "steer" || o.kind === "followUp") {
+                const t = `${o.text} #${++n}`;
+                const ok = await (o.kind === "steer" ? handle.steer(t) : handle.followUp(t)).then(
+                  () => true,
+                  () => false,
+                );
+                if (ok) sent.push({ kind: o.kind, text: t });
+              } else if (o.kind === "prompt") {
+                prompts.push(handle.prompt(`${o.text} #${++n}`).catch((e: Error) => e));
+              } else if (o.kind === "approve" || o.kind === "deny") {
+                const waiting = (await handle.state().catch(() => undefined))?.pendingApprovals ?? [];
+                for (const w of waiting)
+                  await (o.kind === "approve" ? handle.approve(w.toolCallId) : handle.deny(w.toolCallId, "no")).catch(
+                    () => undefined,
+                  );
+              } else {
+                ended =
+                  (await (o.kind === "close" ? handle.close() : handle.cancel()).then(
+                    () => true,
+                    () => false,
+                  )) || ended;
+              }
             }
-          }
-          if (!ended) await handle.close().catch(() => handle.cancel());
-          // The session ends once closed or cancelled (not at the idle timeout).
-          const result: AgentRunResult = await within(handle.result(), 25_000, "the session to end");
-          const answers = await within(Promise.all(prompts), 25_000, "every prompt's answer");
-          const transcript = await handle.transcript();
-          // Every accepted steering or follow-up message entered the transcript or is reported as dropped.
-          const inTranscript = new Set(userTexts(transcript));
-          const dropped = new Set((result.dropped ?? []).map((d) => d.preview));
-          for (const s of sent) expect([s.text, inTranscript.has(s.text) || dropped.has(s.text)]).toEqual([s.text, true]);
-          // Every prompt was answered, refused up front with a typed error, or reported as dropped.
-          for (const a of answers) {
-            if (a instanceof Error) expect(["RunUpdateRejectedError", "RunFinishedError"]).toContain(a.name);
-            else expect(["stop", "aborted", "max_turns", "terminate", "length"]).toContain(a.stopReason);
-          }
-          // One agent_end per loop: the first prompt's, and one per prompt whose loop ran.
-          const loops = 1 + answers.filter((a) => !(a instanceof Error) && a.errorMessage !== "Session cancelled before this prompt ran").length;
-          const ends = events.slice(firstEvent).filter((e) => e.type === "agent_end").length;
-          // Sinks run when a workflow task's activation ends, before the server accepts the task: an attempt the
-          // server rejects (UnhandledCommand: a new event arrived as it completed) may have emitted its own events
-          // before the retried task took another path (README, "Events"). Only those can add an agent_end.
-          const { failedTasks } = await chain(handle);
-          if (failedTasks === 0) expect(ends).toBe(loops);
-          else expect([ends >= loops, ends - loops <= failedTasks]).toEqual([true, true]);
-          expect(["stop", "aborted", "length"]).toContain(result.stopReason);
-        }),
+            if (!ended) await handle.close().catch(() => handle.cancel());
+            // The session ends once closed or cancelled (not at the idle timeout).
+            const result: AgentRunResult = await within(handle.result(), 25_000, "the session to end");
+            const answers = await within(Promise.all(prompts), 25_000, "every prompt's answer");
+            const transcript = await handle.transcript();
+            // Every accepted steering or follow-up message entered the transcript or is reported as dropped.
+            const inTranscript = new Set(userTexts(transcript));
+            const dropped = new Set((result.dropped ?? []).map((d) => d.preview));
+            for (const s of sent)
+              expect([s.text, inTranscript.has(s.text) || dropped.has(s.text)]).toEqual([s.text, true]);
+            // Every prompt was answered, refused up front with a typed error, or reported as dropped.
+            for (const a of answers) {
+              if (a instanceof Error) expect(["RunUpdateRejectedError", "RunFinishedError"]).toContain(a.name);
+              else expect(["stop", "aborted", "max_turns", "terminate", "length"]).toContain(a.stopReason);
+            }
+            // One agent_end per loop: the first prompt's, and one per prompt whose loop ran.
+            const loops =
+              1 +
+              answers.filter(
+                (a) => !(a instanceof Error) && a.errorMessage !== "Session cancelled before this prompt ran",
+              ).length;
+            const ends = events.slice(firstEvent).filter((e) => e.type === "agent_end").length;
+            // Sinks run when a workflow task's activation ends, before the server accepts the task: an attempt the
+            // server rejects (UnhandledCommand: a new event arrived as it completed) may have emitted its own events
+            // before the retried task took another path (README, "Events"). Only those can add an agent_end.
+            const { failedTasks } = await chain(handle);
+            if (failedTasks === 0) expect(ends).toBe(loops);
+            else expect([ends >= loops, ends - loops <= failedTasks]).toEqual([true, true]);
+            expect(["stop", "aborted", "length"]).toContain(result.stopReason);
+          },
+        ),
         { numRuns: 12, seed: Number(process.env.FC_SEED ?? 20261130), endOnFailure: true },
       ),
     );

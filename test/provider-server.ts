@@ -47,16 +47,26 @@ function pieces(text: string, size = 6): string[] {
 
 function openAIChunks(step: Step, model: string): string[] {
   const base = { id: "chatcmpl-test", object: "chat.completion.chunk", created: 1, model };
-  const chunk = (delta: object, finish: string | null = null) => JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
+  const chunk = (delta: object, finish: string | null = null) =>
+    JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
   const out = [chunk({ role: "assistant", content: "" })];
   if (step.text) for (const p of pieces(step.text)) out.push(chunk({ content: p }));
   (step.toolCalls ?? []).forEach((call, index) => {
-    out.push(chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }));
-    for (const p of pieces(JSON.stringify(call.args))) out.push(chunk({ tool_calls: [{ index, function: { arguments: p } }] }));
+    out.push(
+      chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }),
+    );
+    for (const p of pieces(JSON.stringify(call.args)))
+      out.push(chunk({ tool_calls: [{ index, function: { arguments: p } }] }));
   });
   out.push(chunk({}, step.toolCalls?.length ? "tool_calls" : "stop"));
   const usage = step.usage ?? { input: 10, output: 5 };
-  out.push(JSON.stringify({ ...base, choices: [], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } }));
+  out.push(
+    JSON.stringify({
+      ...base,
+      choices: [],
+      usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
+    }),
+  );
   return out.map((data) => `data: ${data}\n\n`).concat("data: [DONE]\n\n");
 }
 
@@ -65,40 +75,82 @@ function anthropicChunks(step: Step, model: string): string[] {
   const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
   const out = [
     event("message_start", {
-      message: { id: "msg_test", type: "message", role: "assistant", content: [], model, stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input, output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } },
+      message: {
+        id: "msg_test",
+        type: "message",
+        role: "assistant",
+        content: [],
+        model,
+        stop_reason: null,
+        stop_sequence: null,
+        usage: {
+          input_tokens: usage.input,
+          output_tokens: 1,
+          cache_read_input_tokens: 0,
+          cache_creation_input_tokens: 0,
+        },
+      },
     }),
   ];
   let index = 0;
   if (step.thinking) {
     out.push(event("content_block_start", { index, content_block: { type: "thinking", thinking: "" } }));
-    for (const p of pieces(step.thinking)) out.push(event("content_block_delta", { index, delta: { type: "thinking_delta", thinking: p } }));
+    for (const p of pieces(step.thinking))
+      out.push(event("content_block_delta", { index, delta: { type: "thinking_delta", thinking: p } }));
     out.push(event("content_block_delta", { index, delta: { type: "signature_delta", signature: "sig-test" } }));
     out.push(event("content_block_stop", { index }));
     index++;
   }
   if (step.text) {
     out.push(event("content_block_start", { index, content_block: { type: "text", text: "" } }));
-    for (const p of pieces(step.text)) out.push(event("content_block_delta", { index, delta: { type: "text_delta", text: p } }));
+    for (const p of pieces(step.text))
+      out.push(event("content_block_delta", { index, delta: { type: "text_delta", text: p } }));
     out.push(event("content_block_stop", { index }));
     index++;
   }
   for (const call of step.toolCalls ?? []) {
-    out.push(event("content_block_start", { index, content_block: { type: "tool_use", id: call.id, name: call.name, input: {} } }));
-    for (const p of pieces(JSON.stringify(call.args))) out.push(event("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: p } }));
+    out.push(
+      event("content_block_start", {
+        index,
+        content_block: { type: "tool_use", id: call.id, name: call.name, input: {} },
+      }),
+    );
+    for (const p of pieces(JSON.stringify(call.args)))
+      out.push(event("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: p } }));
     out.push(event("content_block_stop", { index }));
     index++;
   }
-  out.push(event("message_delta", { delta: { stop_reason: step.toolCalls?.length ? "tool_use" : "end_turn", stop_sequence: null }, usage: { output_tokens: usage.output } }));
+  out.push(
+    event("message_delta", {
+      delta: { stop_reason: step.toolCalls?.length ? "tool_use" : "end_turn", stop_sequence: null },
+      usage: { output_tokens: usage.output },
+    }),
+  );
   out.push(event("message_stop", {}));
   return out;
 }
 
 function errorBody(path: string, status: number, message: string): string {
   if (path.endsWith("/messages")) {
-    const type = status === 529 ? "overloaded_error" : status === 429 ? "rate_limit_error" : status === 401 ? "authentication_error" : status >= 500 ? "api_error" : "invalid_request_error";
+    const type =
+      status === 529
+        ? "overloaded_error"
+        : status === 429
+          ? "rate_limit_error"
+          : status === 401
+            ? "authentication_error"
+            : status >= 500
+              ? "api_error"
+              : "invalid_request_error";
     return JSON.stringify({ type: "error", error: { type, message } });
   }
-  return JSON.stringify({ error: { message, type: status === 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error", code: null } });
+  return JSON.stringify({
+    error: {
+      message,
+      type: status === 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error",
+      code: null,
+    },
+  });
 }
 
 /** An error inside an SSE stream, in the request's wire format. */
@@ -107,7 +159,9 @@ function streamErrorEvent(path: string, fault: Extract<Fault, { kind: "streamErr
     const body = fault.body ?? { type: "error", error: { type: fault.type, message: fault.message } };
     return `event: error\ndata: ${JSON.stringify(body)}\n\n`;
   }
-  const body = fault.body ?? { error: { message: fault.message, type: fault.type, param: null, code: fault.code ?? null } };
+  const body = fault.body ?? {
+    error: { message: fault.message, type: fault.type, param: null, code: fault.code ?? null },
+  };
   return `data: ${JSON.stringify(body)}\n\n`;
 }
 
@@ -144,11 +198,35 @@ export class ProviderServer {
   }
 
   openAIModel(overrides: Partial<Model<Api>> = {}): Model<Api> {
-    return { id: "gpt-test", name: "GPT test", api: "openai-completions", provider: "openai", baseUrl: `http://127.0.0.1:${this.port}/v1`, reasoning: false, input: ["text"], cost: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0 }, contextWindow: 128000, maxTokens: 4096, ...overrides };
+    return {
+      id: "gpt-test",
+      name: "GPT test",
+      api: "openai-completions",
+      provider: "openai",
+      baseUrl: `http://127.0.0.1:${this.port}/v1`,
+      reasoning: false,
+      input: ["text"],
+      cost: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0 },
+      contextWindow: 128000,
+      maxTokens: 4096,
+      ...overrides,
+    };
   }
 
   anthropicModel(overrides: Partial<Model<Api>> = {}): Model<Api> {
-    return { id: "claude-test", name: "Claude test", api: "anthropic-messages", provider: "anthropic", baseUrl: `http://127.0.0.1:${this.port}`, reasoning: true, input: ["text"], cost: { input: 3, output: 15, cacheRead: 0, cacheWrite: 0 }, contextWindow: 200000, maxTokens: 4096, ...overrides };
+    return {
+      id: "claude-test",
+      name: "Claude test",
+      api: "anthropic-messages",
+      provider: "anthropic",
+      baseUrl: `http://127.0.0.1:${this.port}`,
+      reasoning: true,
+      input: ["text"],
+      cost: { input: 3, output: 15, cacheRead: 0, cacheWrite: 0 },
+      contextWindow: 200000,
+      maxTokens: 4096,
+      ...overrides,
+    };
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -158,12 +236,17 @@ export class ProviderServer {
     this.requests.push({ path, headers: req.headers, body: raw ? JSON.parse(raw) : undefined, at: Date.now() });
     const step = this.steps.shift();
     if (!step) {
-      res.writeHead(500, { "content-type": "application/json" }).end(errorBody(path, 500, "test server: no scripted step left"));
+      res
+        .writeHead(500, { "content-type": "application/json" })
+        .end(errorBody(path, 500, "test server: no scripted step left"));
       return;
     }
     const fault = step.fault;
     if (fault?.kind === "status") {
-      const body = fault.body !== undefined ? JSON.stringify(fault.body) : errorBody(path, fault.status, fault.message ?? `scripted ${fault.status}`);
+      const body =
+        fault.body !== undefined
+          ? JSON.stringify(fault.body)
+          : errorBody(path, fault.status, fault.message ?? `scripted ${fault.status}`);
       res.writeHead(fault.status, { "content-type": "application/json", ...fault.headers }).end(body);
       return;
     }
@@ -186,7 +269,11 @@ export class ProviderServer {
           return;
         }
         if (fault.kind === "malformed") {
-          res.write(path.endsWith("/messages") ? `event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0,,}\n\n` : `data: {"choices": [,,]}\n\n`);
+          res.write(
+            path.endsWith("/messages")
+              ? `event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0,,}\n\n`
+              : `data: {"choices": [,,]}\n\n`,
+          );
           res.end();
           return;
         }

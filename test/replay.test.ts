@@ -13,8 +13,7 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
 import { readHistoryFile, replayHistory, replayOptions } from "../src/replay.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
-import { MEMO_PATCH } from "../src/workflows/agent-run.js";
-import { LOCAL_ACTIVITIES_PATCH } from "../src/workflows/tool-calls.js";
+import { LOCAL_ACTIVITIES_PATCH, MEMO_PATCH } from "../src/workflows/patches.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, type TestEnv } from "./helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -47,12 +46,25 @@ const hasPatchMarker = async (file: string, patchId?: string) =>
   ((await readHistoryFile(path.join(fixturesDir, file))).events ?? []).some(
     (e) =>
       e.markerRecordedEventAttributes?.markerName === "core_patch" &&
-      (patchId === undefined || Buffer.from(e.markerRecordedEventAttributes.details?.["patch-data"]?.payloads?.[0]?.data ?? []).toString().includes(`"${patchId}"`)),
+      (patchId === undefined ||
+        Buffer.from(e.markerRecordedEventAttributes.details?.["patch-data"]?.payloads?.[0]?.data ?? [])
+          .toString()
+          .includes(`"${patchId}"`)),
   );
 
 describe("golden histories", () => {
   it("has the representative runs", () => {
-    for (const name of ["text-only", "fast-tools", "parallel-and-sequential-tools", "validation-error", "thrown-tool-error", "terminate", "max-turns", "approval-denied", "crash-recovered"]) {
+    for (const name of [
+      "text-only",
+      "fast-tools",
+      "parallel-and-sequential-tools",
+      "validation-error",
+      "thrown-tool-error",
+      "terminate",
+      "max-turns",
+      "approval-denied",
+      "crash-recovered",
+    ]) {
       expect(fixtures).toContain(`${name}.json`);
     }
     expect(fixtures.filter((f) => f.startsWith("frozen/")).length).toBeGreaterThan(0);
@@ -60,7 +72,9 @@ describe("golden histories", () => {
 
   it("replays every fixture against the current workflow code without nondeterminism", async () => {
     const bundle = await bundleAgentWorkflows();
-    const histories = await Promise.all(fixtures.map(async (f) => ({ workflowId: f, history: await readHistoryFile(path.join(fixturesDir, f)) })));
+    const histories = await Promise.all(
+      fixtures.map(async (f) => ({ workflowId: f, history: await readHistoryFile(path.join(fixturesDir, f)) })),
+    );
     const failures: string[] = [];
     let replayed = 0;
     for await (const result of Worker.runReplayHistories(replayOptions(bundle), histories)) {
@@ -73,7 +87,8 @@ describe("golden histories", () => {
 
   it(`keeps histories recorded before the "${MEMO_PATCH}" patch replayable`, async () => {
     // The frozen ones predate the patch (no marker); the re-recorded ones carry it. Both replayed above.
-    for (const f of fixtures.filter((f) => f.startsWith("frozen/before-memo-patch"))) expect(await hasPatchMarker(f)).toBe(false);
+    for (const f of fixtures.filter((f) => f.startsWith("frozen/before-memo-patch")))
+      expect(await hasPatchMarker(f)).toBe(false);
     expect(await hasPatchMarker("parallel-and-sequential-tools.json")).toBe(true);
   });
 
@@ -86,7 +101,11 @@ describe("golden histories", () => {
 
   it("catches a changed loop: replaying against it reports nondeterminism and the event", async () => {
     const changed = await bundleAgentWorkflows(path.join(root, "test/fixtures/changed-workflow.ts"));
-    const outcome = await replayHistory(await readHistoryFile(path.join(fixturesDir, "text-only.json")), "guard", changed);
+    const outcome = await replayHistory(
+      await readHistoryFile(path.join(fixturesDir, "text-only.json")),
+      "guard",
+      changed,
+    );
     expect(outcome.error?.nondeterminism).toBe(true);
     expect(outcome.error?.message).toMatch(/auditRun|resolveRunSetup/);
     // The first command of the first workflow task: the setup activity the changed loop no longer schedules first.
@@ -104,7 +123,9 @@ describe("npm run replay / npm run show", () => {
     expect(ok.stdout).toMatch(/^replayed \d+ events: deterministic$/m);
     const bad = cli("replay.ts", ["--file", file, "--workflows", "test/fixtures/changed-workflow.ts"]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/replay of \d+ events diverged at event 5 \(activityTaskScheduled resolveRunSetup\) \(nondeterminism\)/);
+    expect(bad.stderr).toMatch(
+      /replay of \d+ events diverged at event 5 \(activityTaskScheduled resolveRunSetup\) \(nondeterminism\)/,
+    );
     expect(cli("replay.ts", []).code).toBe(2);
   }, 120000);
 
@@ -113,10 +134,21 @@ describe("npm run replay / npm run show", () => {
       fauxAssistantMessage([fauxToolCall("lookup", { word: "ciao" }, { id: "c1" })], { stopReason: "toolUse" }),
       fauxAssistantMessage("Ciao means hello."),
     ]);
-    const lookup = { name: "lookup", description: "d", parameters: Type.Object({ word: Type.String() }), execute: async () => ({ content: [{ type: "text" as const, text: "hello" }] }) };
+    const lookup = {
+      name: "lookup",
+      description: "d",
+      parameters: Type.Object({ word: Type.String() }),
+      execute: async () => ({ content: [{ type: "text" as const, text: "hello" }] }),
+    };
     const { worker, taskQueue } = await testWorker(env, [lookup]);
     const workflowId = uniqueId("live");
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), systemPrompt: "Translate.", prompt: "What does ciao mean?" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: faux.getModel(),
+      systemPrompt: "Translate.",
+      prompt: "What does ciao mean?",
+    });
     await worker.runUntil(handle.result());
     // No worker runs from here on.
     const replay = cli("replay.ts", [workflowId]);

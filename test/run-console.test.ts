@@ -33,7 +33,10 @@ function watch(workflowId: string): Promise<string> & { printed(text: string): P
   let out = "";
   const waiting: { text: string; resolve: () => void }[] = [];
   const done = new Promise<string>((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/watch.ts", workflowId], { env: process.env, stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/watch.ts", workflowId], {
+      env: process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const take = (c: Buffer) => {
       out += c.toString();
       for (const w of waiting) if (out.includes(w.text)) w.resolve();
@@ -43,7 +46,8 @@ function watch(workflowId: string): Promise<string> & { printed(text: string): P
     proc.on("error", reject);
     proc.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`watch exited ${code}: ${out}`))));
   });
-  const printed = (text: string) => new Promise<void>((resolve) => (out.includes(text) ? resolve() : waiting.push({ text, resolve })));
+  const printed = (text: string) =>
+    new Promise<void>((resolve) => (out.includes(text) ? resolve() : waiting.push({ text, resolve })));
   return Object.assign(done, { printed });
 }
 
@@ -51,33 +55,67 @@ describe("run console", () => {
   it("shows tokens as they arrive, approves a tool and shows the final answer; watch follows the run live and replays it", async () => {
     const faux = fauxModel(
       [
-        fauxAssistantMessage([fauxText("Looking the word up in the dictionary first."), fauxToolCall("lookup", { word: "hello" })], { stopReason: "toolUse" }),
+        fauxAssistantMessage(
+          [fauxText("Looking the word up in the dictionary first."), fauxToolCall("lookup", { word: "hello" })],
+          { stopReason: "toolUse" },
+        ),
         fauxAssistantMessage("Final answer: hello is a greeting."),
       ],
       { tokensPerSecond: 20 },
     );
-    const service = await startRunEventsService({ client: env.client, port: 0, temporalUiUrl: "http://localhost:8233" });
+    const service = await startRunEventsService({
+      client: env.client,
+      port: 0,
+      temporalUiUrl: "http://localhost:8233",
+    });
     const taskQueue = uniqueId("tq");
-    const worker = await createAgentWorker({ connection: env.connection, taskQueue, tools: [lookup], workflowBundle: env.bundle, onEvent: service.onEvent, workerOptions: { identity: service.identity } });
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue,
+      tools: [lookup],
+      workflowBundle: env.bundle,
+      onEvent: service.onEvent,
+      workerOptions: { identity: service.identity },
+    });
     const browser = await chromium.launch({
       executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
     });
     try {
       await worker.runUntil(async () => {
         const workflowId = uniqueId("console");
-        const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "What is hello?" });
+        const handle = await startAgentRun(env.client, {
+          taskQueue,
+          workflowId,
+          model: faux.getModel(),
+          prompt: "What is hello?",
+        });
         const live = watch(workflowId);
         const page = await browser.newPage();
         await page.goto(`${service.server.url}/runs/${workflowId}/console`);
         // Tokens arrive: the streaming message grows before it is complete.
-        await page.waitForFunction(() => Number((globalThis as any).document.body.dataset.deltas ?? 0) >= 3, undefined, { timeout: 60_000 });
+        await page.waitForFunction(
+          () => Number((globalThis as any).document.body.dataset.deltas ?? 0) >= 3,
+          undefined,
+          { timeout: 60_000 },
+        );
         await expect(page.locator(".assistant").first().textContent()).resolves.toContain("Looking the word up");
         // The person approves once watch, in another process, has shown the call waiting.
         await within(live.printed("waits for approval"), 60_000, "watch to show the waiting approval");
         await page.locator(".approval button.approve").click({ timeout: 60_000 });
         await page.waitForSelector("body[data-ended]", { timeout: 60_000 });
-        await expect(page.locator(".assistant").last().textContent()).resolves.toBe("Final answer: hello is a greeting.");
+        await expect(page.locator(".assistant").last().textContent()).resolves.toBe(
+          "Final answer: hello is a greeting.",
+        );
         await expect(page.locator("details.tool .result").textContent()).resolves.toContain("hello: a greeting");
         await expect(page.locator("#ui").getAttribute("href")).resolves.toContain(workflowId);
         await mkdir("docs", { recursive: true });
@@ -85,7 +123,7 @@ describe("run console", () => {
         const result = await handle.result();
         expect(result.stopReason).toBe("stop");
         const attached = await within(live, 60_000, "watch of the running run");
-        expect(attached).toContain("→ lookup {\"word\":\"hello\"}");
+        expect(attached).toContain('→ lookup {"word":"hello"}');
         expect(attached).toContain("waits for approval");
         expect(attached).toContain("Final answer: hello is a greeting.");
         expect(attached).toMatch(/completed after 2 turn\(s\)/);

@@ -37,7 +37,10 @@ interface Line {
 /** Runs test/events-child.ts in its own node process; resolves with its lines once it exits. */
 function child(args: string[], onLine?: (line: Line) => void): Promise<Line[]> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", "test/events-child.ts", ...args], { env: process.env, stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(process.execPath, ["--import", "tsx", "test/events-child.ts", ...args], {
+      env: process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const lines: Line[] = [];
     let buffer = "";
     let stderr = "";
@@ -63,13 +66,20 @@ describe("run events in another process", () => {
   it("delivers what onEvent got, token deltas included, resumed mid-stream from a cursor and across continue-as-new", async () => {
     const faux = fauxModel(
       [
-        fauxAssistantMessage([fauxText("Let me echo that for you, word by word."), fauxToolCall("echo", { text: "hello" })], { stopReason: "toolUse" }),
+        fauxAssistantMessage(
+          [fauxText("Let me echo that for you, word by word."), fauxToolCall("echo", { text: "hello" })],
+          { stopReason: "toolUse" },
+        ),
         fauxAssistantMessage("The echo said hello, and that is the final answer."),
       ],
       { tokensPerSecond: 40 },
     );
     const seen: AgentEvent[] = [];
-    const service = await startRunEventsService({ client: env.client, port: 0, onEvent: (e) => void seen.push(snapshot(e)) });
+    const service = await startRunEventsService({
+      client: env.client,
+      port: 0,
+      onEvent: (e) => void seen.push(snapshot(e)),
+    });
     const taskQueue = uniqueId("tq");
     const worker = await createAgentWorker({
       connection: env.connection,
@@ -80,7 +90,13 @@ describe("run events in another process", () => {
       workerOptions: { identity: service.identity },
     });
     const workflowId = uniqueId("events");
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "Echo hello", continueAsNew: { afterTurns: 1 } });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: faux.getModel(),
+      prompt: "Echo hello",
+      continueAsNew: { afterTurns: 1 },
+    });
     const { runId: firstRunId } = await handle.workflow.describe();
     try {
       await worker.runUntil(async () => {
@@ -125,8 +141,18 @@ describe("run events in another process", () => {
     const faux = fauxModel([fauxAssistantMessage("Just text.")]);
     const seen: AgentEvent[] = [];
     const taskQueue = uniqueId("tq");
-    const worker = await createAgentWorker({ connection: env.connection, taskQueue, workflowBundle: env.bundle, onEvent: (e) => void seen.push(snapshot(e)) });
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("events-h"), model: faux.getModel(), prompt: "Hi" });
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue,
+      workflowBundle: env.bundle,
+      onEvent: (e) => void seen.push(snapshot(e)),
+    });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("events-h"),
+      model: faux.getModel(),
+      prompt: "Hi",
+    });
     await worker.runUntil(handle.result());
     const got: AgentEvent[] = [];
     for await (const { event } of handle.events()) got.push(event);
@@ -139,7 +165,12 @@ describe("run events in another process", () => {
     const partial = { role: "assistant", content: [{ type: "text", text: "" }], usage: {} } as never;
     for (let m = 0; m < 20; m++) {
       tap.append(run, { type: "message_start", message: partial });
-      for (let i = 0; i < 50; i++) tap.append(run, { type: "message_update", message: partial, assistantEvent: { type: "text_delta", contentIndex: 0, delta: "x", partial } });
+      for (let i = 0; i < 50; i++)
+        tap.append(run, {
+          type: "message_update",
+          message: partial,
+          assistantEvent: { type: "text_delta", contentIndex: 0, delta: "x", partial },
+        });
       tap.append(run, { type: "message_end", message: partial });
     }
     const events = tap.since("w", -1);

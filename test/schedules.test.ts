@@ -2,7 +2,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
 import { getAgentRun, InvalidRunInputError } from "../src/client.js";
-import { deleteAgentSchedule, describeAgentSchedule, listAgentSchedules, pauseAgentSchedule, scheduleAgentRun } from "../src/schedules.js";
+import {
+  deleteAgentSchedule,
+  describeAgentSchedule,
+  listAgentSchedules,
+  pauseAgentSchedule,
+  scheduleAgentRun,
+} from "../src/schedules.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
@@ -18,7 +24,14 @@ describe("scheduled runs", () => {
     const faux = fauxModel(Array.from({ length: 30 }, () => () => fauxAssistantMessage("tick")));
     const { worker, taskQueue } = await testWorker(env, []);
     const scheduleId = uniqueId("sched");
-    await scheduleAgentRun(env.client, { scheduleId, spec: { interval: "2s" }, overlap: "buffer_one", taskQueue, model: faux.getModel(), prompt: "tick" });
+    await scheduleAgentRun(env.client, {
+      scheduleId,
+      spec: { interval: "2s" },
+      overlap: "buffer_one",
+      taskQueue,
+      model: faux.getModel(),
+      prompt: "tick",
+    });
     try {
       const { runs, paused } = await worker.runUntil(async () => {
         // Polls the schedule's own record of what it started (no timer stands in for an event).
@@ -53,10 +66,18 @@ describe("scheduled runs", () => {
 
   it("a bad run input creates nothing and names the field", async () => {
     const scheduleId = uniqueId("sched-bad");
-    await expect(scheduleAgentRun(env.client, { scheduleId, spec: { interval: "1h" }, model: "faux/x", prompt: "hi", maxTurns: 0 })).rejects.toThrow(
-      new InvalidRunInputError('Invalid run input: "maxTurns" must be a positive integer'),
+    await expect(
+      scheduleAgentRun(env.client, {
+        scheduleId,
+        spec: { interval: "1h" },
+        model: "faux/x",
+        prompt: "hi",
+        maxTurns: 0,
+      }),
+    ).rejects.toThrow(new InvalidRunInputError('Invalid run input: "maxTurns" must be a positive integer'));
+    await expect(scheduleAgentRun(env.client, { scheduleId, spec: {}, model: "faux/x", prompt: "hi" })).rejects.toThrow(
+      /needs "cron" or "interval"/,
     );
-    await expect(scheduleAgentRun(env.client, { scheduleId, spec: {}, model: "faux/x", prompt: "hi" })).rejects.toThrow(/needs "cron" or "interval"/);
     await expect(env.client.schedule.getHandle(scheduleId).describe()).rejects.toThrow();
   });
 });

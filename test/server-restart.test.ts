@@ -43,13 +43,26 @@ describe("server restart", () => {
         return { content: [{ type: "text", text: "gate passed" }] };
       },
     };
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("gate", {}, { id: "g1" })], { stopReason: "toolUse" }), fauxAssistantMessage("all done")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("gate", {}, { id: "g1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("all done"),
+    ]);
     const connection = await NativeConnection.connect({ address: server.address });
     const clientConnection = await Connection.connect({ address: server.address });
     const client = new Client({ connection: clientConnection });
     const taskQueue = uniqueId("restart");
-    const worker = await createAgentWorker({ connection, taskQueue, tools: [gate], workflowBundle: await bundleAgentWorkflows() });
-    const handle = await startAgentRun(client, { taskQueue, workflowId: uniqueId("restart"), model: faux.getModel(), prompt: "pass the gate" });
+    const worker = await createAgentWorker({
+      connection,
+      taskQueue,
+      tools: [gate],
+      workflowBundle: await bundleAgentWorkflows(),
+    });
+    const handle = await startAgentRun(client, {
+      taskQueue,
+      workflowId: uniqueId("restart"),
+      model: faux.getModel(),
+      prompt: "pass the gate",
+    });
 
     const result = await worker.runUntil(async () => {
       await within(entered.promise, 30000, "the tool to start");

@@ -21,11 +21,22 @@ afterAll(async () => {
 });
 
 it("Ctrl-C during `npm start --address …` cancels the run, which closes as aborted; the process exits 0", async () => {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/cli/start.ts"), "--address", process.env.TEMPORAL_ADDRESS!, "What is here?"], {
-    cwd: repoRoot,
-    env: { ...process.env, NODE_OPTIONS: "", JAI_WORKSPACE: workspace, JAI_MODEL: "", TEMPORAL_ADDRESS: "" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      path.join(repoRoot, "src/cli/start.ts"),
+      "--address",
+      process.env.TEMPORAL_ADDRESS!,
+      "What is here?",
+    ],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, NODE_OPTIONS: "", JAI_WORKSPACE: workspace, JAI_MODEL: "", TEMPORAL_ADDRESS: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   // Interrupt as soon as the run has started (the demo model is fast: the whole run takes about a second).

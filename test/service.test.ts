@@ -69,7 +69,9 @@ async function startWorker(args: string[], extraEnv: Record<string, string | und
 describe("worker process", () => {
   it("two-shell quickstart: TEMPORAL_ADDRESS=… npm run worker, then `temporal workflow execute --type agentRun` completes", async () => {
     const taskQueue = uniqueId("quickstart");
-    const worker = await startWorker(["--task-queue", taskQueue, "--health-port", "0"], { TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS });
+    const worker = await startWorker(["--task-queue", taskQueue, "--health-port", "0"], {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+    });
     const port = Number(/health on :(\d+)/.exec(worker.output())![1]);
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
     expect(ready.status).toBe(200);
@@ -81,7 +83,22 @@ describe("worker process", () => {
     const input = JSON.stringify({ model: "demo/offline-scripted", prompt: "What is this project?" });
     const run = spawnSync(
       cli!,
-      ["workflow", "execute", "--address", process.env.TEMPORAL_ADDRESS!, "--type", "agentRun", "--task-queue", taskQueue, "--workflow-id", uniqueId("cli"), "--input", input, "-o", "json"],
+      [
+        "workflow",
+        "execute",
+        "--address",
+        process.env.TEMPORAL_ADDRESS!,
+        "--type",
+        "agentRun",
+        "--task-queue",
+        taskQueue,
+        "--workflow-id",
+        uniqueId("cli"),
+        "--input",
+        input,
+        "-o",
+        "json",
+      ],
       { encoding: "utf8", timeout: 60000 },
     );
     expect(run.status).toBe(0);
@@ -123,13 +140,27 @@ export default () => ({
     });
     expect(worker.output()).toContain(`${process.env.TEMPORAL_ADDRESS} namespace "default" (plaintext)`);
     expect(worker.output()).toContain("tools: shout; models: team/echo,");
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("configured"), model: "team/echo", prompt: "go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("configured"),
+      model: "team/echo",
+      prompt: "go",
+    });
     const result = await within(handle.result(), 30000, "the configured run");
     expect(textOf(result.messages.at(-1))).toBe("echoed: HELLO");
     // demoModel: false is honoured.
-    const demo = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("no-demo"), model: "demo/offline-scripted", prompt: "hi" });
-    const failure = (await within(demo.result(), 30000, "the demo run").catch((err: unknown) => err)) as { cause?: { cause?: Error; message?: string } };
-    expect(String(failure.cause?.cause?.message ?? failure.cause?.message)).toMatch(/unknown model "demo\/offline-scripted"/);
+    const demo = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("no-demo"),
+      model: "demo/offline-scripted",
+      prompt: "hi",
+    });
+    const failure = (await within(demo.result(), 30000, "the demo run").catch((err: unknown) => err)) as {
+      cause?: { cause?: Error; message?: string };
+    };
+    expect(String(failure.cause?.cause?.message ?? failure.cause?.message)).toMatch(
+      /unknown model "demo\/offline-scripted"/,
+    );
     worker.child.kill("SIGTERM");
     expect(await worker.exited).toBe(0);
   });
@@ -161,7 +192,12 @@ export default {
     const taskQueue = uniqueId("drain");
     const env1 = { TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS };
     const first = await startWorker(["--task-queue", taskQueue, "--config", config, "--shutdown-grace", "20s"], env1);
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("drain"), model: "team/slow", prompt: "go" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("drain"),
+      model: "team/slow",
+      prompt: "go",
+    });
     const deadline = Date.now() + 30000;
     while (!(existsSync(log) && readFileSync(log, "utf8").includes("started"))) {
       if (Date.now() > deadline) throw new Error("the tool never started");
@@ -185,21 +221,37 @@ describe("Temporal environment configuration", () => {
     const key = path.join(dir, "client.key");
     writeFileSync(cert, "CERT");
     writeFileSync(key, "KEY");
-    const mtls = temporalTarget({ TEMPORAL_ADDRESS: "temporal.internal:7233", TEMPORAL_NAMESPACE: "agents", TEMPORAL_TLS_CLIENT_CERT_PATH: cert, TEMPORAL_TLS_CLIENT_KEY_PATH: key, HOME: dir });
+    const mtls = temporalTarget({
+      TEMPORAL_ADDRESS: "temporal.internal:7233",
+      TEMPORAL_NAMESPACE: "agents",
+      TEMPORAL_TLS_CLIENT_CERT_PATH: cert,
+      TEMPORAL_TLS_CLIENT_KEY_PATH: key,
+      HOME: dir,
+    });
     expect(mtls.describe).toBe('temporal.internal:7233 namespace "agents" (mTLS)');
     const tls = mtls.connectionOptions.tls as { clientCertPair: { crt: Uint8Array; key: Uint8Array } };
     expect(Buffer.from(tls.clientCertPair.crt).toString()).toBe("CERT");
-    const cloud = temporalTarget({ TEMPORAL_ADDRESS: "ns.acct.tmprl.cloud:7233", TEMPORAL_NAMESPACE: "ns.acct", TEMPORAL_API_KEY: "secret", HOME: dir });
+    const cloud = temporalTarget({
+      TEMPORAL_ADDRESS: "ns.acct.tmprl.cloud:7233",
+      TEMPORAL_NAMESPACE: "ns.acct",
+      TEMPORAL_API_KEY: "secret",
+      HOME: dir,
+    });
     expect(cloud.connectionOptions).toMatchObject({ apiKey: "secret", tls: true });
     expect(cloud.describe).not.toContain("secret");
     expect(temporalTarget({ HOME: dir }, { address: "h:1" }).describe).toBe('h:1 namespace "default" (plaintext)');
-    expect(() => temporalTarget({ TEMPORAL_CONFIG_FILE: path.join(dir, "missing.toml"), HOME: dir })).toThrow(/Temporal environment configuration/);
+    expect(() => temporalTarget({ TEMPORAL_CONFIG_FILE: path.join(dir, "missing.toml"), HOME: dir })).toThrow(
+      /Temporal environment configuration/,
+    );
   });
 });
 
 describe("AgentPlugin", () => {
   it("adds agent runs to a worker that has activities of its own", async () => {
-    const faux = fauxModel([fauxAssistantMessage([fauxToolCall("add", { a: 2, b: 3 })], { stopReason: "toolUse" }), fauxAssistantMessage("five")]);
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("add", { a: 2, b: 3 })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("five"),
+    ]);
     const add: AgentTool<any> = {
       name: "add",
       label: "add",
@@ -217,7 +269,12 @@ describe("AgentPlugin", () => {
       activities: { teamActivity: async () => "mine" },
       plugins: [new AgentPlugin({ tools: [add], models: [faux.getModel()], onEvent: (e) => void events.push(e.type) })],
     });
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId: uniqueId("plugin"), model: `${faux.getModel().provider}/${faux.getModel().id}`, prompt: "2+3?" });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("plugin"),
+      model: `${faux.getModel().provider}/${faux.getModel().id}`,
+      prompt: "2+3?",
+    });
     const result = await worker.runUntil(within(handle.result(), 60000, "the plugin run"));
     expect(textOf(result.messages.at(-1))).toBe("five");
     expect(result.messages.some((m) => m.role === "toolResult" && textOf(m) === "5")).toBe(true);
@@ -226,7 +283,12 @@ describe("AgentPlugin", () => {
 
   it("refuses an activity name clash instead of silently replacing the team's activity", async () => {
     await expect(
-      Worker.create({ connection: env.connection, taskQueue: uniqueId("clash"), activities: { resolveRunSetup: async () => 1 }, plugins: [new AgentPlugin()] }),
+      Worker.create({
+        connection: env.connection,
+        taskQueue: uniqueId("clash"),
+        activities: { resolveRunSetup: async () => 1 },
+        plugins: [new AgentPlugin()],
+      }),
     ).rejects.toThrow(/already has an activity named "resolveRunSetup"/);
   });
 });

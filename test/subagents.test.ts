@@ -22,9 +22,22 @@ const userText = (context: Context) => {
 
 function setup(childResponses: Parameters<typeof fauxModel>[0], childTools: string[] = []) {
   const child = fauxModel(childResponses);
-  const researcher = agentTool({ name: "researcher", description: "Researches a topic", model: child.getModel(), systemPrompt: "You research.", tools: childTools, maxTurns: 3 });
+  const researcher = agentTool({
+    name: "researcher",
+    description: "Researches a topic",
+    model: child.getModel(),
+    systemPrompt: "You research.",
+    tools: childTools,
+    maxTurns: 3,
+  });
   const parent = fauxModel([
-    fauxAssistantMessage([fauxToolCall("researcher", { prompt: "topic A" }, { id: "a" }), fauxToolCall("researcher", { prompt: "topic B" }, { id: "b" })], { stopReason: "toolUse" }),
+    fauxAssistantMessage(
+      [
+        fauxToolCall("researcher", { prompt: "topic A" }, { id: "a" }),
+        fauxToolCall("researcher", { prompt: "topic B" }, { id: "b" }),
+      ],
+      { stopReason: "toolUse" },
+    ),
     fauxAssistantMessage("summary of both"),
   ]);
   return { researcher, parent };
@@ -35,9 +48,17 @@ describe("sub-agents", () => {
     const answer = (context: Context) => fauxAssistantMessage(`findings on ${userText(context)}`);
     const { researcher, parent } = setup([answer, answer]);
     const seen: { event: AgentEvent; run: AgentRunRef }[] = [];
-    const { worker, taskQueue } = await testWorker(env, [researcher], { onEvent: (event, run) => void seen.push({ event, run }) });
+    const { worker, taskQueue } = await testWorker(env, [researcher], {
+      onEvent: (event, run) => void seen.push({ event, run }),
+    });
     const workflowId = uniqueId("parent");
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: parent.getModel(), prompt: "research A and B", tools: ["researcher"] });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: parent.getModel(),
+      prompt: "research A and B",
+      tools: ["researcher"],
+    });
     const result = await worker.runUntil(handle.result());
     expect(result.stopReason).toBe("stop");
     const results = result.messages.filter((m) => m.role === "toolResult");
@@ -80,21 +101,30 @@ describe("sub-agents", () => {
         }),
     };
     let n = 0;
-    const callBlock = () => fauxAssistantMessage([fauxToolCall("block", {}, { id: `blk-${n++}` })], { stopReason: "toolUse" });
+    const callBlock = () =>
+      fauxAssistantMessage([fauxToolCall("block", {}, { id: `blk-${n++}` })], { stopReason: "toolUse" });
     const { researcher, parent } = setup([callBlock, callBlock], ["block"]);
     const { worker, taskQueue } = await testWorker(env, [researcher, block]);
     const workflowId = uniqueId("parent");
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: parent.getModel(), prompt: "research", tools: ["researcher"] });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: parent.getModel(),
+      prompt: "research",
+      tools: ["researcher"],
+    });
     const { result, children } = await worker.runUntil(async () => {
       await within(bothStarted.promise, 30_000, "both children to be running their tool");
       await handle.cancel();
       const result = await within(handle.result(), 30_000, "the parent to end");
-      const children = await Promise.all([0, 1].map(async (i) => {
-        const child = env.client.workflow.getHandle(`${workflowId}/sub-1-${i}`);
-        const status = (await child.describe()).status.name;
-        const outcome = status === "COMPLETED" ? ((await child.result()) as AgentRunResult).stopReason : status;
-        return { status, outcome };
-      }));
+      const children = await Promise.all(
+        [0, 1].map(async (i) => {
+          const child = env.client.workflow.getHandle(`${workflowId}/sub-1-${i}`);
+          const status = (await child.describe()).status.name;
+          const outcome = status === "COMPLETED" ? ((await child.result()) as AgentRunResult).stopReason : status;
+          return { status, outcome };
+        }),
+      );
       return { result, children };
     });
     expect(result.stopReason).toBe("aborted");
@@ -117,17 +147,39 @@ describe("sub-agents", () => {
         return { content: [{ type: "text", text: "guarded ran" }] };
       },
     };
-    const child = fauxModel([fauxAssistantMessage([fauxToolCall("guarded", {}, { id: "g1" })], { stopReason: "toolUse" }), (context: Context) => fauxAssistantMessage(`child saw: ${textOf(context.messages.at(-1))}`)]);
-    const researcher = agentTool({ name: "researcher", description: "Researches", model: child.getModel(), tools: ["guarded"] });
-    const parent = fauxModel([fauxAssistantMessage([fauxToolCall("researcher", { prompt: "go" })], { stopReason: "toolUse" }), fauxAssistantMessage("parent done")]);
+    const child = fauxModel([
+      fauxAssistantMessage([fauxToolCall("guarded", {}, { id: "g1" })], { stopReason: "toolUse" }),
+      (context: Context) => fauxAssistantMessage(`child saw: ${textOf(context.messages.at(-1))}`),
+    ]);
+    const researcher = agentTool({
+      name: "researcher",
+      description: "Researches",
+      model: child.getModel(),
+      tools: ["guarded"],
+    });
+    const parent = fauxModel([
+      fauxAssistantMessage([fauxToolCall("researcher", { prompt: "go" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("parent done"),
+    ]);
     const waiting = deferred();
     const { worker, taskQueue } = await testWorker(env, [researcher, guarded], {
       onEvent: (event, run) => {
-        if (event.type === "tool_execution_start" && event.toolName === "guarded" && run.workflowId.endsWith("/sub-1-0")) waiting.resolve();
+        if (
+          event.type === "tool_execution_start" &&
+          event.toolName === "guarded" &&
+          run.workflowId.endsWith("/sub-1-0")
+        )
+          waiting.resolve();
       },
     });
     const workflowId = uniqueId("parent");
-    const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: parent.getModel(), prompt: "go", tools: ["researcher"] });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: parent.getModel(),
+      prompt: "go",
+      tools: ["researcher"],
+    });
     const result = await worker.runUntil(async () => {
       await within(waiting.promise, 30_000, "the child's call to wait for approval");
       const childHandle = getAgentRun(env.client, `${workflowId}/sub-1-0`);

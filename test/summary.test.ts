@@ -14,7 +14,13 @@ describe("summaries and details", () => {
     expect(modelSummary(3, "anthropic", "claude-sonnet-4-5")).toBe("turn 3 · anthropic/claude-sonnet-4-5");
   });
   it("puts status, turn, tokens and cost in the run details", () => {
-    const usage = addUsage(emptyUsage(), { ...emptyUsage(), totalTokens: 1200, cost: { ...emptyUsage().cost, total: 0.0123 } });
-    expect(runDetails("running", "streaming", 2, usage)).toBe("**running** · streaming · turn 2 · 1200 tokens · $0.0123");
+    const usage = addUsage(emptyUsage(), {
+      ...emptyUsage(),
+      totalTokens: 1200,
+      cost: { ...emptyUsage().cost, total: 0.0123 },
+    });
+    expect(runDetails("running", "streaming", 2, usage)).toBe(
+      "**running** · streaming · turn 2 · 1200 tokens · $0.0123",
+    );
   });
 });

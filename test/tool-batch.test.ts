@@ -66,6 +66,8 @@ describe("runToolBatch", () => {
   });
 
   it("handles an empty batch", async () => {
-    expect(await runToolBatch([], { run: async () => 1, groupFinished: () => expect("no group").toBe("reported") })).toEqual([]);
+    expect(
+      await runToolBatch([], { run: async () => 1, groupFinished: () => expect("no group").toBe("reported") }),
+    ).toEqual([]);
   });
 });

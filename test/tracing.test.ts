@@ -64,9 +64,21 @@ it("traces a two-turn run from startAgentRun to the provider's HTTP request, wit
     { text: "A vole is a small rodent.", usage: { input: 23, output: 9 } },
   ]);
   const model = server.openAIModel();
-  const { worker, taskQueue } = await testWorker(env, [lookup], { workflowBundle: bundle, tracing, getApiKey: () => "sk-test" });
-  const client = new Client({ connection: env.client.connection, interceptors: { workflow: tracing.clientInterceptors } });
-  const handle = await startAgentRun(client, { taskQueue, workflowId: uniqueId("traced"), model, prompt: "What is a vole?" });
+  const { worker, taskQueue } = await testWorker(env, [lookup], {
+    workflowBundle: bundle,
+    tracing,
+    getApiKey: () => "sk-test",
+  });
+  const client = new Client({
+    connection: env.client.connection,
+    interceptors: { workflow: tracing.clientInterceptors },
+  });
+  const handle = await startAgentRun(client, {
+    taskQueue,
+    workflowId: uniqueId("traced"),
+    model,
+    prompt: "What is a vole?",
+  });
   const result = await worker.runUntil(handle.result());
   expect(result.stopReason).toBe("stop");
   expect(result.turns).toBe(2);
@@ -82,21 +94,52 @@ it("traces a two-turn run from startAgentRun to the provider's HTTP request, wit
   expect(root.children.map((c) => c.name)).toEqual(["StartWorkflow:agentRun"]);
   expect(activities.map(shape)).toEqual([
     { "StartActivity:resolveRunSetup": ["RunActivity:resolveRunSetup"] },
-    { "StartActivity:streamAssistantMessage": [{ "RunActivity:streamAssistantMessage": [{ [`chat ${model.id}`]: ["POST"] }] }] },
+    {
+      "StartActivity:streamAssistantMessage": [
+        { "RunActivity:streamAssistantMessage": [{ [`chat ${model.id}`]: ["POST"] }] },
+      ],
+    },
     { "StartActivity:executeTool": [{ "RunActivity:executeTool": ["execute_tool lookup"] }] },
-    { "StartActivity:streamAssistantMessage": [{ "RunActivity:streamAssistantMessage": [{ [`chat ${model.id}`]: ["POST"] }] }] },
+    {
+      "StartActivity:streamAssistantMessage": [
+        { "RunActivity:streamAssistantMessage": [{ [`chat ${model.id}`]: ["POST"] }] },
+      ],
+    },
   ]);
 
   const byName = (name: string) => mine.filter((s) => s.name === name);
   const chats = byName(`chat ${model.id}`);
   expect(chats.map((s) => s.attributes)).toEqual([
-    expect.objectContaining({ "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id, "gen_ai.provider.name": model.provider, "gen_ai.usage.input_tokens": 11, "gen_ai.usage.output_tokens": 7, "gen_ai.response.finish_reasons": ["toolUse"] }),
-    expect.objectContaining({ "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 23, "gen_ai.usage.output_tokens": 9, "gen_ai.response.finish_reasons": ["stop"] }),
+    expect.objectContaining({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.request.model": model.id,
+      "gen_ai.provider.name": model.provider,
+      "gen_ai.usage.input_tokens": 11,
+      "gen_ai.usage.output_tokens": 7,
+      "gen_ai.response.finish_reasons": ["toolUse"],
+    }),
+    expect.objectContaining({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.usage.input_tokens": 23,
+      "gen_ai.usage.output_tokens": 9,
+      "gen_ai.response.finish_reasons": ["stop"],
+    }),
   ]);
-  expect(byName("execute_tool lookup")[0].attributes).toMatchObject({ "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "c1" });
+  expect(byName("execute_tool lookup")[0].attributes).toMatchObject({
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.name": "lookup",
+    "gen_ai.tool.call.id": "c1",
+  });
   const http = byName("POST");
   expect(http).toHaveLength(2);
-  expect(http[0].attributes).toMatchObject({ "http.request.method": "POST", "server.address": "127.0.0.1", "http.response.status_code": 200 });
+  expect(http[0].attributes).toMatchObject({
+    "http.request.method": "POST",
+    "server.address": "127.0.0.1",
+    "http.response.status_code": 200,
+  });
   expect(String(http[0].attributes["url.full"])).toMatch(/\/v1\/chat\/completions$/);
-  expect(roots[0].attributes).toMatchObject({ "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": handle.workflowId });
+  expect(roots[0].attributes).toMatchObject({
+    "gen_ai.operation.name": "invoke_agent",
+    "gen_ai.conversation.id": handle.workflowId,
+  });
 }, 120000);

@@ -56,7 +56,8 @@ it("lists runs with their summaries and statuses; the saved view shows what the 
   for await (const w of client.workflow.list({ query: WAITING_FOR_APPROVAL_QUERY })) ids.push(w.workflowId);
   expect(ids.sort()).toEqual([runs.handles.waiting.workflowId, runs.handles.waiting2.workflowId].sort());
   for (const id of ids) expect(capture.viewText).toContain(id);
-  for (const key of ["completed", "failed", "failed2", "cancelled"] as const) expect(capture.viewText).not.toContain(runs.handles[key].workflowId);
+  for (const key of ["completed", "failed", "failed2", "cancelled"] as const)
+    expect(capture.viewText).not.toContain(runs.handles[key].workflowId);
   expect(capture.viewText).toContain(firstLine(UI_PROMPTS.waiting));
 
   for (const file of ["ui-workflow-list.png", "ui-waiting-for-approval.png"]) {

@@ -15,7 +15,12 @@ import { isContextOverflow, type AssistantMessage } from "@jai/ai";
 import { FailureType } from "../common/failure-types.js";
 
 /** Failure types thrown by the model activity; all retryable. */
-export const MODEL_FAILURE_TYPES = ["ModelRateLimited", "ModelOverloaded", "ModelUnavailable", "ModelStreamInterrupted"] as const;
+export const MODEL_FAILURE_TYPES = [
+  "ModelRateLimited",
+  "ModelOverloaded",
+  "ModelUnavailable",
+  "ModelStreamInterrupted",
+] as const;
 export type ModelFailureType = (typeof MODEL_FAILURE_TYPES)[number];
 
 /** What is known about the call besides the message. */
@@ -70,7 +75,8 @@ const MALFORMED_PATTERN = /JSON|Unexpected token|Could not parse|Unexpected end|
 const OVERLOADED_PATTERN = /overloaded/i;
 const RATE_LIMIT_PATTERN = /rate.?limit|too many requests/i;
 const SERVER_ERROR_PATTERN = /internal server error|service unavailable|bad gateway|gateway timeout|api_error/i;
-const KEY_LIKE = /\b((?:sk|xai|csk|fw|pk)-[A-Za-z0-9_\-*.]{6,}|(?:gsk|hf|fw|sk_live|sk_test|ghp|github_pat)_[A-Za-z0-9_\-*.]{6,}|AIza[0-9A-Za-z_\-]{10,})/g;
+const KEY_LIKE =
+  /\b((?:sk|xai|csk|fw|pk)-[A-Za-z0-9_\-*.]{6,}|(?:gsk|hf|fw|sk_live|sk_test|ghp|github_pat)_[A-Za-z0-9_\-*.]{6,}|AIza[0-9A-Za-z_\-]{10,})/g;
 
 /** Environment variables @jai/ai reads keys from, to name in auth errors. */
 const KEY_ENV: Record<string, string> = {
@@ -105,7 +111,9 @@ function secretForms(secret: string): string[] {
   const forms = new Set([secret, encodeURIComponent(secret)]);
   const bytes = Buffer.from(secret, "utf8");
   for (let offset = 0; offset < 3; offset++) {
-    let b64 = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64").replace(/=+$/, "");
+    let b64 = Buffer.concat([Buffer.alloc(offset), bytes])
+      .toString("base64")
+      .replace(/=+$/, "");
     if ((offset + bytes.length) % 3 !== 0) b64 = b64.slice(0, -1); // the last character mixes in what follows
     if (offset > 0) b64 = b64.slice(Math.ceil((offset * 4) / 3)); // the first ones mix in what precedes
     forms.add(b64);
@@ -123,12 +131,14 @@ export function redact(text: string, secrets: (string | undefined)[] = []): stri
   const windows = new Set<string>();
   for (const secret of secrets) {
     if (!secret || secret.length < FRAGMENT) continue;
-    for (const form of secretForms(secret)) for (let i = 0; i + FRAGMENT <= form.length; i++) windows.add(form.slice(i, i + FRAGMENT));
+    for (const form of secretForms(secret))
+      for (let i = 0; i + FRAGMENT <= form.length; i++) windows.add(form.slice(i, i + FRAGMENT));
   }
   let out = text;
   if (windows.size > 0) {
     const covered = new Uint8Array(text.length);
-    for (let i = 0; i + FRAGMENT <= text.length; i++) if (windows.has(text.slice(i, i + FRAGMENT))) covered.fill(1, i, i + FRAGMENT);
+    for (let i = 0; i + FRAGMENT <= text.length; i++)
+      if (windows.has(text.slice(i, i + FRAGMENT))) covered.fill(1, i, i + FRAGMENT);
     out = "";
     for (let i = 0; i < text.length; ) {
       if (!covered[i]) out += text[i++];
@@ -155,7 +165,12 @@ export function retryAfterMs(headers: Record<string, string> | undefined, now = 
 
 function retry(type: ModelFailureType, message: string, delayMs?: number): ModelOutcome {
   return {
-    retry: ApplicationFailure.create({ message, type, nonRetryable: false, ...(delayMs !== undefined ? { nextRetryDelay: delayMs } : {}) }),
+    retry: ApplicationFailure.create({
+      message,
+      type,
+      nonRetryable: false,
+      ...(delayMs !== undefined ? { nextRetryDelay: delayMs } : {}),
+    }),
   };
 }
 
@@ -170,14 +185,50 @@ const OUT_OF_CREDIT = new Set([
   "billing_not_active",
   "billing_error",
 ]);
-const CONTEXT_TOO_LONG = new Set(["context_length_exceeded", "request_too_large", "string_above_max_length", "prompt_too_long"]);
-const AUTH = new Set(["authentication_error", "invalid_api_key", "incorrect_api_key", "invalid_authentication", "account_deactivated"]);
-const PERMISSION = new Set(["permission_error", "permission_denied", "unsupported_country_region_territory", "model_not_available"]);
+const CONTEXT_TOO_LONG = new Set([
+  "context_length_exceeded",
+  "request_too_large",
+  "string_above_max_length",
+  "prompt_too_long",
+]);
+const AUTH = new Set([
+  "authentication_error",
+  "invalid_api_key",
+  "incorrect_api_key",
+  "invalid_authentication",
+  "account_deactivated",
+]);
+const PERMISSION = new Set([
+  "permission_error",
+  "permission_denied",
+  "unsupported_country_region_territory",
+  "model_not_available",
+]);
 const NOT_FOUND = new Set(["not_found_error", "model_not_found"]);
-const INVALID = new Set(["invalid_request_error", "invalid_request", "bad_request", "invalid_value", "unsupported_parameter"]);
-const RATE_LIMITED = new Set(["rate_limit_error", "rate_limit_exceeded", "rate_limited", "requests", "tokens", "slow_down"]);
+const INVALID = new Set([
+  "invalid_request_error",
+  "invalid_request",
+  "bad_request",
+  "invalid_value",
+  "unsupported_parameter",
+]);
+const RATE_LIMITED = new Set([
+  "rate_limit_error",
+  "rate_limit_exceeded",
+  "rate_limited",
+  "requests",
+  "tokens",
+  "slow_down",
+]);
 const OVERLOADED = new Set(["overloaded_error", "server_is_overloaded", "engine_overloaded", "overloaded"]);
-const UNAVAILABLE = new Set(["api_error", "server_error", "internal_error", "internal_server_error", "timeout_error", "service_unavailable"]);
+const UNAVAILABLE = new Set([
+  "api_error",
+  "server_error",
+  "internal_error",
+  "internal_server_error",
+  "timeout_error",
+  "service_unavailable",
+]);
 
 /**
  * What a provider's error type or code says, most specific first (OpenAI puts
@@ -185,7 +236,19 @@ const UNAVAILABLE = new Set(["api_error", "server_error", "internal_error", "int
  * generic 4xx and 5xx types (Anthropic uses invalid_request_error for unlisted
  * 4xx statuses): a status that says more wins over them.
  */
-function kindOf(error: ProviderError | undefined): "credit" | "context" | "auth" | "permission" | "notFound" | "invalid" | "rate" | "overloaded" | "unavailable" | undefined {
+function kindOf(
+  error: ProviderError | undefined,
+):
+  | "credit"
+  | "context"
+  | "auth"
+  | "permission"
+  | "notFound"
+  | "invalid"
+  | "rate"
+  | "overloaded"
+  | "unavailable"
+  | undefined {
   const names = [error?.code, error?.type].filter((n): n is string => n !== undefined).map((n) => n.toLowerCase());
   const has = (set: Set<string>) => names.some((n) => set.has(n));
   if (has(OUT_OF_CREDIT)) return "credit";
@@ -206,30 +269,52 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
   const secrets = facts.secrets;
   const said = facts.providerError;
   // The provider's own words when it sent some (the SDK's message may have lost them, e.g. inside a stream).
-  const raw = redact(said?.message && !(message.errorMessage ?? "").includes(said.message) ? said.message : (message.errorMessage ?? "model call failed"), secrets);
+  const raw = redact(
+    said?.message && !(message.errorMessage ?? "").includes(said.message)
+      ? said.message
+      : (message.errorMessage ?? "model call failed"),
+    secrets,
+  );
   const where = `${facts.provider}/${facts.modelId}`;
   const final = (errorMessage: string): ModelOutcome => ({ message: { ...message, errorMessage } });
   if (facts.networkError && facts.status === undefined) {
     return retry("ModelUnavailable", `connection to ${facts.provider} failed: ${redact(facts.networkError, secrets)}`);
   }
-  const status = facts.status !== undefined && facts.status >= 400 ? facts.status : facts.status === undefined ? Number(/^(\d{3})\b/.exec(raw)?.[1]) || undefined : undefined;
+  const status =
+    facts.status !== undefined && facts.status >= 400
+      ? facts.status
+      : facts.status === undefined
+        ? Number(/^(\d{3})\b/.exec(raw)?.[1]) || undefined
+        : undefined;
   const delay = retryAfterMs(facts.headers);
   const http = status ? `HTTP ${status}: ` : said?.inStream ? "in the stream: " : "";
   const kind = kindOf(said);
   const named = said?.code ?? said?.type;
   const what = `${http}${named && !raw.includes(named) ? `${named}: ` : ""}${raw}`;
 
-  if (kind === "context" || (kind !== "rate" && isContextOverflow({ ...message, errorMessage: raw }, facts.contextWindow))) {
+  if (
+    kind === "context" ||
+    (kind !== "rate" && isContextOverflow({ ...message, errorMessage: raw }, facts.contextWindow))
+  ) {
     const window = facts.contextWindow ? ` (${facts.contextWindow} tokens)` : "";
-    return { ...final(`Context overflow: the conversation no longer fits ${where}'s context window${window}. ${what}`), overflow: true };
+    return {
+      ...final(`Context overflow: the conversation no longer fits ${where}'s context window${window}. ${what}`),
+      overflow: true,
+    };
   }
   switch (kind) {
     case "credit":
-      return final(`${where}: the account is out of credit or over its spending limit (${what}). Retrying will not help until billing is fixed.`);
+      return final(
+        `${where}: the account is out of credit or over its spending limit (${what}). Retrying will not help until billing is fixed.`,
+      );
     case "auth":
-      return final(`Authentication failed for provider "${facts.provider}" (${what}). Check ${keyEnvVar(facts.provider)} in the worker's environment, or the worker's getApiKey option.`);
+      return final(
+        `Authentication failed for provider "${facts.provider}" (${what}). Check ${keyEnvVar(facts.provider)} in the worker's environment, or the worker's getApiKey option.`,
+      );
     case "permission":
-      return final(`Provider "${facts.provider}" refused access to model "${facts.modelId}" (${what}). Check the key's permissions.`);
+      return final(
+        `Provider "${facts.provider}" refused access to model "${facts.modelId}" (${what}). Check the key's permissions.`,
+      );
     case "notFound":
       return final(`Model "${facts.modelId}" not found at provider "${facts.provider}" (${what})`);
     case "rate":
@@ -241,14 +326,17 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
     return retry("ModelStreamInterrupted", `stream from ${where} interrupted: ${redact(facts.bodyError, secrets)}`);
   }
   if (status === 429) return retry("ModelRateLimited", `${where} rate limited: ${what}`, delay);
-  if (status === 529 || (status === 503 && OVERLOADED_PATTERN.test(raw))) return retry("ModelOverloaded", `${where} overloaded: ${what}`, delay);
-  if (status === 408 || status === 425 || (status !== undefined && status >= 500)) return retry("ModelUnavailable", `${where} unavailable: ${what}`, delay);
+  if (status === 529 || (status === 503 && OVERLOADED_PATTERN.test(raw)))
+    return retry("ModelOverloaded", `${where} overloaded: ${what}`, delay);
+  if (status === 408 || status === 425 || (status !== undefined && status >= 500))
+    return retry("ModelUnavailable", `${where} unavailable: ${what}`, delay);
   if (status === 401 || status === 403) {
     return final(
       `Authentication failed for provider "${facts.provider}" (${what}). Check ${keyEnvVar(facts.provider)} in the worker's environment, or the worker's getApiKey option.`,
     );
   }
-  if (status === 402) return final(`${where}: payment required (${what}). Retrying will not help until billing is fixed.`);
+  if (status === 402)
+    return final(`${where}: payment required (${what}). Retrying will not help until billing is fixed.`);
   if (status === 404) return final(`Model "${facts.modelId}" not found at provider "${facts.provider}" (${what})`);
   if (status !== undefined) return final(`${where} rejected the request (${what})`);
 
@@ -259,19 +347,31 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
   if (OVERLOADED_PATTERN.test(raw)) return retry("ModelOverloaded", `${where} overloaded: ${raw}`);
   if (RATE_LIMIT_PATTERN.test(raw)) return retry("ModelRateLimited", `${where} rate limited: ${raw}`);
   if (SERVER_ERROR_PATTERN.test(raw)) return retry("ModelUnavailable", `${where} unavailable: ${raw}`);
-  if (facts.status === 200 && MALFORMED_PATTERN.test(raw)) return retry("ModelStreamInterrupted", `malformed stream from ${where}: ${raw}`);
+  if (facts.status === 200 && MALFORMED_PATTERN.test(raw))
+    return retry("ModelStreamInterrupted", `malformed stream from ${where}: ${raw}`);
   if (said?.inStream) return final(`${where} reported an error in the stream: ${what}`);
   return final(raw);
 }
 
 /** A stream that received nothing for too long: retried (the watchdog in the model activity noticed it). */
 export function stalledFailure(provider: string, modelId: string, stallMs: number): ApplicationFailure {
-  return ApplicationFailure.retryable(`no data from ${provider}/${modelId} for ${stallMs} ms: stream stalled`, FailureType.ModelStreamInterrupted);
+  return ApplicationFailure.retryable(
+    `no data from ${provider}/${modelId} for ${stallMs} ms: stream stalled`,
+    FailureType.ModelStreamInterrupted,
+  );
 }
 
 /** A model the worker cannot serve (no provider registered for its api): permanent. */
-export function unsupportedModelFailure(provider: string, modelId: string, err: unknown, secrets: (string | undefined)[] = []): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(`Cannot call model ${provider}/${modelId}: ${redact(err instanceof Error ? err.message : String(err), secrets)}`, FailureType.ModelUnsupported);
+export function unsupportedModelFailure(
+  provider: string,
+  modelId: string,
+  err: unknown,
+  secrets: (string | undefined)[] = [],
+): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    `Cannot call model ${provider}/${modelId}: ${redact(err instanceof Error ? err.message : String(err), secrets)}`,
+    FailureType.ModelUnsupported,
+  );
 }
 
 /** A context overflow: the workflow compacts the context and calls once more; its own message if that does not help. */

@@ -137,7 +137,17 @@ export class ContextCache {
   private tick = 0;
   /** Smoothed interval over all runs, for entries that have not come back yet. */
   private typicalInterval?: number;
-  private counters = { lookups: 0, hits: 0, misses: 0, refReads: 0, mismatches: 0, queries: 0, queryBytes: 0, evictions: 0, outputEvictions: 0 };
+  private counters = {
+    lookups: 0,
+    hits: 0,
+    misses: 0,
+    refReads: 0,
+    mismatches: 0,
+    queries: 0,
+    queryBytes: 0,
+    evictions: 0,
+    outputEvictions: 0,
+  };
   private readonly maxBytes: number;
   private readonly maxRuns: number;
   private readonly onLookup: (hit: boolean) => void;
@@ -169,7 +179,9 @@ export class ContextCache {
     if (ref.digest === undefined || workerContextDigest(messages) === ref.digest) return messages;
     // Something this worker holds is not what history holds: forget it and read the recorded context.
     this.counters.mismatches++;
-    onMismatch?.(`the context assembled from this worker's cache differs from the recorded one (${messages.length} messages); reading it from the workflow`);
+    onMismatch?.(
+      `the context assembled from this worker's cache differs from the recorded one (${messages.length} messages); reading it from the workflow`,
+    );
     this.forget(run);
     const recorded = await this.fetch(run, ref.epoch, 0, ref.base + ref.append.length);
     if (workerContextDigest(recorded) === ref.digest) return recorded;
@@ -228,7 +240,8 @@ export class ContextCache {
     const out: (AgentMessage | undefined)[] = ref.append.map((entry) => {
       if (!("ref" in entry)) return entry;
       // User messages by reference are in the workflow's history, not here: read with the rest.
-      const known = entry.ref === "toolResult" && entry.activityId !== undefined ? forRun?.get(entry.activityId) : undefined;
+      const known =
+        entry.ref === "toolResult" && entry.activityId !== undefined ? forRun?.get(entry.activityId) : undefined;
       return known && entry.ref === "toolResult" ? toolResult(entry, known.toolName, known.output) : undefined;
     });
     const firstMissing = out.indexOf(undefined);
@@ -336,7 +349,11 @@ export class ContextCache {
   /** Context messages [from, to) as the workflow holds them. */
   private async fetch(run: Run, epoch: number, from: number, to: number): Promise<AgentMessage[]> {
     const client = this.client();
-    if (!client) throw ApplicationFailure.nonRetryable("The worker has no Temporal client to read a run's context with", FailureType.ContextUnavailable);
+    if (!client)
+      throw ApplicationFailure.nonRetryable(
+        "The worker has no Temporal client to read a run's context with",
+        FailureType.ContextUnavailable,
+      );
     const handle = client.workflow.getHandle(run.workflowId, run.runId);
     const out: AgentMessage[] = [];
     while (from + out.length < to) {
@@ -344,7 +361,10 @@ export class ContextCache {
       const page = await handle.query(modelContextQuery, { offset, limit: Math.min(PAGE, to - offset) });
       this.counters.queries++;
       if (page.epoch !== epoch || page.total < to || page.messages.length === 0) {
-        throw ApplicationFailure.retryable(`run context changed while reading it (epoch ${page.epoch}, expected ${epoch})`, FailureType.ContextUnavailable);
+        throw ApplicationFailure.retryable(
+          `run context changed while reading it (epoch ${page.epoch}, expected ${epoch})`,
+          FailureType.ContextUnavailable,
+        );
       }
       this.counters.queryBytes += sumBytes(page.messages);
       out.push(...page.messages);

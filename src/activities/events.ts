@@ -11,7 +11,8 @@ export function activityEmitter(onEvent: AgentEventSink | undefined): Emit {
   return (event) => {
     try {
       const pending = onEvent(event, run);
-      if (pending && typeof pending.catch === "function") pending.catch((err) => log.warn("onEvent sink failed", { error: String(err) }));
+      if (pending && typeof pending.catch === "function")
+        pending.catch((err) => log.warn("onEvent sink failed", { error: String(err) }));
     } catch (err) {
       log.warn("onEvent sink threw", { error: String(err) });
     }

@@ -58,7 +58,12 @@ export function createActivities(deps: ActivityDeps) {
     names.add(tool.name);
   }
   const contexts =
-    deps.contextCache ?? new ContextCache(() => deps.client, { maxBytes: deps.contextCacheBytes, maxRuns: deps.contextCacheSize, onLookup: deps.onContextCache });
+    deps.contextCache ??
+    new ContextCache(() => deps.client, {
+      maxBytes: deps.contextCacheBytes,
+      maxRuns: deps.contextCacheSize,
+      onLookup: deps.onContextCache,
+    });
   const toolMap = new Map(deps.tools.map((t) => [t.name, t]));
   const mcp = deps.mcp;
   const toolActivities = createToolActivities(toolMap, deps.onEvent, (call, output) =>
@@ -76,25 +81,46 @@ export function createActivities(deps: ActivityDeps) {
         }
       : activity;
   return {
-    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], searchAttributeCheck(() => deps.client), {
-      encrypted: deps.encrypted,
-      listMore: mcp
-        ? async (names) => {
-            const listed = await mcp.listTools(names);
-            for (const tool of listed) {
-              if (deps.tools.some((t) => t.name === tool.name)) throw new Error(`MCP tool ${tool.name} has the name of a native tool`);
-              toolMap.set(tool.name, tool);
+    resolveRunSetup: createSetupActivity(
+      deps.tools,
+      deps.models ?? [],
+      searchAttributeCheck(() => deps.client),
+      {
+        encrypted: deps.encrypted,
+        listMore: mcp
+          ? async (names) => {
+              const listed = await mcp.listTools(names);
+              for (const tool of listed) {
+                if (deps.tools.some((t) => t.name === tool.name))
+                  throw new Error(`MCP tool ${tool.name} has the name of a native tool`);
+                toolMap.set(tool.name, tool);
+              }
+              return listed;
             }
-            return listed;
-          }
-        : undefined,
-    }),
-    streamAssistantMessage: createModelActivity(deps.getApiKey ?? ((provider) => getEnvApiKey(provider)), deps.onEvent, contexts, deps.ownTaskQueue),
+          : undefined,
+      },
+    ),
+    streamAssistantMessage: createModelActivity(
+      deps.getApiKey ?? ((provider) => getEnvApiKey(provider)),
+      deps.onEvent,
+      contexts,
+      deps.ownTaskQueue,
+    ),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
-    async compactContext(input: { context: ModelContextRef; budgetTokens: number; model: Model<Api> }): Promise<AgentMessage[]> {
-      if (!deps.compactContext) throw ApplicationFailure.nonRetryable("This worker has no compactContext function", FailureType.CompactionUnavailable);
+    async compactContext(input: {
+      context: ModelContextRef;
+      budgetTokens: number;
+      model: Model<Api>;
+    }): Promise<AgentMessage[]> {
+      if (!deps.compactContext)
+        throw ApplicationFailure.nonRetryable(
+          "This worker has no compactContext function",
+          FailureType.CompactionUnavailable,
+        );
       const messages = await contexts.resolve(currentRun(), input.context, (why) => Context.current().log.warn(why));
-      return withHeartbeats((signal) => deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }));
+      return withHeartbeats((signal) =>
+        deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }),
+      );
     },
     deliverRunWebhook: createWebhookActivity(deps.webhooks),
     prepareToolCall: withMcpTool(toolActivities.prepareToolCall),
@@ -103,6 +129,18 @@ export function createActivities(deps: ActivityDeps) {
   };
 }
 
-export { ContextCache, DEFAULT_CONTEXT_CACHE_BYTES, type ContextCacheOptions, type ContextCacheStats } from "./context-cache.js";
-export { classifyModelOutcome, keyEnvVar, redact, retryAfterMs, type CallFacts, type ModelOutcome } from "./classify.js";
+export {
+  ContextCache,
+  DEFAULT_CONTEXT_CACHE_BYTES,
+  type ContextCacheOptions,
+  type ContextCacheStats,
+} from "./context-cache.js";
+export {
+  classifyModelOutcome,
+  keyEnvVar,
+  redact,
+  retryAfterMs,
+  type CallFacts,
+  type ModelOutcome,
+} from "./classify.js";
 export type { ApiKeyResolver } from "./model.js";

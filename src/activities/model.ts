@@ -39,7 +39,12 @@ export function replyMessage(output: unknown): AssistantMessage | undefined {
 }
 
 /** `ownTaskQueue`: the queue only this worker polls, named in routed replies (none: replies name no queue). */
-export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEventSink | undefined, contexts: ContextCache, ownTaskQueue?: () => string | undefined): ModelActivity {
+export function createModelActivity(
+  getApiKey: ApiKeyResolver,
+  onEvent: AgentEventSink | undefined,
+  contexts: ContextCache,
+  ownTaskQueue?: () => string | undefined,
+): ModelActivity {
   const streamAssistantMessage = async (input: StreamAssistantInput): Promise<AssistantMessage | ModelReply> => {
     const message = await streamOne(input);
     if (!input.route) return message;
@@ -63,12 +68,15 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
       cancelled.addEventListener("abort", onCancel);
       let lastEventAt = Date.now();
       let stalled = false;
-      const watchdog = setInterval(() => {
-        if (Date.now() - Math.max(lastEventAt, call.record.lastByteAt ?? 0) > stallMs) {
-          stalled = true;
-          controller.abort(new Error("stalled"));
-        }
-      }, Math.max(50, Math.min(1000, stallMs / 4)));
+      const watchdog = setInterval(
+        () => {
+          if (Date.now() - Math.max(lastEventAt, call.record.lastByteAt ?? 0) > stallMs) {
+            stalled = true;
+            controller.abort(new Error("stalled"));
+          }
+        },
+        Math.max(50, Math.min(1000, stallMs / 4)),
+      );
       let response: ProviderResponse | undefined;
       let message: AssistantMessage;
       let started = false;
@@ -100,7 +108,8 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
         call.dispose();
       }
       // Cancelled: report it, handing the workflow what had streamed so far.
-      if (cancelled.aborted) throw new CancelledFailure(`model call cancelled`, [{ ...message, stopReason: "aborted" }]);
+      if (cancelled.aborted)
+        throw new CancelledFailure(`model call cancelled`, [{ ...message, stopReason: "aborted" }]);
       if (stalled) throw stalledFailure(model.provider, model.id, stallMs);
       const outcome = classifyModelOutcome(message, {
         provider: model.provider,
@@ -118,7 +127,12 @@ export function createModelActivity(getApiKey: ApiKeyResolver, onEvent: AgentEve
       if (outcome.overflow) throw overflowFailure(outcome.message);
       // The workflow appends exactly this reply (as JSON) to the context: cache the same.
       const ended = !outcome.message.content.some((c) => c.type === "toolCall");
-      contexts.remember(run, input.context.epoch, [...messages, JSON.parse(JSON.stringify(outcome.message)) as AssistantMessage], ended);
+      contexts.remember(
+        run,
+        input.context.epoch,
+        [...messages, JSON.parse(JSON.stringify(outcome.message)) as AssistantMessage],
+        ended,
+      );
       if (!started) emit({ type: "message_start", message: outcome.message });
       return outcome.message;
     });

@@ -52,7 +52,10 @@ function install(): void {
   if (installed) return;
   installed = true;
   const original = globalThis.fetch;
-  globalThis.fetch = async function trackedFetch(input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> {
+  globalThis.fetch = async function trackedFetch(
+    input: Parameters<typeof fetch>[0],
+    init?: RequestInit,
+  ): Promise<Response> {
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     const id = headers.get(CALL_HEADER);
     const record = id ? calls.get(id) : undefined;
@@ -66,8 +69,13 @@ function install(): void {
       span.end(undefined, describe(err));
       if (init?.signal?.aborted) throw err;
       record.networkError = describe(err);
-      const body = JSON.stringify({ error: { type: "connection_error", message: `connection failed: ${record.networkError}` } });
-      return new Response(body, { status: 503, headers: { "content-type": "application/json", "x-should-retry": "false" } });
+      const body = JSON.stringify({
+        error: { type: "connection_error", message: `connection failed: ${record.networkError}` },
+      });
+      return new Response(body, {
+        status: 503,
+        headers: { "content-type": "application/json", "x-should-retry": "false" },
+      });
     }
     record.status = response.status;
     span.status(response.status);
@@ -129,7 +137,12 @@ function httpSpan(input: Parameters<typeof fetch>[0], init: RequestInit | undefi
   const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
   const span = trace.getTracer("jai-agent").startSpan(method, {
     kind: SpanKind.CLIENT,
-    attributes: { "http.request.method": method, "url.full": `${url.origin}${url.pathname}`, "server.address": url.hostname, ...(url.port ? { "server.port": Number(url.port) } : {}) },
+    attributes: {
+      "http.request.method": method,
+      "url.full": `${url.origin}${url.pathname}`,
+      "server.address": url.hostname,
+      ...(url.port ? { "server.port": Number(url.port) } : {}),
+    },
   });
   let ended = false;
   return {
@@ -139,7 +152,8 @@ function httpSpan(input: Parameters<typeof fetch>[0], init: RequestInit | undefi
     end(code?: number, error?: string) {
       if (ended) return;
       ended = true;
-      if (error || (code !== undefined && code >= 400)) span.setStatus({ code: SpanStatusCode.ERROR, message: error ?? `HTTP ${code}` });
+      if (error || (code !== undefined && code >= 400))
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error ?? `HTTP ${code}` });
       if (error) span.setAttribute("error.type", error);
       span.end();
     },
@@ -180,7 +194,9 @@ class StreamErrorSniffer {
         else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
       }
       const parsed = parseJson(data.join("\n"));
-      const error = (name === "error" || (parsed as { error?: unknown } | undefined)?.error !== undefined) && providerErrorOf(parsed, true);
+      const error =
+        (name === "error" || (parsed as { error?: unknown } | undefined)?.error !== undefined) &&
+        providerErrorOf(parsed, true);
       if (error) {
         this.record.providerError = error;
         return;

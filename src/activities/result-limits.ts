@@ -23,11 +23,16 @@ function head(text: string, maxBytes: number, maxLines: number): string {
   let cut = text;
   const lines = cut.split("\n");
   if (lines.length > maxLines) cut = lines.slice(0, maxLines).join("\n");
-  if (bytes(cut) > maxBytes) cut = Buffer.from(cut, "utf8").subarray(0, maxBytes).toString("utf8").replace(/\uFFFD$/, "");
+  if (bytes(cut) > maxBytes)
+    cut = Buffer.from(cut, "utf8")
+      .subarray(0, maxBytes)
+      .toString("utf8")
+      .replace(/\uFFFD$/, "");
   return cut;
 }
 
-const size = (n: number) => (n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n} bytes`);
+const size = (n: number) =>
+  n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n} bytes`;
 
 export function capToolResult(result: AgentToolResult, limits: ToolResultLimits = {}): AgentToolResult {
   const l = { ...DEFAULT_LIMITS, ...limits };
@@ -45,7 +50,10 @@ export function capToolResult(result: AgentToolResult, limits: ToolResultLimits 
     if (block.type === "image") {
       const n = block.data.length;
       if (n > l.maxImageBytes || n > imageBudget) {
-        content.push({ type: "text", text: `[Image omitted: ${block.mimeType} of ${size(n)} exceeds the ${size(Math.min(l.maxImageBytes, imageBudget))} limit for tool results.]` });
+        content.push({
+          type: "text",
+          text: `[Image omitted: ${block.mimeType} of ${size(n)} exceeds the ${size(Math.min(l.maxImageBytes, imageBudget))} limit for tool results.]`,
+        });
       } else {
         imageBudget -= n;
         content.push(block);
@@ -85,7 +93,8 @@ export function capToolResult(result: AgentToolResult, limits: ToolResultLimits 
   const capped: AgentToolResult = { ...result, content };
   if (result.details !== undefined) {
     const json = JSON.stringify(result.details) ?? "";
-    if (bytes(json) > l.maxDetailsBytes) capped.details = { truncated: true, bytes: bytes(json), preview: json.slice(0, 1000) };
+    if (bytes(json) > l.maxDetailsBytes)
+      capped.details = { truncated: true, bytes: bytes(json), preview: json.slice(0, 1000) };
   }
   return capped;
 }

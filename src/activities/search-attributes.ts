@@ -11,7 +11,10 @@ import type { SearchAttributeCheck } from "./setup.js";
 /** Re-asked after this long, so attributes registered while the worker runs are picked up. */
 const RECHECK_MS = 5 * 60_000;
 
-export function searchAttributeCheck(client: () => Client | undefined, warn: (line: string) => void = console.warn): SearchAttributeCheck {
+export function searchAttributeCheck(
+  client: () => Client | undefined,
+  warn: (line: string) => void = console.warn,
+): SearchAttributeCheck {
   const known = new Map<string, { at: number; answer: Promise<boolean> }>();
   const warned = new Set<string>();
   return (namespace) => {
@@ -24,7 +27,10 @@ export function searchAttributeCheck(client: () => Client | undefined, warn: (li
         warn(
           `jai-agent: namespace "${namespace}" lacks the agent search attributes (${why}); runs work but cannot be searched by them. ` +
             `Register them with: ${cliSearchAttributeSpecs()
-              .map((spec) => `temporal operator search-attribute create --namespace ${namespace} --name ${spec.replace("=", " --type ")}`)
+              .map(
+                (spec) =>
+                  `temporal operator search-attribute create --namespace ${namespace} --name ${spec.replace("=", " --type ")}`,
+              )
               .join(" && ")}`,
         );
       }

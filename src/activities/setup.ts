@@ -15,7 +15,10 @@ export function resolveModelRef(ref: string, models: Model<Api>[]): Model<Api> |
   const slash = ref.indexOf("/");
   const provider = ref.slice(0, slash);
   const id = ref.slice(slash + 1);
-  return models.find((m) => m.provider === provider && m.id === id) ?? (getModel(provider as KnownProvider, id as never) as Model<Api> | undefined);
+  return (
+    models.find((m) => m.provider === provider && m.id === id) ??
+    (getModel(provider as KnownProvider, id as never) as Model<Api> | undefined)
+  );
 }
 
 export function toToolSpec(tool: AgentTool<any>): ToolSpec {
@@ -30,7 +33,9 @@ export function toToolSpec(tool: AgentTool<any>): ToolSpec {
       : tool.activity !== undefined
         ? { activity: tool.activity }
         : {}),
-    ...(tool.requiresApproval ? { approval: typeof tool.requiresApproval === "function" ? "predicate" : "always" } : {}),
+    ...(tool.requiresApproval
+      ? { approval: typeof tool.requiresApproval === "function" ? "predicate" : "always" }
+      : {}),
     ...(tool.approvalTimeout !== undefined ? { approvalTimeout: tool.approvalTimeout } : {}),
     // A local activity may run again after a worker dies: only idempotent tools may be fast.
     ...(tool.fast === true && tool.idempotent !== false ? { local: true } : {}),
@@ -53,24 +58,39 @@ export function createSetupActivity(
   const listMore = options.listMore;
   return async function resolveRunSetup(input: { model: ModelRef; tools?: string[] }): Promise<RunSetup> {
     const model = typeof input.model === "string" ? resolveModelRef(input.model, models) : input.model;
-    if (!model) throw invalid(`"model": unknown model "${input.model}" (not in the worker's models nor in @jai/ai's catalogue)`);
-    if (!getApiProvider(model.api)) throw invalid(`"model.api": no provider for api "${model.api}" is registered in this worker`);
+    if (!model)
+      throw invalid(`"model": unknown model "${input.model}" (not in the worker's models nor in @jai/ai's catalogue)`);
+    if (!getApiProvider(model.api))
+      throw invalid(`"model.api": no provider for api "${model.api}" is registered in this worker`);
     const tools = listMore ? [...native, ...(await listMore(input.tools))] : native;
     let selected = tools;
     if (input.tools) {
       const missing = input.tools.filter((name) => !tools.some((t) => t.name === name));
       if (missing.length > 0) {
         const known = tools.map((t) => t.name).join(", ") || "none";
-        throw invalid(`"tools": unknown tool${missing.length > 1 ? "s" : ""} ${missing.map((n) => `"${n}"`).join(", ")}; this worker has: ${known}`);
+        throw invalid(
+          `"tools": unknown tool${missing.length > 1 ? "s" : ""} ${missing.map((n) => `"${n}"`).join(", ")}; this worker has: ${known}`,
+        );
       }
       selected = tools.filter((t) => input.tools!.includes(t.name));
     }
     for (const tool of selected) {
-      const problem = checkActivityOptions(tool.activity, `${tool.name}.activity`) ?? checkDuration(tool.approvalTimeout, `${tool.name}.approvalTimeout`);
+      const problem =
+        checkActivityOptions(tool.activity, `${tool.name}.activity`) ??
+        checkDuration(tool.approvalTimeout, `${tool.name}.approvalTimeout`);
       // The worker's configuration, not the caller's input: the run cannot use this tool as configured.
-      if (problem) throw ApplicationFailure.nonRetryable(`Invalid tool configuration in the worker: ${problem}`, FailureType.InvalidToolConfig);
+      if (problem)
+        throw ApplicationFailure.nonRetryable(
+          `Invalid tool configuration in the worker: ${problem}`,
+          FailureType.InvalidToolConfig,
+        );
     }
     const searchAttributes = await hasSearchAttributes(Context.current().info.workflowNamespace ?? "default");
-    return { model, tools: selected.map(toToolSpec), searchAttributes, ...(options.encrypted ? { private: true } : {}) };
+    return {
+      model,
+      tools: selected.map(toToolSpec),
+      searchAttributes,
+      ...(options.encrypted ? { private: true } : {}),
+    };
   };
 }

@@ -2,7 +2,15 @@
 import { Context } from "@temporalio/activity";
 import { CancelledFailure } from "@temporalio/common";
 import { validateToolArguments } from "@jai/ai";
-import type { AgentEventSink, AgentTool, AgentToolResult, ExecuteFastToolOutput, ExecuteToolInput, ExecuteToolOutput, PrepareToolOutput } from "../types.js";
+import type {
+  AgentEventSink,
+  AgentTool,
+  AgentToolResult,
+  ExecuteFastToolOutput,
+  ExecuteToolInput,
+  ExecuteToolOutput,
+  PrepareToolOutput,
+} from "../types.js";
 import { errorOutput } from "../workflows/tool-output.js";
 import { capToolResult } from "./result-limits.js";
 import { activityEmitter } from "./events.js";
@@ -18,7 +26,8 @@ export function normalizeToolResult(toolName: string, value: unknown): AgentTool
     const ok =
       (block?.type === "text" && typeof block.text === "string") ||
       (block?.type === "image" && typeof block.data === "string" && typeof block.mimeType === "string");
-    if (!ok) throw new Error(`Tool ${toolName} returned an invalid content block: ${JSON.stringify(block)?.slice(0, 200)}`);
+    if (!ok)
+      throw new Error(`Tool ${toolName} returned an invalid content block: ${JSON.stringify(block)?.slice(0, 200)}`);
   }
   return JSON.parse(
     JSON.stringify({
@@ -35,7 +44,14 @@ const DEFAULT_GRACE_MS = 5000;
 
 function validate(tool: AgentTool<any>, input: ExecuteToolInput): { args: unknown } | { error: string } {
   try {
-    return { args: validateToolArguments(tool, { type: "toolCall", id: input.toolCallId, name: input.toolName, arguments: input.args }) };
+    return {
+      args: validateToolArguments(tool, {
+        type: "toolCall",
+        id: input.toolCallId,
+        name: input.toolName,
+        arguments: input.args,
+      }),
+    };
   } catch (err) {
     return { error: errorText(err) };
   }
@@ -50,7 +66,10 @@ function withGrace<T>(execution: Promise<T>, signal: AbortSignal, graceMs: numbe
   let timer: NodeJS.Timeout | undefined;
   const abandoned = new Promise<never>((_, reject) => {
     const start = () => {
-      timer = setTimeout(() => reject(new CancelledFailure(`${toolName} ignored cancellation for ${graceMs} ms and was abandoned`)), graceMs);
+      timer = setTimeout(
+        () => reject(new CancelledFailure(`${toolName} ignored cancellation for ${graceMs} ms and was abandoned`)),
+        graceMs,
+      );
     };
     if (signal.aborted) start();
     else signal.addEventListener("abort", start, { once: true });
@@ -61,7 +80,11 @@ function withGrace<T>(execution: Promise<T>, signal: AbortSignal, graceMs: numbe
 /** Told of every output `executeTool` returns (the model activity passes them by reference). */
 export type ToolOutputListener = (input: ExecuteToolInput, output: ExecuteToolOutput) => void;
 
-export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent: AgentEventSink | undefined, onOutput: ToolOutputListener = () => {}) {
+export function createToolActivities(
+  tools: Map<string, AgentTool<any>>,
+  onEvent: AgentEventSink | undefined,
+  onOutput: ToolOutputListener = () => {},
+) {
   /** Validates the arguments and asks the tool's approval predicate (only for tools that have one). */
   async function prepareToolCall(input: ExecuteToolInput): Promise<PrepareToolOutput> {
     const tool = tools.get(input.toolName);
@@ -75,7 +98,14 @@ export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent
       .then(() => rule(checked.args as never, input.toolCallId))
       .then(Boolean, () => true);
     // A predicate that never settles must not hold the worker (its shutdown waits for running activities).
-    return { needsApproval: await withGrace(decided, Context.current().cancellationSignal, 0, `${input.toolName}'s approval predicate`) };
+    return {
+      needsApproval: await withGrace(
+        decided,
+        Context.current().cancellationSignal,
+        0,
+        `${input.toolName}'s approval predicate`,
+      ),
+    };
   }
 
   async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolOutput> {
@@ -101,18 +131,32 @@ export function createToolActivities(tools: Map<string, AgentTool<any>>, onEvent
       const onUpdate = (partial: AgentToolResult) => {
         if (!live) return;
         try {
-          const capped = capToolResult(normalizeToolResult(input.toolName, partial), { ...input.limits, ...tool.resultLimits });
-          emit({ type: "tool_execution_update", toolCallId: input.toolCallId, toolName: input.toolName, partial: capped });
+          const capped = capToolResult(normalizeToolResult(input.toolName, partial), {
+            ...input.limits,
+            ...tool.resultLimits,
+          });
+          emit({
+            type: "tool_execution_update",
+            toolCallId: input.toolCallId,
+            toolName: input.toolName,
+            partial: capped,
+          });
         } catch {
           // A malformed progress report is dropped; the final result is what counts.
         }
       };
       try {
-        const execution = Promise.resolve().then(() => tool.execute(input.toolCallId, checked.args as never, signal, onUpdate));
+        const execution = Promise.resolve().then(() =>
+          tool.execute(input.toolCallId, checked.args as never, signal, onUpdate),
+        );
         const value = await withGrace(execution, signal, tool.cancelGracePeriodMs ?? DEFAULT_GRACE_MS, input.toolName);
-        return { result: capToolResult(normalizeToolResult(input.toolName, value), { ...input.limits, ...tool.resultLimits }), isError: false };
+        return {
+          result: capToolResult(normalizeToolResult(input.toolName, value), { ...input.limits, ...tool.resultLimits }),
+          isError: false,
+        };
       } catch (err) {
-        if (signal.aborted) throw err instanceof CancelledFailure ? err : new CancelledFailure(`${input.toolName} cancelled`);
+        if (signal.aborted)
+          throw err instanceof CancelledFailure ? err : new CancelledFailure(`${input.toolName} cancelled`);
         return errorOutput(errorText(err));
       } finally {
         live = false;

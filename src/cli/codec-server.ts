@@ -19,7 +19,15 @@ bearer tokens), or JAI_CODEC_SERVER_AUTH=none to serve anyone who can reach the 
 
 async function main(): Promise<number> {
   const env = process.env;
-  const { values } = parseArgs({ args: process.argv.slice(2), options: { port: { type: "string" }, host: { type: "string" }, origin: { type: "string", multiple: true }, help: { type: "boolean", short: "h" } } });
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      port: { type: "string" },
+      host: { type: "string" },
+      origin: { type: "string", multiple: true },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   if (values.help) {
     console.log(CODEC_SERVER_USAGE);
     return 0;
@@ -29,12 +37,17 @@ async function main(): Promise<number> {
     console.error(`codec-server: no keys: set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE\n${CODEC_SERVER_USAGE}`);
     return 2;
   }
-  const tokens = (env.JAI_CODEC_SERVER_TOKENS ?? "").split(",").map((t) => t.trim()).filter(Boolean);
+  const tokens = (env.JAI_CODEC_SERVER_TOKENS ?? "")
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean);
   let authorize: CodecAuthorizer;
   if (tokens.length) authorize = bearerTokens(tokens);
   else if (env.JAI_CODEC_SERVER_AUTH === "none") authorize = () => true;
   else {
-    console.error("codec-server: set JAI_CODEC_SERVER_TOKENS (bearer tokens allowed to decrypt), or JAI_CODEC_SERVER_AUTH=none to knowingly serve everyone");
+    console.error(
+      "codec-server: set JAI_CODEC_SERVER_TOKENS (bearer tokens allowed to decrypt), or JAI_CODEC_SERVER_AUTH=none to knowingly serve everyone",
+    );
     return 2;
   }
   const port = Number(values.port ?? env.JAI_CODEC_SERVER_PORT ?? 8888);
@@ -45,10 +58,15 @@ async function main(): Promise<number> {
   const host = values.host ?? env.JAI_CODEC_SERVER_HOST ?? "127.0.0.1";
   const origins = values.origin?.length
     ? values.origin
-    : (env.JAI_CODEC_SERVER_ORIGINS ?? "http://localhost:8233,http://127.0.0.1:8233,http://localhost:8080").split(",").map((o) => o.trim()).filter(Boolean);
+    : (env.JAI_CODEC_SERVER_ORIGINS ?? "http://localhost:8233,http://127.0.0.1:8233,http://localhost:8080")
+        .split(",")
+        .map((o) => o.trim())
+        .filter(Boolean);
   const server = await createCodecServer({ codecs: [codec], origins, authorize, port, host });
   const bound = (server.address() as { port: number }).port;
-  console.log(`codec server on http://${host}:${bound} (keys ${codec.keyIds.join(", ")}, current ${codec.currentKeyId}; origins ${origins.join(", ")}; ${tokens.length ? `${tokens.length} bearer token(s)` : "NO authorization"})`);
+  console.log(
+    `codec server on http://${host}:${bound} (keys ${codec.keyIds.join(", ")}, current ${codec.currentKeyId}; origins ${origins.join(", ")}; ${tokens.length ? `${tokens.length} bearer token(s)` : "NO authorization"})`,
+  );
   await new Promise<void>((resolve) => {
     const stop = () => server.close(() => resolve());
     process.once("SIGINT", stop);

@@ -11,10 +11,16 @@ export function flag(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-export async function connectClient(args: string[]): Promise<{ client: Client; close(): Promise<void>; uiUrl?: string }> {
+export async function connectClient(
+  args: string[],
+): Promise<{ client: Client; close(): Promise<void>; uiUrl?: string }> {
   const server = await runningServer();
   const address = flag(args, "--address") ?? process.env.TEMPORAL_ADDRESS ?? server?.address ?? "localhost:7233";
   const connection = await Connection.connect({ address });
   const dataConverter = dataConverterFromEnv();
-  return { client: new Client({ connection, namespace: flag(args, "--namespace") ?? "default", dataConverter }), close: () => connection.close(), uiUrl: server?.uiUrl };
+  return {
+    client: new Client({ connection, namespace: flag(args, "--namespace") ?? "default", dataConverter }),
+    close: () => connection.close(),
+    uiUrl: server?.uiUrl,
+  };
 }

@@ -37,7 +37,10 @@ async function main(): Promise<number> {
     try {
       history = await client.workflow.getHandle(workflowId!, flag(args, "--run-id")).fetchHistory();
     } catch (err) {
-      throw new ReplayInputError(source, `cannot fetch its history (${err instanceof Error ? err.message : String(err)})`);
+      throw new ReplayInputError(
+        source,
+        `cannot fetch its history (${err instanceof Error ? err.message : String(err)})`,
+      );
     } finally {
       await close();
     }
@@ -54,23 +57,38 @@ async function main(): Promise<number> {
   }
   // Encrypted payloads the workflow code cannot read would show as a divergence: say what is missing instead.
   const sealed = encryptedKeyIds(history);
-  if (sealed.length) throw new ReplayInputError(source, `its payloads are encrypted (key ${sealed.map((k) => `"${k}"`).join(", ")}): set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE`);
+  if (sealed.length)
+    throw new ReplayInputError(
+      source,
+      `its payloads are encrypted (key ${sealed.map((k) => `"${k}"`).join(", ")}): set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE`,
+    );
   checkAgentHistory(history, source); // before bundling: nothing to replay
   const workflows = flag(args, "--workflows");
-  const outcome = await replayHistory(history, workflowId ?? "replay", workflows ? await bundleAgentWorkflows(path.resolve(workflows)) : undefined);
+  const outcome = await replayHistory(
+    history,
+    workflowId ?? "replay",
+    workflows ? await bundleAgentWorkflows(path.resolve(workflows)) : undefined,
+  );
   if (!outcome.error) {
     console.log(`replayed ${outcome.events} events: deterministic`);
     return 0;
   }
-  const where = outcome.error.eventId !== undefined ? ` at event ${outcome.error.eventId} (${outcome.error.event})` : "";
-  console.error(`replay of ${outcome.events} events diverged${where}${outcome.error.nondeterminism ? " (nondeterminism)" : ""}:\n${outcome.error.message}`);
+  const where =
+    outcome.error.eventId !== undefined ? ` at event ${outcome.error.eventId} (${outcome.error.event})` : "";
+  console.error(
+    `replay of ${outcome.events} events diverged${where}${outcome.error.nondeterminism ? " (nondeterminism)" : ""}:\n${outcome.error.message}`,
+  );
   return 1;
 }
 
 main().then(
   (code) => process.exit(code),
   (err) => {
-    console.error(err instanceof ReplayInputError ? `cannot replay ${err.message}` : `replay failed: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(
+      err instanceof ReplayInputError
+        ? `cannot replay ${err.message}`
+        : `replay failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
     process.exit(2);
   },
 );

@@ -59,7 +59,9 @@ const address = values.address ?? process.env.TEMPORAL_ADDRESS ?? (await running
 const connection = await Connection.connect({ address });
 const client = new Client({ connection });
 const show = (s: AgentScheduleInfo) =>
-  console.log(`${s.scheduleId}${s.paused ? " (paused)" : ""}  next: ${s.nextActionTimes[0]?.toISOString() ?? "-"}  recent: ${s.recentRuns.slice(-3).join(", ") || "-"}${s.note ? `  note: ${s.note}` : ""}`);
+  console.log(
+    `${s.scheduleId}${s.paused ? " (paused)" : ""}  next: ${s.nextActionTimes[0]?.toISOString() ?? "-"}  recent: ${s.recentRuns.slice(-3).join(", ") || "-"}${s.note ? `  note: ${s.note}` : ""}`,
+  );
 
 try {
   switch (command) {
@@ -92,9 +94,16 @@ try {
     case "unpause":
     case "trigger":
     case "delete": {
-      const act = { pause: pauseAgentSchedule, unpause: unpauseAgentSchedule, trigger: triggerAgentSchedule, delete: deleteAgentSchedule }[command];
+      const act = {
+        pause: pauseAgentSchedule,
+        unpause: unpauseAgentSchedule,
+        trigger: triggerAgentSchedule,
+        delete: deleteAgentSchedule,
+      }[command];
       await act(client, id);
-      console.log(`${id} ${{ pause: "paused", unpause: "unpaused", trigger: "triggered", delete: "deleted" }[command]}`);
+      console.log(
+        `${id} ${{ pause: "paused", unpause: "unpaused", trigger: "triggered", delete: "deleted" }[command]}`,
+      );
       break;
     }
     default:

@@ -28,14 +28,20 @@ function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } 
   if (wanted) {
     const provider = wanted.split("/")[0];
     if (getEnvApiKey(provider)) return { model: wanted, models: [], note: `model ${wanted}` };
-    console.log(`JAI_MODEL=${wanted} is set but no API key for "${provider}" is in the environment; using the ${DEMO_LABEL}.`);
+    console.log(
+      `JAI_MODEL=${wanted} is set but no API key for "${provider}" is in the environment; using the ${DEMO_LABEL}.`,
+    );
   }
   const demo = registerDemoModel();
   return { model: demo, models: [demo], note: DEMO_LABEL };
 }
 
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({ args: process.argv.slice(2), options: { address: { type: "string" } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: process.argv.slice(2),
+    options: { address: { type: "string" } },
+    allowPositionals: true,
+  });
   const prompt = positionals.join(" ").trim();
   if (!prompt) {
     console.error(USAGE);
@@ -74,7 +80,12 @@ async function main(): Promise<void> {
     workerOptions: { identity: events.identity },
     dataConverter,
   });
-  const handle = await startAgentRun(client, { taskQueue, model, prompt, systemPrompt: "You are a helpful assistant with read-only access to a workspace." });
+  const handle = await startAgentRun(client, {
+    taskQueue,
+    model,
+    prompt,
+    systemPrompt: "You are a helpful assistant with read-only access to a workspace.",
+  });
   // Before anything is printed: a Ctrl-C from here on cancels the run, never orphans it.
   let interrupts = 0;
   const interrupt = () => {
@@ -84,38 +95,58 @@ async function main(): Promise<void> {
       handle.cancel().catch((err) => console.error(`cancel failed: ${String(err)}`));
     } else if (interrupts === 2) {
       console.log("Terminating the run...");
-      handle.workflow.terminate("npm start was interrupted twice").catch((err) => console.error(`terminate failed: ${String(err)}`));
+      handle.workflow
+        .terminate("npm start was interrupted twice")
+        .catch((err) => console.error(`terminate failed: ${String(err)}`));
     }
   };
   process.on("SIGINT", interrupt);
   process.on("SIGTERM", interrupt);
   const { runId } = await handle.workflow.describe();
-  const link = server.uiUrl ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history` : undefined;
+  const link = server.uiUrl
+    ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history`
+    : undefined;
   console.log(`Run ${handle.workflowId} · ${note}${link ? `\nWatch it in the Temporal UI: ${link}` : ""}`);
-  console.log(`Follow it from elsewhere: npm run watch -- ${handle.workflowId}   or the console ${events.server.url}/runs/${handle.workflowId}/console`);
+  console.log(
+    `Follow it from elsewhere: npm run watch -- ${handle.workflowId}   or the console ${events.server.url}/runs/${handle.workflowId}/console`,
+  );
   const print = eventPrinter();
   const followed = (async () => {
     for await (const { event } of handle.events({ url: events.server.url })) print(event);
   })();
 
-
   // The worker keeps serving until the run is closed, however it closes.
-  const outcome = await worker.runUntil(handle.result().then((result) => ({ result }), (error: unknown) => ({ error })));
+  const outcome = await worker.runUntil(
+    handle.result().then(
+      (result) => ({ result }),
+      (error: unknown) => ({ error }),
+    ),
+  );
   await followed.catch((err) => console.error(`following the run failed: ${String(err)}`));
   await events.server.close();
   if ("result" in outcome) {
     const { result } = outcome;
-    console.log(`\nDone: ${result.stopReason} after ${result.turns} turn(s), ${result.usage.totalTokens} tokens, $${result.usage.cost.total.toFixed(4)}.`);
+    console.log(
+      `\nDone: ${result.stopReason} after ${result.turns} turn(s), ${result.usage.totalTokens} tokens, $${result.usage.cost.total.toFixed(4)}.`,
+    );
   } else {
-    console.log(`\nThe run ended without a result: ${outcome.error instanceof Error ? outcome.error.message : String(outcome.error)}`);
+    console.log(
+      `\nThe run ended without a result: ${outcome.error instanceof Error ? outcome.error.message : String(outcome.error)}`,
+    );
   }
   await clientConnection.close();
   await connection.close();
   if (embedded) {
     await embedded.stop();
-    console.log(`The embedded server has stopped. Run \`npm run temporal\` to browse this run again at\n  http://localhost:8233/namespaces/default/workflows/${handle.workflowId}/${runId}/history`);
+    console.log(
+      `The embedded server has stopped. Run \`npm run temporal\` to browse this run again at\n  http://localhost:8233/namespaces/default/workflows/${handle.workflowId}/${runId}/history`,
+    );
   } else {
-    console.log(link ? `Run history: ${link}` : `Run history: temporal workflow show --address ${server.address} --workflow-id ${handle.workflowId}`);
+    console.log(
+      link
+        ? `Run history: ${link}`
+        : `Run history: temporal workflow show --address ${server.address} --workflow-id ${handle.workflowId}`,
+    );
   }
   process.exit(0);
 }

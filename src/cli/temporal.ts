@@ -8,7 +8,15 @@ import { parseArgs } from "node:util";
 import { portInUse, startDevServer } from "../dev-server.js";
 import { clearServerState, dbFile, runningServer, writeServerState } from "./server-state.js";
 
-const { values } = parseArgs({ args: process.argv.slice(2), options: { port: { type: "string" }, "ui-port": { type: "string" }, ip: { type: "string" }, "ui-codec-endpoint": { type: "string" } } });
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    port: { type: "string" },
+    "ui-port": { type: "string" },
+    ip: { type: "string" },
+    "ui-codec-endpoint": { type: "string" },
+  },
+});
 const uiCodecEndpoint = values["ui-codec-endpoint"] ?? process.env.JAI_UI_CODEC_ENDPOINT;
 if (uiCodecEndpoint !== undefined && !/^https?:\/\/[^/]+/.test(uiCodecEndpoint)) {
   console.error(`--ui-codec-endpoint must be an http(s) URL, got "${uiCodecEndpoint}"`);
@@ -46,10 +54,19 @@ for (const [port, what] of [
 const port = askedPort ?? ((await portInUse(7233)) ? undefined : 7233);
 const uiPort = askedUiPort ?? ((await portInUse(8233)) ? undefined : 8233);
 console.log("Starting the Temporal dev server...");
-const server = await startDevServer({ dbFile: dbFile(), ip, port, uiPort, uiCodecEndpoint, log: (line) => console.log(line) });
+const server = await startDevServer({
+  dbFile: dbFile(),
+  ip,
+  port,
+  uiPort,
+  uiCodecEndpoint,
+  log: (line) => console.log(line),
+});
 writeServerState({ address: server.address, uiUrl: server.uiUrl, pid: server.pid });
 console.log(`Temporal dev server: ${server.address} (namespace "default")`);
-console.log(`Web UI:              ${server.uiUrl}${uiCodecEndpoint ? ` (decodes payloads with ${uiCodecEndpoint})` : ""}`);
+console.log(
+  `Web UI:              ${server.uiUrl}${uiCodecEndpoint ? ` (decodes payloads with ${uiCodecEndpoint})` : ""}`,
+);
 console.log(`History is kept in   ${server.dbFile}`);
 console.log("Press Ctrl-C to stop.");
 

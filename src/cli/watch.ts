@@ -11,7 +11,11 @@ import { eventPrinter } from "../events/render.js";
 import { discoverEventsUrl } from "../events/subscribe.js";
 import { runningServer } from "./server-state.js";
 
-const { values, positionals } = parseArgs({ args: process.argv.slice(2), options: { address: { type: "string" }, from: { type: "string" }, url: { type: "string" } }, allowPositionals: true });
+const { values, positionals } = parseArgs({
+  args: process.argv.slice(2),
+  options: { address: { type: "string" }, from: { type: "string" }, url: { type: "string" } },
+  allowPositionals: true,
+});
 const workflowId = positionals[0];
 if (!workflowId) {
   console.error("usage: npm run watch -- <workflowId> [--from cursor] [--address host:port] [--url run-server]");
@@ -21,7 +25,8 @@ const address = values.address ?? process.env.TEMPORAL_ADDRESS ?? (await running
 const connection = await Connection.connect({ address });
 const client = new Client({ connection });
 const handle = getAgentRun(client, workflowId);
-const url = values.url ?? process.env.JAI_EVENTS_URL ?? (await discoverEventsUrl(client, workflowId).catch(() => undefined));
+const url =
+  values.url ?? process.env.JAI_EVENTS_URL ?? (await discoverEventsUrl(client, workflowId).catch(() => undefined));
 const announced = new Set<string>();
 const lookForApprovals = async () => {
   const state = await handle.state().catch(() => undefined);
@@ -30,7 +35,11 @@ const lookForApprovals = async () => {
     announced.add(a.toolCallId);
     const body = JSON.stringify({ toolCallId: a.toolCallId });
     console.log(`  ⏸ ${a.toolName} waits for approval; approve with:`);
-    console.log(url ? `      curl -X POST ${url}/runs/${workflowId}/approve -H 'content-type: application/json' -d '${body}'` : `      await getAgentRun(client, "${workflowId}").approve("${a.toolCallId}")`);
+    console.log(
+      url
+        ? `      curl -X POST ${url}/runs/${workflowId}/approve -H 'content-type: application/json' -d '${body}'`
+        : `      await getAgentRun(client, "${workflowId}").approve("${a.toolCallId}")`,
+    );
   }
 };
 // Approvals are state, not events: while a tool call runs, look for calls waiting for a person.
@@ -49,5 +58,8 @@ try {
   clearInterval(poll);
 }
 const state = await handle.state().catch(() => undefined);
-if (state) console.log(`\n${state.status} after ${state.turn} turn(s), ${state.usage.totalTokens} tokens, $${state.usage.cost.total.toFixed(4)}.${cursor ? ` (last cursor ${cursor})` : ""}`);
+if (state)
+  console.log(
+    `\n${state.status} after ${state.turn} turn(s), ${state.usage.totalTokens} tokens, $${state.usage.cost.total.toFixed(4)}.${cursor ? ` (last cursor ${cursor})` : ""}`,
+  );
 await connection.close();

@@ -87,8 +87,12 @@ export class AesGcmCodec implements PayloadCodec {
   constructor(options: AesGcmCodecOptions) {
     if (options.keys.length === 0) throw new CodecConfigError("the codec needs at least one key");
     for (const { id, key } of options.keys) {
-      if (!/^[A-Za-z0-9._-]{1,64}$/.test(id)) throw new CodecConfigError(`codec key id "${id}" must be 1-64 characters of A-Z a-z 0-9 . _ -`);
-      if (key.length !== 32) throw new CodecConfigError(`codec key "${id}" is ${key.length} bytes; AES-256 needs 32 (e.g. \`openssl rand -base64 32\`)`);
+      if (!/^[A-Za-z0-9._-]{1,64}$/.test(id))
+        throw new CodecConfigError(`codec key id "${id}" must be 1-64 characters of A-Z a-z 0-9 . _ -`);
+      if (key.length !== 32)
+        throw new CodecConfigError(
+          `codec key "${id}" is ${key.length} bytes; AES-256 needs 32 (e.g. \`openssl rand -base64 32\`)`,
+        );
       if (this.keys.has(id)) throw new CodecConfigError(`codec key id "${id}" is given twice`);
       this.keys.set(id, Buffer.from(key));
     }
@@ -143,7 +147,8 @@ export class AesGcmCodec implements PayloadCodec {
     const key = this.keys.get(id);
     if (!key) throw new CodecKeyError(id, "missing-key", this.keyIds);
     const data = Buffer.from(payload.data ?? new Uint8Array());
-    if (data.length < NONCE_BYTES + TAG_BYTES || (cipher !== CIPHER && cipher !== CIPHER_DEFLATE)) throw new CodecKeyError(id, "malformed", this.keyIds);
+    if (data.length < NONCE_BYTES + TAG_BYTES || (cipher !== CIPHER && cipher !== CIPHER_DEFLATE))
+      throw new CodecKeyError(id, "malformed", this.keyIds);
     let plain: Buffer;
     try {
       const aes = createDecipheriv("aes-256-gcm", key, data.subarray(0, NONCE_BYTES));

@@ -14,7 +14,8 @@ export function parseCodecKeys(text: string, source: string): CodecKey[] {
     .split(/[\n,]/)
     .map((line) => line.replace(/#.*$/, "").trim())
     .filter(Boolean);
-  if (entries.length === 0) throw new CodecConfigError(`${source}: no keys (expected "id:base64key" entries, the current one first)`);
+  if (entries.length === 0)
+    throw new CodecConfigError(`${source}: no keys (expected "id:base64key" entries, the current one first)`);
   return entries.map((entry, i) => {
     const at = entry.indexOf(":");
     if (at <= 0) throw new CodecConfigError(`${source}: entry ${i + 1} is not "id:base64key"`);
@@ -28,10 +29,14 @@ export function parseCodecKeys(text: string, source: string): CodecKey[] {
 const on = (value: string | undefined) => value !== undefined && /^(1|true|on|yes)$/i.test(value.trim());
 
 /** The codec the environment asks for, or undefined when neither JAI_CODEC_KEYS nor JAI_CODEC_KEY_FILE is set. */
-export function codecFromEnv(env: NodeJS.ProcessEnv = process.env, options: Pick<AesGcmCodecOptions, "onKeyError"> = {}): AesGcmCodec | undefined {
+export function codecFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  options: Pick<AesGcmCodecOptions, "onKeyError"> = {},
+): AesGcmCodec | undefined {
   const inline = env.JAI_CODEC_KEYS?.trim();
   const file = env.JAI_CODEC_KEY_FILE?.trim();
-  if (inline && file) throw new CodecConfigError("set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE, not both (which key would be current?)");
+  if (inline && file)
+    throw new CodecConfigError("set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE, not both (which key would be current?)");
   let keys: CodecKey[];
   if (inline) keys = parseCodecKeys(inline, "JAI_CODEC_KEYS");
   else if (file) {
@@ -39,7 +44,9 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env, options: Pick
     try {
       text = readFileSync(file, "utf8");
     } catch (err) {
-      throw new CodecConfigError(`JAI_CODEC_KEY_FILE=${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+      throw new CodecConfigError(
+        `JAI_CODEC_KEY_FILE=${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      );
     }
     keys = parseCodecKeys(text, `JAI_CODEC_KEY_FILE=${file}`);
   } else return undefined;
@@ -47,7 +54,10 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env, options: Pick
 }
 
 /** A data converter with the environment's codec, or undefined (Temporal's default) when none is configured. */
-export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env, options: Pick<AesGcmCodecOptions, "onKeyError"> = {}): DataConverter | undefined {
+export function dataConverterFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  options: Pick<AesGcmCodecOptions, "onKeyError"> = {},
+): DataConverter | undefined {
   const codec = codecFromEnv(env, options);
   return codec ? { payloadCodecs: [codec] } : undefined;
 }

@@ -11,7 +11,14 @@ type History = temporal.api.history.v1.IHistory;
 
 const isPayload = (value: unknown): value is Payload => {
   const v = value as { metadata?: unknown; data?: unknown } | null;
-  return typeof v === "object" && v !== null && typeof v.metadata === "object" && v.metadata !== null && "encoding" in (v.metadata as object) && (v.data == null || v.data instanceof Uint8Array);
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    typeof v.metadata === "object" &&
+    v.metadata !== null &&
+    "encoding" in (v.metadata as object) &&
+    (v.data == null || v.data instanceof Uint8Array)
+  );
 };
 
 /** Every payload in `value`, wherever it sits (inputs, results, update args, memo, headers, user metadata, failure details). */
@@ -50,6 +57,8 @@ export function encryptedKeyIds(history: History): string[] {
   const payloads: Payload[] = [];
   collectPayloads(history.events, payloads);
   const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString("utf8") : undefined);
-  const ids = payloads.filter((p) => text(p.metadata?.encoding) === ENCRYPTED_ENCODING).map((p) => text(p.metadata?.[KEY_ID_METADATA]) ?? "?");
+  const ids = payloads
+    .filter((p) => text(p.metadata?.encoding) === ENCRYPTED_ENCODING)
+    .map((p) => text(p.metadata?.[KEY_ID_METADATA]) ?? "?");
   return [...new Set(ids)];
 }

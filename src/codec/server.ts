@@ -12,7 +12,10 @@ import type { Payload, PayloadCodec } from "@temporalio/common";
 import { CodecKeyError } from "./aes-gcm.js";
 
 /** Decides whether a request may see plaintext: the Authorization header as sent, and the X-Namespace header. */
-export type CodecAuthorizer = (authorization: string | undefined, namespace: string | undefined) => boolean | Promise<boolean>;
+export type CodecAuthorizer = (
+  authorization: string | undefined,
+  namespace: string | undefined,
+) => boolean | Promise<boolean>;
 
 export interface CodecServerOptions {
   /** Codecs, applied in order to encode and in reverse to decode (as a data converter does). */
@@ -47,7 +50,9 @@ const toPayload = (p: JsonPayload): Payload => ({
   data: Buffer.from(p.data ?? "", "base64"),
 });
 const toJson = (p: Payload): JsonPayload => ({
-  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString("base64")])),
+  metadata: Object.fromEntries(
+    Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString("base64")]),
+  ),
   data: Buffer.from(p.data ?? new Uint8Array()).toString("base64"),
 });
 
@@ -103,7 +108,8 @@ export function codecRequestHandler(options: CodecServerOptions): (req: Incoming
     if (!op) throw new HttpError(404, "not found: POST /encode or /decode");
     if (req.method !== "POST") throw new HttpError(405, `${req.method} not allowed: POST /${op}`);
     const namespace = req.headers["x-namespace"] as string | undefined;
-    if (!(await options.authorize(req.headers.authorization, namespace))) throw new HttpError(401, "not authorized to see this namespace's payloads");
+    if (!(await options.authorize(req.headers.authorization, namespace)))
+      throw new HttpError(401, "not authorized to see this namespace's payloads");
     let payloads: Payload[];
     try {
       const body = JSON.parse(await readBody(req, limit)) as { payloads?: JsonPayload[] };
@@ -119,7 +125,8 @@ export function codecRequestHandler(options: CodecServerOptions): (req: Incoming
   };
   return (req, res) => {
     handle(req, res).catch((err: unknown) => {
-      if (err instanceof CodecKeyError) return send(res, 422, { error: err.message, keyId: err.keyId, reason: err.reason });
+      if (err instanceof CodecKeyError)
+        return send(res, 422, { error: err.message, keyId: err.keyId, reason: err.reason });
       if (err instanceof HttpError) return send(res, err.status, { error: err.message, ...err.extra });
       send(res, 500, { error: err instanceof Error ? err.message : String(err) });
     });

@@ -11,7 +11,13 @@ import type { ExecuteToolOutput } from "../types.js";
  * The result message of tool call `toolCallId` from its activity's output.
  * `details` (for logs and UI) is kept unless `forModel`: the model's copy never has it.
  */
-export function toolResultMessage(toolCallId: string, toolName: string, output: ExecuteToolOutput, timestamp: number, forModel = false): ToolResultMessage {
+export function toolResultMessage(
+  toolCallId: string,
+  toolName: string,
+  output: ExecuteToolOutput,
+  timestamp: number,
+  forModel = false,
+): ToolResultMessage {
   return {
     role: "toolResult",
     toolCallId,

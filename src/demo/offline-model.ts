@@ -4,7 +4,15 @@
  * streaming, a tool call, parallel tool calls, results fed back, a final answer.
  * It answers from the context it is given, so a retried call gets the same answer.
  */
-import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider, type Api, type Context, type Model } from "@jai/ai";
+import {
+  fauxAssistantMessage,
+  fauxText,
+  fauxToolCall,
+  registerFauxProvider,
+  type Api,
+  type Context,
+  type Model,
+} from "@jai/ai";
 
 export const DEMO_LABEL = "offline demo model (scripted, no LLM)";
 const CANDIDATES = ["package.json", "README.md", "tsconfig.json", "go.mod", "pyproject.toml", "Cargo.toml"];
@@ -18,11 +26,17 @@ interface Seen {
 function results(context: Context, toolName: string): Seen[] {
   const paths = new Map<string, string>();
   for (const m of context.messages) {
-    if (m.role === "assistant") for (const c of m.content) if (c.type === "toolCall") paths.set(c.id, String(c.arguments.path ?? "."));
+    if (m.role === "assistant")
+      for (const c of m.content) if (c.type === "toolCall") paths.set(c.id, String(c.arguments.path ?? "."));
   }
   return context.messages.flatMap((m) =>
     m.role === "toolResult" && m.toolName === toolName && !m.isError
-      ? [{ path: paths.get(m.toolCallId) ?? "?", text: m.content.map((c) => (c.type === "text" ? c.text : "")).join("") }]
+      ? [
+          {
+            path: paths.get(m.toolCallId) ?? "?",
+            text: m.content.map((c) => (c.type === "text" ? c.text : "")).join(""),
+          },
+        ]
       : [],
   );
 }
@@ -30,16 +44,22 @@ function results(context: Context, toolName: string): Seen[] {
 function describeFile({ path, text }: Seen): string {
   try {
     const json = JSON.parse(text) as { name?: string; description?: string; dependencies?: object };
-    if (json.name) return `- ${path}: package "${json.name}"${json.description ? ` (${json.description})` : ""}, ${Object.keys(json.dependencies ?? {}).length} dependencies`;
+    if (json.name)
+      return `- ${path}: package "${json.name}"${json.description ? ` (${json.description})` : ""}, ${Object.keys(json.dependencies ?? {}).length} dependencies`;
     return `- ${path}: JSON with ${Object.keys(json).join(", ")}`;
   } catch {
     const heading = text.split("\n").find((l) => l.startsWith("#"));
-    return heading ? `- ${path}: titled "${heading.replace(/^#+\s*/, "")}"` : `- ${path}: ${text.split("\n").length} lines`;
+    return heading
+      ? `- ${path}: titled "${heading.replace(/^#+\s*/, "")}"`
+      : `- ${path}: ${text.split("\n").length} lines`;
   }
 }
 
 function summarize(listing: string, files: Seen[]): string {
-  const lines = [`Here is what I found (${DEMO_LABEL}):`, `- the workspace has ${listing.split("\n").filter(Boolean).length} entries`];
+  const lines = [
+    `Here is what I found (${DEMO_LABEL}):`,
+    `- the workspace has ${listing.split("\n").filter(Boolean).length} entries`,
+  ];
   lines.push(...files.map(describeFile));
   lines.push("Set JAI_MODEL=provider/modelId and that provider's API key to talk to a real model.");
   return lines.join("\n");
@@ -69,7 +89,10 @@ export function registerDemoModel(): Model<Api> {
     const alreadyRead = context.messages.some((m) => m.role === "toolResult" && m.toolName === "read_file");
     if (!alreadyRead && wanted.length > 0) {
       return fauxAssistantMessage(
-        [fauxText(`I'll read ${wanted.join(", ")} in parallel.`), ...wanted.map((path) => fauxToolCall("read_file", { path, limit: 60 }))],
+        [
+          fauxText(`I'll read ${wanted.join(", ")} in parallel.`),
+          ...wanted.map((path) => fauxToolCall("read_file", { path, limit: 60 })),
+        ],
         { stopReason: "toolUse" },
       );
     }

@@ -15,11 +15,30 @@ export {
   type AgentScheduleSpec,
   type AgentScheduleInfo,
 } from "../schedules.js";
-export { startAgentRun, getAgentRun, InvalidRunInputError, RunFinishedError, RunUpdateRejectedError, TEMPORAL_PAYLOAD_LIMIT_BYTES } from "../client.js";
+export {
+  startAgentRun,
+  getAgentRun,
+  InvalidRunInputError,
+  RunFinishedError,
+  RunUpdateRejectedError,
+  TEMPORAL_PAYLOAD_LIMIT_BYTES,
+} from "../client.js";
 export type { AgentRunHandle, StartAgentRunOptions } from "../client.js";
 export { DEFAULT_TASK_QUEUE, AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
-export { storyFromHistory, storyFromEncodedHistory, storyTranscript, type RunStory, type StoryItem } from "../history-story.js";
-export { AesGcmCodec, CodecKeyError, CodecConfigError, type AesGcmCodecOptions, type CodecKey } from "../codec/aes-gcm.js";
+export {
+  storyFromHistory,
+  storyFromEncodedHistory,
+  storyTranscript,
+  type RunStory,
+  type StoryItem,
+} from "../history-story.js";
+export {
+  AesGcmCodec,
+  CodecKeyError,
+  CodecConfigError,
+  type AesGcmCodecOptions,
+  type CodecKey,
+} from "../codec/aes-gcm.js";
 export { codecFromEnv, dataConverterFromEnv, parseCodecKeys, newCodecKey } from "../codec/config.js";
 export { decodeHistory, decodeHistoryPayloads } from "../codec/history.js";
 export { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";

@@ -9,6 +9,13 @@ export { temporalTarget, type TemporalTarget } from "../worker-process/connectio
 export { createFileTools } from "../tools/fs-tools.js";
 export { agentTool, type AgentToolConfig } from "../subagents/agent-tool.js";
 export type { McpServerConfig, McpStdioTransport, McpHttpTransport } from "../mcp/config.js";
-export { signWebhookBody, SIGNATURE_HEADER, DELIVERY_HEADER, type RunOutcome, type WebhookOptions } from "../webhooks/deliver.js";
+export {
+  signWebhookBody,
+  SIGNATURE_HEADER,
+  DELIVERY_HEADER,
+  type RunOutcome,
+  type WebhookOptions,
+} from "../webhooks/deliver.js";
+export type { WebhookTarget } from "../webhooks/field.js";
 export { registerDemoModel, DEMO_LABEL } from "../demo/offline-model.js";
 export type { ApiKeyResolver, ContextCompactor } from "../activities/index.js";

@@ -26,12 +26,19 @@ export function transcriptEvents(messages: AgentMessage[], ended: boolean): Agen
     out.push({ type: "message_start", message: { ...assistant, content: [] } }, { type: "message_end", message });
     const calls = assistant.content.filter((c): c is ToolCall => c.type === "toolCall");
     const results: ToolResultMessage[] = [];
-    for (const call of calls) out.push({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+    for (const call of calls)
+      out.push({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
     while (results.length < calls.length && messages[i + 1]?.role === "toolResult") {
       const result = messages[++i] as ToolResultMessage;
       results.push(result);
       out.push(
-        { type: "tool_execution_end", toolCallId: result.toolCallId, toolName: result.toolName, result: { content: result.content, details: result.details }, isError: result.isError },
+        {
+          type: "tool_execution_end",
+          toolCallId: result.toolCallId,
+          toolName: result.toolName,
+          result: { content: result.content, details: result.details },
+          isError: result.isError,
+        },
         { type: "message_start", message: result },
         { type: "message_end", message: result },
       );

@@ -17,7 +17,9 @@ export function eventPrinter(options: RenderOptions = {}): (event: AgentEvent) =
       case "message_start":
         if (event.message.role === "user") {
           const c = event.message.content;
-          write(`> ${typeof c === "string" ? c : c.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join(" ")}\n`);
+          write(
+            `> ${typeof c === "string" ? c : c.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join(" ")}\n`,
+          );
         }
         break;
       case "message_end":

@@ -21,5 +21,10 @@ export async function startRunEventsService(
 ): Promise<RunEventsService> {
   const tap = new EventTap(options.tap);
   const server = await startRunServer({ ...options, tap });
-  return { tap, server, onEvent: tap.sink(options.onEvent), identity: `${process.pid}@${hostname()}${EVENTS_IDENTITY_MARK}${server.url}` };
+  return {
+    tap,
+    server,
+    onEvent: tap.sink(options.onEvent),
+    identity: `${process.pid}@${hostname()}${EVENTS_IDENTITY_MARK}${server.url}`,
+  };
 }

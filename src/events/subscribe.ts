@@ -40,7 +40,8 @@ export async function discoverEventsUrl(client: Client, workflowId: string): Pro
     maximumPageSize: 200,
   });
   for (const event of response.history?.events ?? []) {
-    const identity = event.workflowTaskStartedEventAttributes?.identity ?? event.activityTaskStartedEventAttributes?.identity;
+    const identity =
+      event.workflowTaskStartedEventAttributes?.identity ?? event.activityTaskStartedEventAttributes?.identity;
     const at = identity?.indexOf(EVENTS_IDENTITY_MARK) ?? -1;
     if (identity && at >= 0) return identity.slice(at + EVENTS_IDENTITY_MARK.length).split(/\s/)[0];
   }
@@ -87,7 +88,11 @@ async function* overSse(url: string, workflowId: string, options: RunEventsOptio
     let response: Response;
     try {
       response = await fetch(`${url.replace(/\/$/, "")}/runs/${encodeURIComponent(workflowId)}/events`, {
-        headers: { accept: "text/event-stream", ...(cursor ? { "last-event-id": cursor } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        headers: {
+          accept: "text/event-stream",
+          ...(cursor ? { "last-event-id": cursor } : {}),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
         signal: options.signal,
       });
     } catch (err) {
@@ -95,7 +100,8 @@ async function* overSse(url: string, workflowId: string, options: RunEventsOptio
       await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** failures))); // reconnect backoff
       continue;
     }
-    if (!response.ok || !response.body) throw new Error(`events of ${workflowId}: HTTP ${response.status} ${await response.text().catch(() => "")}`);
+    if (!response.ok || !response.body)
+      throw new Error(`events of ${workflowId}: HTTP ${response.status} ${await response.text().catch(() => "")}`);
     try {
       for await (const frame of sseFrames(response.body)) {
         failures = 0;
@@ -139,7 +145,12 @@ async function* fromTranscript(reader: RunReader, options: RunEventsOptions): As
   }
 }
 
-export async function* runEvents(client: Client, workflowId: string, reader: RunReader, options: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
+export async function* runEvents(
+  client: Client,
+  workflowId: string,
+  reader: RunReader,
+  options: RunEventsOptions = {},
+): AsyncGenerator<RunEvent> {
   let url = options.url ?? process.env.JAI_EVENTS_URL;
   // A run just started has no worker identity in its history yet: give its first workflow task a moment.
   for (let i = 0; i < 50 && !url && !options.from?.startsWith("h"); i++) {

@@ -53,10 +53,14 @@ export function deltaEncoder(): (event: AgentEvent) => WireEvent {
       return { type: "message_start", message: clone(event.message) };
     }
     if (event.type !== "message_update") return event;
-    const { partial: _partial, ...assistantEvent } = event.assistantEvent as AssistantMessageEvent & { partial?: unknown; contentIndex?: number };
+    const { partial: _partial, ...assistantEvent } = event.assistantEvent as AssistantMessageEvent & {
+      partial?: unknown;
+      contentIndex?: number;
+    };
     const wire: WireDelta = { type: "message_update", assistantEvent };
     const index = assistantEvent.contentIndex;
-    if (index !== undefined && !APPEND.has(assistantEvent.type) && event.message.content[index]) wire.block = clone(event.message.content[index]);
+    if (index !== undefined && !APPEND.has(assistantEvent.type) && event.message.content[index])
+      wire.block = clone(event.message.content[index]);
     const meta = metaOf(event.message);
     if (meta !== lastMeta) {
       lastMeta = meta;
@@ -85,6 +89,10 @@ export function partialRebuilder(): (event: WireEvent) => AgentEvent {
       else if (e.type === "text_delta") (partial.content[index] as { text: string }).text += e.delta ?? "";
       else if (e.type === "thinking_delta") (partial.content[index] as { thinking: string }).thinking += e.delta ?? "";
     }
-    return { type: "message_update", message: partial, assistantEvent: { ...event.assistantEvent, partial } as AssistantMessageEvent } satisfies DeltaEvent;
+    return {
+      type: "message_update",
+      message: partial,
+      assistantEvent: { ...event.assistantEvent, partial } as AssistantMessageEvent,
+    } satisfies DeltaEvent;
   };
 }

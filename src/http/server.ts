@@ -11,7 +11,14 @@ import { WorkflowNotFoundError } from "@temporalio/common";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
-import { getAgentRun, InvalidRunInputError, RunFinishedError, RunUpdateRejectedError, startAgentRun, type StartAgentRunOptions } from "../client.js";
+import {
+  getAgentRun,
+  InvalidRunInputError,
+  RunFinishedError,
+  RunUpdateRejectedError,
+  startAgentRun,
+  type StartAgentRunOptions,
+} from "../client.js";
 import type { EventTap } from "../events/tap.js";
 import { UserMessageSchema } from "../workflows/message-schema.js";
 import { validateUserInput } from "../workflows/input.js";
@@ -50,7 +57,15 @@ const Message = Type.Union([Type.String({ minLength: 1 }), UserMessageSchema]);
 const MessageBody = Type.Object({ message: Message });
 const ToolCallBody = Type.Object({ toolCallId: Type.String({ minLength: 1 }) });
 const DenyBody = Type.Object({ toolCallId: Type.String({ minLength: 1 }), reason: Type.Optional(Type.String()) });
-const StartBody = Type.Object({ model: Type.Unknown(), prompt: Type.Unknown(), taskQueue: Type.Optional(Type.String()), workflowId: Type.Optional(Type.String()) }, { additionalProperties: true });
+const StartBody = Type.Object(
+  {
+    model: Type.Unknown(),
+    prompt: Type.Unknown(),
+    taskQueue: Type.Optional(Type.String()),
+    workflowId: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
 
 function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -60,7 +75,8 @@ function safeEqual(a: string, b: string): boolean {
 
 function sendError(reply: FastifyReply, err: unknown) {
   if (err instanceof InvalidRunInputError) return reply.code(400).send({ error: err.message });
-  if (err instanceof RunUpdateRejectedError) return reply.code(409).send({ error: err.message, update: err.update, reason: err.reason });
+  if (err instanceof RunUpdateRejectedError)
+    return reply.code(409).send({ error: err.message, update: err.update, reason: err.reason });
   if (err instanceof RunFinishedError) return reply.code(409).send({ error: err.message, outcome: err.outcome });
   if (err instanceof WorkflowNotFoundError) return reply.code(404).send({ error: `no run ${err.workflowId}` });
   throw err;
@@ -69,7 +85,8 @@ function sendError(reply: FastifyReply, err: unknown) {
 export async function startRunServer(options: RunServerOptions): Promise<RunServer> {
   const host = options.host ?? "127.0.0.1";
   const token = options.token ?? process.env.JAI_HTTP_TOKEN;
-  if (!LOOPBACK.has(host) && !token) throw new Error(`refusing to serve runs on ${host} without a bearer token: set JAI_HTTP_TOKEN (or bind 127.0.0.1)`);
+  if (!LOOPBACK.has(host) && !token)
+    throw new Error(`refusing to serve runs on ${host} without a bearer token: set JAI_HTTP_TOKEN (or bind 127.0.0.1)`);
   const { client, tap } = options;
   const app = Fastify({ logger: false, forceCloseConnections: true });
   // Bodies are checked with the TypeBox schemas the workflow itself uses.
@@ -92,10 +109,14 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     });
   }
   const run = (id: string) => getAgentRun(client, id);
-  const ui = options.temporalUiUrl ? `${options.temporalUiUrl.replace(/\/$/, "")}/namespaces/${options.namespace ?? "default"}/workflows` : "";
+  const ui = options.temporalUiUrl
+    ? `${options.temporalUiUrl.replace(/\/$/, "")}/namespaces/${options.namespace ?? "default"}/workflows`
+    : "";
 
   app.get("/", async (_req, reply) => reply.type("text/html").send(consolePage({ temporalUi: ui })));
-  app.get<{ Params: { id: string } }>("/runs/:id/console", async (_req, reply) => reply.type("text/html").send(consolePage({ temporalUi: ui })));
+  app.get<{ Params: { id: string } }>("/runs/:id/console", async (_req, reply) =>
+    reply.type("text/html").send(consolePage({ temporalUi: ui })),
+  );
 
   app.post<{ Body: StartAgentRunOptions }>("/runs", { schema: { body: StartBody } }, async (req, reply) => {
     try {
@@ -124,34 +145,46 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   });
 
   const messageRoute = (path: string, send: (id: string, message: string | object) => Promise<unknown>) =>
-    app.post<{ Params: { id: string }; Body: { message: string } }>(`/runs/:id/${path}`, { schema: { body: MessageBody } }, async (req, reply) => {
-      const problem = validateUserInput(req.body.message);
-      if (problem) return reply.code(400).send({ error: `Invalid message: ${problem}` });
-      try {
-        return (await send(req.params.id, req.body.message)) ?? { ok: true };
-      } catch (err) {
-        return sendError(reply, err);
-      }
-    });
+    app.post<{ Params: { id: string }; Body: { message: string } }>(
+      `/runs/:id/${path}`,
+      { schema: { body: MessageBody } },
+      async (req, reply) => {
+        const problem = validateUserInput(req.body.message);
+        if (problem) return reply.code(400).send({ error: `Invalid message: ${problem}` });
+        try {
+          return (await send(req.params.id, req.body.message)) ?? { ok: true };
+        } catch (err) {
+          return sendError(reply, err);
+        }
+      },
+    );
   messageRoute("steer", (id, m) => run(id).steer(m as string));
   messageRoute("follow-up", (id, m) => run(id).followUp(m as string));
   messageRoute("prompt", (id, m) => run(id).prompt(m as string));
-  app.post<{ Params: { id: string }; Body: { toolCallId: string } }>("/runs/:id/approve", { schema: { body: ToolCallBody } }, async (req, reply) => {
-    try {
-      await run(req.params.id).approve(req.body.toolCallId);
-      return { ok: true };
-    } catch (err) {
-      return sendError(reply, err);
-    }
-  });
-  app.post<{ Params: { id: string }; Body: { toolCallId: string; reason?: string } }>("/runs/:id/deny", { schema: { body: DenyBody } }, async (req, reply) => {
-    try {
-      await run(req.params.id).deny(req.body.toolCallId, req.body.reason);
-      return { ok: true };
-    } catch (err) {
-      return sendError(reply, err);
-    }
-  });
+  app.post<{ Params: { id: string }; Body: { toolCallId: string } }>(
+    "/runs/:id/approve",
+    { schema: { body: ToolCallBody } },
+    async (req, reply) => {
+      try {
+        await run(req.params.id).approve(req.body.toolCallId);
+        return { ok: true };
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    },
+  );
+  app.post<{ Params: { id: string }; Body: { toolCallId: string; reason?: string } }>(
+    "/runs/:id/deny",
+    { schema: { body: DenyBody } },
+    async (req, reply) => {
+      try {
+        await run(req.params.id).deny(req.body.toolCallId, req.body.reason);
+        return { ok: true };
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    },
+  );
   app.post<{ Params: { id: string } }>("/runs/:id/cancel", async (req, reply) => {
     try {
       await run(req.params.id).cancel();

@@ -56,15 +56,31 @@ function primer(tap: EventTap, workflowId: string, after: number): AssistantMess
   let partial: AssistantMessage | undefined;
   for (const { event } of upTo.slice(start)) {
     const out = rebuild(event);
-    partial = out.type === "message_update" ? out.message : out.type === "message_start" ? (out.message as AssistantMessage) : partial;
+    partial =
+      out.type === "message_update"
+        ? out.message
+        : out.type === "message_start"
+          ? (out.message as AssistantMessage)
+          : partial;
   }
   return partial;
 }
 
 /** Streams the run's events after `from` to `res` until the run closes or the reader goes away. */
-export async function streamRunEvents(res: ServerResponse, client: Client, tap: EventTap | undefined, workflowId: string, from: string | undefined): Promise<void> {
+export async function streamRunEvents(
+  res: ServerResponse,
+  client: Client,
+  tap: EventTap | undefined,
+  workflowId: string,
+  from: string | undefined,
+): Promise<void> {
   const cursor = parseCursor(from);
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+  res.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+    "x-accel-buffering": "no",
+  });
   res.write(": jai-agent run events\n\n");
   if (tap && (tap.has(workflowId) || !(await closed(client, workflowId))) && cursor?.source !== "h") {
     let after = cursor ? cursor.seq : -1;
@@ -100,7 +116,8 @@ export async function streamRunEvents(res: ServerResponse, client: Client, tap: 
     for (;;) {
       const ended = await closed(client, workflowId);
       const events = transcriptEvents(await handle.transcript(), ended);
-      for (; sent < events.length; sent++) if (!(await write(res, frame(`h${sent}`, events[sent] as WireEvent)))) return;
+      for (; sent < events.length; sent++)
+        if (!(await write(res, frame(`h${sent}`, events[sent] as WireEvent)))) return;
       if (ended) break;
       await new Promise((r) => setTimeout(r, 1000)); // no tap holds this run: follow its transcript
       if (res.destroyed) return;

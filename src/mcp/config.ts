@@ -39,7 +39,10 @@ export interface McpServerConfig {
    * Ask a person before a call, as `requiresApproval` of a native tool: for every
    * tool, for the tools named, or when the predicate (server's tool name, validated args) says so.
    */
-  requiresApproval?: boolean | string[] | ((toolName: string, args: Record<string, unknown>) => boolean | Promise<boolean>);
+  requiresApproval?:
+    | boolean
+    | string[]
+    | ((toolName: string, args: Record<string, unknown>) => boolean | Promise<boolean>);
   /** Temporal timeouts and retry policy of every call's activity. */
   activity?: AgentActivityOptions;
   /** Longest a single MCP request may take before the SDK gives up on it; default 10 minutes (progress notifications reset it). */
@@ -58,7 +61,8 @@ const NAME = /^[A-Za-z0-9-]{1,24}$/;
 
 /** What is wrong with a server's configuration, naming the field; undefined when fine. */
 export function checkMcpServerConfig(config: McpServerConfig, at: string): string | undefined {
-  if (typeof config?.name !== "string" || !NAME.test(config.name)) return `${at}.name must be 1-24 letters, digits or "-" (it prefixes the tool names), got ${JSON.stringify(config?.name)}`;
+  if (typeof config?.name !== "string" || !NAME.test(config.name))
+    return `${at}.name must be 1-24 letters, digits or "-" (it prefixes the tool names), got ${JSON.stringify(config?.name)}`;
   const t = config.transport;
   if (t?.type === "stdio") {
     if (typeof t.command !== "string" || t.command === "") return `${at}.transport.command must be a non-empty string`;
@@ -69,11 +73,13 @@ export function checkMcpServerConfig(config: McpServerConfig, at: string): strin
     } catch {
       return `${at}.transport.url is not a URL: ${JSON.stringify(t.url)}`;
     }
-    if (url.protocol !== "http:" && url.protocol !== "https:") return `${at}.transport.url must be http or https, got ${url.protocol}`;
+    if (url.protocol !== "http:" && url.protocol !== "https:")
+      return `${at}.transport.url must be http or https, got ${url.protocol}`;
   } else return `${at}.transport.type must be "stdio" or "http"`;
   for (const list of ["allow", "deny"] as const) {
     const v = config[list];
-    if (v !== undefined && (!Array.isArray(v) || v.some((x) => typeof x !== "string"))) return `${at}.${list} must be an array of tool names`;
+    if (v !== undefined && (!Array.isArray(v) || v.some((x) => typeof x !== "string")))
+      return `${at}.${list} must be an array of tool names`;
   }
   return undefined;
 }

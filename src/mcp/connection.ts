@@ -11,7 +11,10 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 /** True when a request failed because the connection went away (the server exited, the HTTP session ended). */
 export function isConnectionLost(err: unknown): boolean {
   if (err instanceof McpError) return err.code === ErrorCode.ConnectionClosed;
-  return err instanceof Error && /not connected|connection closed|EPIPE|ECONNRESET|ECONNREFUSED|socket hang up/i.test(err.message);
+  return (
+    err instanceof Error &&
+    /not connected|connection closed|EPIPE|ECONNRESET|ECONNREFUSED|socket hang up/i.test(err.message)
+  );
 }
 
 function transportFor(config: McpServerConfig, env: NodeJS.ProcessEnv): Transport {
@@ -23,7 +26,10 @@ function transportFor(config: McpServerConfig, env: NodeJS.ProcessEnv): Transpor
   const headers: Record<string, string> = { ...t.headers };
   for (const [header, variable] of Object.entries(t.headersFromEnv ?? {})) {
     const value = env[variable];
-    if (value === undefined) throw new Error(`MCP server "${config.name}": header ${header} comes from the environment variable ${variable}, which is not set`);
+    if (value === undefined)
+      throw new Error(
+        `MCP server "${config.name}": header ${header} comes from the environment variable ${variable}, which is not set`,
+      );
     headers[header] = value;
   }
   return new StreamableHTTPClientTransport(new URL(t.url), { requestInit: { headers } });
@@ -71,7 +77,9 @@ export class McpConnection {
       await client.connect(transport, { timeout: this.config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
     } catch (err) {
       await client.close().catch(() => {});
-      throw new Error(`MCP server "${this.config.name}": cannot connect: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(
+        `MCP server "${this.config.name}": cannot connect: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
     return client;
   }

@@ -31,12 +31,19 @@ function block(c: McpContent): TextContent | ImageContent {
       return { type: "text", text: `[audio ${String(c.mimeType)}, ${base64Bytes(String(c.data))} bytes, not shown]` };
     case "resource": {
       const r = (c as { resource: { uri: string; mimeType?: string; text?: string; blob?: string } }).resource;
-      if (typeof r.text === "string") return { type: "text", text: `[resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ""}]\n${r.text}` };
-      return { type: "text", text: `[resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ""}, ${base64Bytes(r.blob ?? "")} bytes of binary, not shown]` };
+      if (typeof r.text === "string")
+        return { type: "text", text: `[resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ""}]\n${r.text}` };
+      return {
+        type: "text",
+        text: `[resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ""}, ${base64Bytes(r.blob ?? "")} bytes of binary, not shown]`,
+      };
     }
     case "resource_link": {
       const l = c as { uri: string; name?: string; description?: string };
-      return { type: "text", text: `[resource link ${l.uri}${l.name ? ` "${l.name}"` : ""}${l.description ? `: ${l.description}` : ""}]` };
+      return {
+        type: "text",
+        text: `[resource link ${l.uri}${l.name ? ` "${l.name}"` : ""}${l.description ? `: ${l.description}` : ""}]`,
+      };
     }
     default:
       return { type: "text", text: `[${c.type} content, not supported]` };
@@ -48,14 +55,24 @@ function block(c: McpContent): TextContent | ImageContent {
  * text when there is no other content); an `isError` result throws McpToolError
  * with its text, which the tool activity turns into an error result.
  */
-export function fromMcpResult(result: { content?: unknown; structuredContent?: unknown; isError?: unknown; toolResult?: unknown }): AgentToolResult {
+export function fromMcpResult(result: {
+  content?: unknown;
+  structuredContent?: unknown;
+  isError?: unknown;
+  toolResult?: unknown;
+}): AgentToolResult {
   const content = (Array.isArray(result.content) ? (result.content as McpContent[]) : []).map(block);
-  if (content.length === 0 && result.structuredContent !== undefined) content.push({ type: "text", text: JSON.stringify(result.structuredContent) });
+  if (content.length === 0 && result.structuredContent !== undefined)
+    content.push({ type: "text", text: JSON.stringify(result.structuredContent) });
   // Servers of protocol 2024-10-07 answer with `toolResult` instead of content.
-  if (content.length === 0 && result.toolResult !== undefined) content.push({ type: "text", text: JSON.stringify(result.toolResult) });
+  if (content.length === 0 && result.toolResult !== undefined)
+    content.push({ type: "text", text: JSON.stringify(result.toolResult) });
   if (result.isError === true) {
     const text = content.map((c) => (c.type === "text" ? c.text : `[image ${c.mimeType}]`)).join("\n");
     throw new McpToolError(text || "The MCP tool reported an error without a message");
   }
-  return { content, ...(result.structuredContent !== undefined ? { details: { structuredContent: result.structuredContent } } : {}) };
+  return {
+    content,
+    ...(result.structuredContent !== undefined ? { details: { structuredContent: result.structuredContent } } : {}),
+  };
 }

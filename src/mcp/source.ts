@@ -32,7 +32,8 @@ export class McpToolSource {
     servers.forEach((server, i) => {
       const problem = checkMcpServerConfig(server, `mcpServers[${i}]`);
       if (problem) throw new Error(`Invalid MCP server configuration: ${problem}`);
-      if (names.has(server.name)) throw new Error(`Invalid MCP server configuration: two servers are named "${server.name}"`);
+      if (names.has(server.name))
+        throw new Error(`Invalid MCP server configuration: two servers are named "${server.name}"`);
       names.add(server.name);
     });
     this.connections = servers.map((s) => new McpConnection(s, env));
@@ -54,7 +55,10 @@ export class McpToolSource {
    * lists may change between runs).
    */
   async listTools(names?: string[]): Promise<AgentTool<any>[]> {
-    const wanted = names === undefined ? this.connections : this.connections.filter((c) => names.some((n) => n.startsWith(`${c.config.name}__`)));
+    const wanted =
+      names === undefined
+        ? this.connections
+        : this.connections.filter((c) => names.some((n) => n.startsWith(`${c.config.name}__`)));
     const lists = await Promise.all(wanted.map((c) => this.listServer(c)));
     return lists.flat();
   }
@@ -90,7 +94,10 @@ export class McpToolSource {
   }
 
   /** Listing is safe to repeat: one retry on a fresh connection when the old one was dead. */
-  private async withReconnect<T>(connection: McpConnection, fn: (client: Awaited<ReturnType<McpConnection["get"]>>) => Promise<T>): Promise<T> {
+  private async withReconnect<T>(
+    connection: McpConnection,
+    fn: (client: Awaited<ReturnType<McpConnection["get"]>>) => Promise<T>,
+  ): Promise<T> {
     try {
       return await fn(await connection.get());
     } catch (err) {
@@ -102,7 +109,8 @@ export class McpToolSource {
 
   private toAgentTool(connection: McpConnection, listed: ListedTool): AgentTool<any> {
     const config = connection.config;
-    const repeatable = config.repeatAfterCrash ?? Boolean(listed.annotations?.readOnlyHint || listed.annotations?.idempotentHint);
+    const repeatable =
+      config.repeatAfterCrash ?? Boolean(listed.annotations?.readOnlyHint || listed.annotations?.idempotentHint);
     // "$schema" only names the dialect; the validator (draft-07) would refuse a 2020-12 URI it does not know.
     const { $schema: _dialect, ...schema } = listed.inputSchema;
     const rule = config.requiresApproval;
@@ -123,14 +131,25 @@ export class McpToolSource {
         for (let attempt = 0; ; attempt++) {
           try {
             const client = await connection.get();
-            const result = await client.callTool({ name: listed.name, arguments: args as Record<string, unknown> }, undefined, {
-              // Aborting sends MCP's notifications/cancelled for this request.
-              signal,
-              timeout: config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
-              resetTimeoutOnProgress: true,
-              onprogress: (p) =>
-                onUpdate?.({ content: [{ type: "text", text: `${p.message ?? "progress"}: ${p.progress}${p.total !== undefined ? `/${p.total}` : ""}` }] }),
-            });
+            const result = await client.callTool(
+              { name: listed.name, arguments: args as Record<string, unknown> },
+              undefined,
+              {
+                // Aborting sends MCP's notifications/cancelled for this request.
+                signal,
+                timeout: config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+                resetTimeoutOnProgress: true,
+                onprogress: (p) =>
+                  onUpdate?.({
+                    content: [
+                      {
+                        type: "text",
+                        text: `${p.message ?? "progress"}: ${p.progress}${p.total !== undefined ? `/${p.total}` : ""}`,
+                      },
+                    ],
+                  }),
+              },
+            );
             return fromMcpResult(result);
           } catch (err) {
             if (signal?.aborted || !isConnectionLost(err)) throw err;
@@ -140,7 +159,10 @@ export class McpToolSource {
                 `MCP server "${config.name}" went away during the call (${errorText(err)}); ${listed.name} is not marked read-only or idempotent, so it was not repeated. It may have had effects.`,
               );
             }
-            if (attempt >= CRASH_REPEATS) throw new Error(`MCP server "${config.name}" went away during ${attempt + 1} attempts of this call: ${errorText(err)}`);
+            if (attempt >= CRASH_REPEATS)
+              throw new Error(
+                `MCP server "${config.name}" went away during ${attempt + 1} attempts of this call: ${errorText(err)}`,
+              );
           }
         }
       },

@@ -20,7 +20,9 @@ export function agentTool(config: AgentToolConfig): AgentTool {
     name,
     description,
     label: name,
-    parameters: Type.Object({ prompt: Type.String({ description: "The task for the sub-agent, with everything it needs to know" }) }),
+    parameters: Type.Object({
+      prompt: Type.String({ description: "The task for the sub-agent, with everything it needs to know" }),
+    }),
     subAgent,
     async execute() {
       // The workflow starts a child run for this tool; reaching here means a call bypassed it.

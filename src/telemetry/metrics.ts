@@ -11,9 +11,22 @@
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { AssistantMessage } from "@jai/ai";
-import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, ActivityInterceptorsFactory, InjectedSinks, Next } from "@temporalio/worker";
+import type {
+  ActivityExecuteInput,
+  ActivityInboundCallsInterceptor,
+  ActivityInterceptorsFactory,
+  InjectedSinks,
+  Next,
+} from "@temporalio/worker";
 import type { AgentSinks } from "../workflows/definitions.js";
-import type { AgentEvent, AgentEventSink, AgentStopReason, ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "../types.js";
+import type {
+  AgentEvent,
+  AgentEventSink,
+  AgentStopReason,
+  ExecuteToolInput,
+  ExecuteToolOutput,
+  StreamAssistantInput,
+} from "../types.js";
 import { replyMessage } from "../activities/model.js";
 
 const SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -58,23 +71,90 @@ export function noMetricsSink(): MetricsSink {
 /** Creates the agent metrics in `registry` (default: a registry of their own). */
 export function createAgentMetrics(registry = new Registry()): AgentMetrics {
   const m = {
-    runsStarted: new Counter({ name: "jai_agent_runs_started_total", help: "Agent runs started", labelNames: ["model"], registers: [registry] }),
-    runsEnded: new Counter({ name: "jai_agent_runs_ended_total", help: "Agent runs ended, by stop reason", labelNames: ["model", "stop_reason"], registers: [registry] }),
-    turns: new Counter({ name: "jai_agent_turns_total", help: "Model calls that returned a message (turns)", labelNames: ["model"], registers: [registry] }),
-    tokens: new Counter({ name: "jai_agent_tokens_total", help: "Tokens by model and kind", labelNames: ["model", "kind"], registers: [registry] }),
-    cost: new Counter({ name: "jai_agent_cost_usd_total", help: "Cost in US dollars by model", labelNames: ["model"], registers: [registry] }),
-    modelLatency: new Histogram({ name: "jai_agent_model_call_seconds", help: "Model call duration (one activity attempt)", labelNames: ["model", "outcome"], buckets: SECONDS, registers: [registry] }),
-    ttft: new Histogram({ name: "jai_agent_model_time_to_first_token_seconds", help: "Time from the model call's start to its first streamed event", labelNames: ["model"], buckets: SECONDS, registers: [registry] }),
-    toolLatency: new Histogram({ name: "jai_agent_tool_call_seconds", help: "Tool call duration (one activity attempt)", labelNames: ["tool"], buckets: SECONDS, registers: [registry] }),
-    toolErrors: new Counter({ name: "jai_agent_tool_errors_total", help: "Tool calls that ended in an error result or a failed attempt", labelNames: ["tool"], registers: [registry] }),
-    approvals: new Gauge({ name: "jai_agent_approvals_waiting", help: "Tool calls waiting for approval (sum over workers)", registers: [registry] }),
-    cache: new Counter({ name: "jai_agent_context_cache_total", help: "Model calls whose context prefix came from this worker's cache (hit) or the workflow (miss)", labelNames: ["result"], registers: [registry] }),
-    compactions: new Counter({ name: "jai_agent_compactions_total", help: "Context compactions", labelNames: ["model"], registers: [registry] }),
+    runsStarted: new Counter({
+      name: "jai_agent_runs_started_total",
+      help: "Agent runs started",
+      labelNames: ["model"],
+      registers: [registry],
+    }),
+    runsEnded: new Counter({
+      name: "jai_agent_runs_ended_total",
+      help: "Agent runs ended, by stop reason",
+      labelNames: ["model", "stop_reason"],
+      registers: [registry],
+    }),
+    turns: new Counter({
+      name: "jai_agent_turns_total",
+      help: "Model calls that returned a message (turns)",
+      labelNames: ["model"],
+      registers: [registry],
+    }),
+    tokens: new Counter({
+      name: "jai_agent_tokens_total",
+      help: "Tokens by model and kind",
+      labelNames: ["model", "kind"],
+      registers: [registry],
+    }),
+    cost: new Counter({
+      name: "jai_agent_cost_usd_total",
+      help: "Cost in US dollars by model",
+      labelNames: ["model"],
+      registers: [registry],
+    }),
+    modelLatency: new Histogram({
+      name: "jai_agent_model_call_seconds",
+      help: "Model call duration (one activity attempt)",
+      labelNames: ["model", "outcome"],
+      buckets: SECONDS,
+      registers: [registry],
+    }),
+    ttft: new Histogram({
+      name: "jai_agent_model_time_to_first_token_seconds",
+      help: "Time from the model call's start to its first streamed event",
+      labelNames: ["model"],
+      buckets: SECONDS,
+      registers: [registry],
+    }),
+    toolLatency: new Histogram({
+      name: "jai_agent_tool_call_seconds",
+      help: "Tool call duration (one activity attempt)",
+      labelNames: ["tool"],
+      buckets: SECONDS,
+      registers: [registry],
+    }),
+    toolErrors: new Counter({
+      name: "jai_agent_tool_errors_total",
+      help: "Tool calls that ended in an error result or a failed attempt",
+      labelNames: ["tool"],
+      registers: [registry],
+    }),
+    approvals: new Gauge({
+      name: "jai_agent_approvals_waiting",
+      help: "Tool calls waiting for approval (sum over workers)",
+      registers: [registry],
+    }),
+    cache: new Counter({
+      name: "jai_agent_context_cache_total",
+      help: "Model calls whose context prefix came from this worker's cache (hit) or the workflow (miss)",
+      labelNames: ["result"],
+      registers: [registry],
+    }),
+    compactions: new Counter({
+      name: "jai_agent_compactions_total",
+      help: "Context compactions",
+      labelNames: ["model"],
+      registers: [registry],
+    }),
   };
   /** Model calls in flight by run, until their first streamed event. */
   const awaitingFirst = new Map<string, { model: string; start: number }>();
 
-  function observeModel(input: StreamAssistantInput, start: number, result: AssistantMessage | undefined, failed: boolean): void {
+  function observeModel(
+    input: StreamAssistantInput,
+    start: number,
+    result: AssistantMessage | undefined,
+    failed: boolean,
+  ): void {
     const model = `${input.model.provider}/${input.model.id}`;
     const seconds = (performance.now() - start) / 1000;
     m.modelLatency.observe({ model, outcome: failed ? "failed" : (result?.stopReason ?? "unknown") }, seconds);
@@ -91,8 +171,13 @@ export function createAgentMetrics(registry = new Registry()): AgentMetrics {
   }
 
   class Inbound implements ActivityInboundCallsInterceptor {
-    constructor(private readonly info: { activityType: string; workflowExecution?: { workflowId: string; runId: string } }) {}
-    async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, "execute">): Promise<unknown> {
+    constructor(
+      private readonly info: { activityType: string; workflowExecution?: { workflowId: string; runId: string } },
+    ) {}
+    async execute(
+      input: ActivityExecuteInput,
+      next: Next<ActivityInboundCallsInterceptor, "execute">,
+    ): Promise<unknown> {
       const type = this.info.activityType;
       const start = performance.now();
       if (type === "streamAssistantMessage") {

@@ -9,7 +9,16 @@
  * environment (OTLP over HTTP).
  */
 import { createRequire } from "node:module";
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from "@opentelemetry/api";
+import {
+  context,
+  propagation,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Span,
+  type Tracer,
+} from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { Resource } from "@opentelemetry/resources";
@@ -21,7 +30,13 @@ import {
   OpenTelemetryWorkflowClientInterceptor,
 } from "@temporalio/interceptors-opentelemetry";
 import type { WorkflowClientInterceptor } from "@temporalio/client";
-import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, ActivityInterceptorsFactory, InjectedSink, Next } from "@temporalio/worker";
+import type {
+  ActivityExecuteInput,
+  ActivityInboundCallsInterceptor,
+  ActivityInterceptorsFactory,
+  InjectedSink,
+  Next,
+} from "@temporalio/worker";
 import type { AssistantMessage } from "@jai/ai";
 import type { ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "../types.js";
 import { replyMessage } from "../activities/model.js";
@@ -58,7 +73,9 @@ let contextManagerSet = false;
 
 /** Sets up tracing for this process: a global tracer provider with `spanProcessor`, async context, the interceptors. */
 export function createAgentTracing(options: AgentTracingOptions): AgentTracing {
-  const resource = new Resource({ "service.name": options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? "jai-agent-worker" });
+  const resource = new Resource({
+    "service.name": options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? "jai-agent-worker",
+  });
   const provider = new BasicTracerProvider({ resource, spanProcessors: [options.spanProcessor] });
   if (!contextManagerSet) {
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -71,7 +88,10 @@ export function createAgentTracing(options: AgentTracingOptions): AgentTracing {
   return {
     provider,
     activityInterceptors: [
-      (ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) }),
+      (ctx) => ({
+        inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }),
+        outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+      }),
       (ctx) => ({ inbound: new GenAiSpans(tracer, ctx.info.activityType) }),
     ],
     clientInterceptors: [new OpenTelemetryWorkflowClientInterceptor({ tracer })],
@@ -88,7 +108,9 @@ export function createAgentTracing(options: AgentTracingOptions): AgentTracing {
  */
 export async function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<AgentTracing | undefined> {
   if (env.OTEL_SDK_DISABLED === "true" || env.OTEL_TRACES_EXPORTER === "none") return undefined;
-  const wanted = env.OTEL_TRACES_EXPORTER === "otlp" || Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const wanted =
+    env.OTEL_TRACES_EXPORTER === "otlp" ||
+    Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   if (!wanted) return undefined;
   const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
   return createAgentTracing({ spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter()) });
@@ -102,47 +124,72 @@ class GenAiSpans implements ActivityInboundCallsInterceptor {
   ) {}
 
   async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, "execute">): Promise<unknown> {
-    if (this.activityType === "streamAssistantMessage") return this.chat(input.args[0] as StreamAssistantInput, input, next);
-    if (this.activityType === "executeTool") return this.tool(input.args[0] as ExecuteToolInput, input, next);
-    return next(input);
-  }
-
-  private chat(call: StreamAssistantInput, input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, "execute">): Promise<unknown> {
-    const attributes = {
-      "gen_ai.operation.name": "chat",
-      "gen_ai.provider.name": call.model.provider,
-      "gen_ai.system": call.model.provider,
-      "gen_ai.request.model": call.model.id,
-      ...(call.model.maxTokens ? { "gen_ai.request.max_tokens": call.model.maxTokens } : {}),
-    };
-    return this.tracer.startActiveSpan(`chat ${call.model.id}`, { kind: SpanKind.CLIENT, attributes }, (span) =>
-      inSpan(span, async () => {
+    const span =
+      this.activityType === "streamAssistantMessage"
+        ? chatSpan(input.args[0] as StreamAssistantInput)
+        : this.activityType === "executeTool"
+          ? toolSpan(input.args[0] as ExecuteToolInput)
+          : undefined;
+    if (!span) return next(input);
+    return this.tracer.startActiveSpan(span.name, { kind: span.kind, attributes: span.attributes }, (active) =>
+      inSpan(active, async () => {
         const output = await next(input);
-        const message = replyMessage(output) ?? (output as AssistantMessage);
-        span.setAttributes({
-          "gen_ai.response.model": message.model ?? call.model.id,
-          "gen_ai.response.finish_reasons": [message.stopReason],
-          "gen_ai.usage.input_tokens": message.usage?.input ?? 0,
-          "gen_ai.usage.output_tokens": message.usage?.output ?? 0,
-          ...(message.responseId ? { "gen_ai.response.id": message.responseId } : {}),
-        });
-        if (message.stopReason === "error") span.setStatus({ code: SpanStatusCode.ERROR, message: message.errorMessage });
+        span.after(active, output);
         // The activity's own output: a routed reply carries the queue the workflow sends the next call to.
         return output;
       }),
     );
   }
+}
 
-  private tool(call: ExecuteToolInput, input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, "execute">): Promise<unknown> {
-    const attributes = { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.toolName, "gen_ai.tool.call.id": call.toolCallId, "gen_ai.tool.type": "function" };
-    return this.tracer.startActiveSpan(`execute_tool ${call.toolName}`, { kind: SpanKind.INTERNAL, attributes }, (span) =>
-      inSpan(span, async () => {
-        const output = (await next(input)) as ExecuteToolOutput;
-        if (output.isError) span.setStatus({ code: SpanStatusCode.ERROR, message: "tool returned an error result" });
-        return output;
-      }),
-    );
-  }
+/** One GenAI span: its name, kind and attributes, and what the activity's output adds to it. */
+interface SpanPlan {
+  name: string;
+  kind: SpanKind;
+  attributes: Attributes;
+  after(span: Span, output: unknown): void;
+}
+
+function chatSpan(call: StreamAssistantInput): SpanPlan {
+  return {
+    name: `chat ${call.model.id}`,
+    kind: SpanKind.CLIENT,
+    attributes: {
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": call.model.provider,
+      "gen_ai.system": call.model.provider,
+      "gen_ai.request.model": call.model.id,
+      ...(call.model.maxTokens ? { "gen_ai.request.max_tokens": call.model.maxTokens } : {}),
+    },
+    after(span, output) {
+      const message = replyMessage(output) ?? (output as AssistantMessage);
+      span.setAttributes({
+        "gen_ai.response.model": message.model ?? call.model.id,
+        "gen_ai.response.finish_reasons": [message.stopReason],
+        "gen_ai.usage.input_tokens": message.usage?.input ?? 0,
+        "gen_ai.usage.output_tokens": message.usage?.output ?? 0,
+        ...(message.responseId ? { "gen_ai.response.id": message.responseId } : {}),
+      });
+      if (message.stopReason === "error") span.setStatus({ code: SpanStatusCode.ERROR, message: message.errorMessage });
+    },
+  };
+}
+
+function toolSpan(call: ExecuteToolInput): SpanPlan {
+  return {
+    name: `execute_tool ${call.toolName}`,
+    kind: SpanKind.INTERNAL,
+    attributes: {
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": call.toolName,
+      "gen_ai.tool.call.id": call.toolCallId,
+      "gen_ai.tool.type": "function",
+    },
+    after(span, output) {
+      if ((output as ExecuteToolOutput).isError)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: "tool returned an error result" });
+    },
+  };
 }
 
 /** Runs `work` as the span's body: a failure is recorded on the span and rethrown; the span always ends. */

@@ -21,7 +21,8 @@ export async function resolveInside(root: string, relative: string): Promise<str
   } catch {
     throw new Error(`No such file or directory: ${relative}`);
   }
-  if (real !== realRoot && !real.startsWith(realRoot + path.sep)) throw new Error(`Path is outside the workspace: ${relative}`);
+  if (real !== realRoot && !real.startsWith(realRoot + path.sep))
+    throw new Error(`Path is outside the workspace: ${relative}`);
   return real;
 }
 
@@ -52,8 +53,13 @@ export function createFileTools(root: string): [AgentTool<typeof readParams>, Ag
       const selected = lines.slice(first, args.limit ? first + args.limit : undefined).join("\n");
       const cut = Buffer.byteLength(selected) > MAX_READ_BYTES;
       const body = cut ? Buffer.from(selected).subarray(0, MAX_READ_BYTES).toString("utf8") : selected;
-      const note = cut ? `\n\n[cut at ${MAX_READ_BYTES} bytes of ${Buffer.byteLength(selected)}; read on with offset/limit]` : "";
-      return { content: [{ type: "text", text: body + note }], details: { path: args.path, lines: lines.length, bytes: Buffer.byteLength(text) } };
+      const note = cut
+        ? `\n\n[cut at ${MAX_READ_BYTES} bytes of ${Buffer.byteLength(selected)}; read on with offset/limit]`
+        : "";
+      return {
+        content: [{ type: "text", text: body + note }],
+        details: { path: args.path, lines: lines.length, bytes: Buffer.byteLength(text) },
+      };
     },
   };
   const listTool: AgentTool<typeof listParams> = {
@@ -70,7 +76,10 @@ export function createFileTools(root: string): [AgentTool<typeof readParams>, Ag
         .sort();
       const shown = entries.slice(0, MAX_ENTRIES);
       const more = entries.length > shown.length ? `\n[${entries.length - shown.length} more entries not shown]` : "";
-      return { content: [{ type: "text", text: shown.join("\n") + more }], details: { path: args.path ?? ".", entries: entries.length } };
+      return {
+        content: [{ type: "text", text: shown.join("\n") + more }],
+        details: { path: args.path ?? ".", entries: entries.length },
+      };
     },
   };
   return [readTool, listTool];

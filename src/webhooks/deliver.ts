@@ -57,10 +57,17 @@ function secretFor(name: string, options: WebhookOptions, env: NodeJS.ProcessEnv
 }
 
 export function createWebhookActivity(options: WebhookOptions = {}, env: NodeJS.ProcessEnv = process.env) {
-  return async function deliverRunWebhook(input: { webhook: WebhookTarget; outcome: RunOutcome }): Promise<{ status: number }> {
+  return async function deliverRunWebhook(input: {
+    webhook: WebhookTarget;
+    outcome: RunOutcome;
+  }): Promise<{ status: number }> {
     const { url, secretName } = input.webhook;
     const secret = secretFor(secretName, options, env);
-    if (!secret) throw ApplicationFailure.nonRetryable(`webhook secret "${secretName}" is not configured in this worker`, "WebhookSecretMissing");
+    if (!secret)
+      throw ApplicationFailure.nonRetryable(
+        `webhook secret "${secretName}" is not configured in this worker`,
+        "WebhookSecretMissing",
+      );
     const refused = await checkWebhookUrl(url, options.allowPrivateHosts ?? false);
     if (refused) throw ApplicationFailure.nonRetryable(refused, "WebhookUrlRefused");
     const body = JSON.stringify(input.outcome);
@@ -79,12 +86,17 @@ export function createWebhookActivity(options: WebhookOptions = {}, env: NodeJS.
         signal: AbortSignal.timeout(options.requestTimeoutMs ?? 10_000),
       });
     } catch (err) {
-      throw ApplicationFailure.retryable(`webhook POST to ${new URL(url).host} failed: ${err instanceof Error ? err.message : String(err)}`, "WebhookUnreachable");
+      throw ApplicationFailure.retryable(
+        `webhook POST to ${new URL(url).host} failed: ${err instanceof Error ? err.message : String(err)}`,
+        "WebhookUnreachable",
+      );
     }
     await response.body?.cancel().catch(() => {});
     if (response.ok) return { status: response.status };
     const retry = response.status === 408 || response.status === 429 || response.status >= 500;
     const message = `webhook POST to ${new URL(url).host} answered ${response.status}`;
-    throw retry ? ApplicationFailure.retryable(message, "WebhookRetryableStatus") : ApplicationFailure.nonRetryable(message, "WebhookRejected");
+    throw retry
+      ? ApplicationFailure.retryable(message, "WebhookRetryableStatus")
+      : ApplicationFailure.nonRetryable(message, "WebhookRejected");
   };
 }

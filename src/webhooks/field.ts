@@ -11,9 +11,12 @@ export interface WebhookTarget {
 /** What is wrong with a webhook field, naming it; undefined when fine. Pure: also runs in workflow code. */
 export function checkWebhookField(value: unknown, field = "webhook"): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return `"${field}" must be { url, secretName }`;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return `"${field}" must be { url, secretName }`;
   const { url, secretName } = value as Record<string, unknown>;
-  if (typeof url !== "string" || !/^https?:\/\/[^/?#\s]+/i.test(url)) return `"${field}.url" must be an http or https URL`;
-  if (typeof secretName !== "string" || !/^[A-Za-z0-9_.-]{1,64}$/.test(secretName)) return `"${field}.secretName" must be 1-64 letters, digits, "_", "." or "-"`;
+  if (typeof url !== "string" || !/^https?:\/\/[^/?#\s]+/i.test(url))
+    return `"${field}.url" must be an http or https URL`;
+  if (typeof secretName !== "string" || !/^[A-Za-z0-9_.-]{1,64}$/.test(secretName))
+    return `"${field}.secretName" must be 1-64 letters, digits, "_", "." or "-"`;
   return undefined;
 }

@@ -6,7 +6,16 @@ export { checkWebhookField, type WebhookTarget } from "./field.js";
 
 function ipv4Private(ip: string): boolean {
   const [a, b] = ip.split(".").map(Number);
-  return a === 0 || a === 10 || a === 127 || (a === 100 && b >= 64 && b <= 127) || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || a >= 224;
+  return (
+    a === 0 ||
+    a === 10 ||
+    a === 127 ||
+    (a === 100 && b >= 64 && b <= 127) ||
+    (a === 169 && b === 254) ||
+    (a === 172 && b >= 16 && b <= 31) ||
+    (a === 192 && b === 168) ||
+    a >= 224
+  );
 }
 
 /** Loopback, private, link-local, unique-local, multicast or unspecified. */
@@ -30,10 +39,13 @@ export async function checkWebhookUrl(url: string, allowPrivate: boolean): Promi
   } catch {
     return `webhook URL is not a URL: ${url}`;
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return `webhook URL must be http or https, got ${parsed.protocol}`;
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    return `webhook URL must be http or https, got ${parsed.protocol}`;
   if (allowPrivate) return undefined;
   const host = parsed.hostname.replace(/^\[|\]$/g, "");
   const addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
   const inside = addresses.find(isPrivateAddress);
-  return inside ? `webhook URL ${parsed.host} resolves to the private or loopback address ${inside}; the worker's config does not allow that (webhooks.allowPrivateHosts)` : undefined;
+  return inside
+    ? `webhook URL ${parsed.host} resolves to the private or loopback address ${inside}; the worker's config does not allow that (webhooks.allowPrivateHosts)`
+    : undefined;
 }

@@ -49,7 +49,9 @@ async function importModule(file: string): Promise<Record<string, unknown>> {
     if ((err as NodeJS.ErrnoException).code !== "ERR_UNKNOWN_FILE_EXTENSION") throw err;
     // A .ts config under plain node: load it through tsx when the project has it.
     try {
-      const { tsImport } = (await import("tsx/esm/api")) as { tsImport: (f: string, from: string) => Promise<Record<string, unknown>> };
+      const { tsImport } = (await import("tsx/esm/api")) as {
+        tsImport: (f: string, from: string) => Promise<Record<string, unknown>>;
+      };
       return await tsImport(pathToFileURL(file).href, import.meta.url);
     } catch {
       throw new Error(`Cannot load ${file}: compile it to .js, or install tsx so a .ts config can be loaded`);
@@ -63,13 +65,18 @@ export async function loadServiceConfig(file: string): Promise<AgentServiceConfi
   let value = mod.default ?? mod.config;
   if (typeof value === "function") value = await (value as () => unknown)();
   if (value === undefined) value = mod;
-  if (typeof value !== "object" || value === null) throw new Error(`${file}: the default export must be an object (or a function returning one)`);
+  if (typeof value !== "object" || value === null)
+    throw new Error(`${file}: the default export must be an object (or a function returning one)`);
   const config = value as AgentServiceConfig;
-  if (config.tools !== undefined && !Array.isArray(config.tools)) throw new Error(`${file}: "tools" must be an array of AgentTool`);
+  if (config.tools !== undefined && !Array.isArray(config.tools))
+    throw new Error(`${file}: "tools" must be an array of AgentTool`);
   for (const [i, tool] of (config.tools ?? []).entries()) {
-    if (typeof tool?.name !== "string" || typeof tool.execute !== "function") throw new Error(`${file}: tools[${i}] needs a "name" and an "execute" function`);
+    if (typeof tool?.name !== "string" || typeof tool.execute !== "function")
+      throw new Error(`${file}: tools[${i}] needs a "name" and an "execute" function`);
   }
-  if (config.models !== undefined && !Array.isArray(config.models)) throw new Error(`${file}: "models" must be an array of models`);
-  if (config.mcpServers !== undefined && !Array.isArray(config.mcpServers)) throw new Error(`${file}: "mcpServers" must be an array of MCP server configs`);
+  if (config.models !== undefined && !Array.isArray(config.models))
+    throw new Error(`${file}: "models" must be an array of models`);
+  if (config.mcpServers !== undefined && !Array.isArray(config.mcpServers))
+    throw new Error(`${file}: "mcpServers" must be an array of MCP server configs`);
   return config;
 }

@@ -18,10 +18,15 @@ export interface TemporalTarget {
 }
 
 /** Reads Temporal's environment configuration; `overrides` (e.g. from flags) win. */
-export function temporalTarget(env: NodeJS.ProcessEnv = process.env, overrides: { address?: string; namespace?: string } = {}): TemporalTarget {
+export function temporalTarget(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: { address?: string; namespace?: string } = {},
+): TemporalTarget {
   // The library reads a missing TEMPORAL_CONFIG_FILE as "no file": a typo would silently mean localhost.
   if (env.TEMPORAL_CONFIG_FILE && !existsSync(env.TEMPORAL_CONFIG_FILE)) {
-    throw new Error(`Temporal environment configuration: TEMPORAL_CONFIG_FILE=${env.TEMPORAL_CONFIG_FILE} does not exist`);
+    throw new Error(
+      `Temporal environment configuration: TEMPORAL_CONFIG_FILE=${env.TEMPORAL_CONFIG_FILE} does not exist`,
+    );
   }
   let loaded;
   try {
@@ -34,5 +39,9 @@ export function temporalTarget(env: NodeJS.ProcessEnv = process.env, overrides: 
   const o = loaded.connectionOptions;
   const tls = o.tls ? (typeof o.tls === "object" && o.tls.clientCertPair ? "mTLS" : "TLS") : "plaintext";
   const auth = o.apiKey ? ", API key" : "";
-  return { connectionOptions: { ...o, address }, namespace, describe: `${address} namespace "${namespace}" (${tls}${auth})` };
+  return {
+    connectionOptions: { ...o, address },
+    namespace,
+    describe: `${address} namespace "${namespace}" (${tls}${auth})`,
+  };
 }

@@ -25,10 +25,14 @@ export function serveHealth(probe: HealthProbe, port: number, host = "0.0.0.0"):
     }
     const ok = route === "/healthz" ? probe.healthy() : route === "/readyz" ? probe.ready() : undefined;
     if (ok === undefined) {
-      res.writeHead(404, { "content-type": "text/plain" }).end(`not found: try /healthz, /readyz${probe.metrics ? " or /metrics" : ""}\n`);
+      res
+        .writeHead(404, { "content-type": "text/plain" })
+        .end(`not found: try /healthz, /readyz${probe.metrics ? " or /metrics" : ""}\n`);
       return;
     }
-    res.writeHead(ok ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify({ ok, ...probe.detail() }) + "\n");
+    res
+      .writeHead(ok ? 200 : 503, { "content-type": "application/json" })
+      .end(JSON.stringify({ ok, ...probe.detail() }) + "\n");
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);

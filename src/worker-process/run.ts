@@ -120,8 +120,10 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const tools = config.tools ?? createFileTools(workspace);
   const demo = config.demoModel !== false && !values["no-demo-model"] && env.JAI_DEMO_MODEL !== "off";
   const models: Model<Api>[] = [...(config.models ?? []), ...(demo ? [registerDemoModel()] : [])];
-  const maxActivities = positiveInt(values["max-activities"] ?? env.JAI_MAX_CONCURRENT_ACTIVITIES, "--max-activities") ?? 100;
-  const maxWorkflowTasks = positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
+  const maxActivities =
+    positiveInt(values["max-activities"] ?? env.JAI_MAX_CONCURRENT_ACTIVITIES, "--max-activities") ?? 100;
+  const maxWorkflowTasks =
+    positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
   const cacheMb = positiveInt(values["context-cache-mb"] ?? env.JAI_CONTEXT_CACHE_MB, "--context-cache-mb");
   const healthPort = positiveInt(values["health-port"] ?? env.JAI_HEALTH_PORT, "--health-port");
   const httpPort = positiveInt(values["http-port"] ?? env.JAI_HTTP_PORT, "--http-port");
@@ -133,7 +135,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   // worker with the key takes it, so say which run and which key, once per pair, where operators look.
   // JAI_CODEC_MISSING_KEY=terminate ends such a run instead (its status and reason name the key).
   const missingKey = env.JAI_CODEC_MISSING_KEY ?? "retry";
-  if (missingKey !== "retry" && missingKey !== "terminate") throw new Error(`JAI_CODEC_MISSING_KEY must be "retry" or "terminate", got "${missingKey}"`);
+  if (missingKey !== "retry" && missingKey !== "terminate")
+    throw new Error(`JAI_CODEC_MISSING_KEY must be "retry" or "terminate", got "${missingKey}"`);
   const keyErrors = new Set<string>();
   const terminator: { client?: Client } = {}; // set once connected
   const dataConverter =
@@ -144,17 +147,22 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
         const run = (context && "workflowId" in context ? context.workflowId : undefined) ?? "?";
         if (keyErrors.has(`${run}\n${err.keyId}`)) return;
         keyErrors.add(`${run}\n${err.keyId}`);
-        const terminate = missingKey === "terminate" && context?.type === "workflow" && run !== "?" && terminator.client !== undefined;
+        const terminate =
+          missingKey === "terminate" && context?.type === "workflow" && run !== "?" && terminator.client !== undefined;
         log(
           `jai-agent worker: CANNOT DECRYPT run ${run}: ${err.message}. ` +
-            (terminate ? "Terminating the run (JAI_CODEC_MISSING_KEY=terminate)." : `Its tasks fail (and are retried) until a worker with key "${err.keyId}" serves it.`),
+            (terminate
+              ? "Terminating the run (JAI_CODEC_MISSING_KEY=terminate)."
+              : `Its tasks fail (and are retried) until a worker with key "${err.keyId}" serves it.`),
         );
         if (terminate) {
           const reason = `codec key "${err.keyId}" ${err.reason === "missing-key" ? "missing" : "does not decrypt"} on worker ${os.hostname()}/${process.pid}: ${err.message}`;
-          terminator.client!.workflow
-            .getHandle(run)
+          terminator
+            .client!.workflow.getHandle(run)
             .terminate(reason)
-            .catch((e: unknown) => log(`jai-agent worker: could not terminate run ${run}: ${e instanceof Error ? e.message : String(e)}`));
+            .catch((e: unknown) =>
+              log(`jai-agent worker: could not terminate run ${run}: ${e instanceof Error ? e.message : String(e)}`),
+            );
         }
       },
     });
@@ -165,7 +173,15 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   try {
     Runtime.install({
       logger: new DefaultLogger((env.JAI_LOG_LEVEL ?? "WARN") as LogLevel),
-      ...(coreMetrics ? { telemetryOptions: { metrics: { prometheus: { bindAddress: coreMetrics, countersTotalSuffix: true, useSecondsForDurations: true } } } } : {}),
+      ...(coreMetrics
+        ? {
+            telemetryOptions: {
+              metrics: {
+                prometheus: { bindAddress: coreMetrics, countersTotalSuffix: true, useSecondsForDurations: true },
+              },
+            },
+          }
+        : {}),
     });
     runtimeMetrics = coreMetrics !== undefined;
   } catch {
@@ -240,7 +256,9 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const where = `${health ? `; health on :${(health.address() as { port: number }).port}` : ""}${events ? `; runs API and console on ${events.server.url}` : ""}`;
   const served = [...models.map((m) => `${m.provider}/${m.id}`), "any provider with its API key"].join(", ");
   const codec = dataConverter?.payloadCodecs?.length ? ", payload codec on" : "";
-  log(`jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${codec}${where}`);
+  log(
+    `jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${codec}${where}`,
+  );
   log(`  tools: ${tools.map((t) => t.name).join(", ") || "(none)"}; models: ${served}`);
   const running = agent.run();
   log("ready");

@@ -13,7 +13,12 @@
  * | compactContext | regular, heartbeats | a summarizing model call |
  * | deliverRunWebhook | regular | receivers are often briefly down: about half an hour of retries |
  */
-import { ActivityCancellationType, proxyActivities, proxyLocalActivities, type ActivityOptions } from "@temporalio/workflow";
+import {
+  ActivityCancellationType,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+} from "@temporalio/workflow";
 import type { createActivities } from "../activities/index.js";
 import type { AgentActivityOptions } from "../types.js";
 
@@ -40,7 +45,10 @@ export const { resolveRunSetup: resolveRunSetupLocally } = proxyLocalActivities<
 export const { streamAssistantMessage } = proxyActivities<Activities>(MODEL_DEFAULTS);
 export const { executeTool } = proxyActivities<Activities>(TOOL_DEFAULTS);
 /** A fast tool's call: no heartbeat (local activities have none), a short default timeout, the tools' retries. */
-export const { executeFastTool } = proxyLocalActivities<Activities>({ startToCloseTimeout: "1m", retry: TOOL_DEFAULTS.retry });
+export const { executeFastTool } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: "1m",
+  retry: TOOL_DEFAULTS.retry,
+});
 /**
  * The approval predicate is quick worker code: it never heartbeats, so it has
  * no heartbeat timeout (a tool's would kill it), a short timeout of its own and
@@ -50,7 +58,11 @@ export const { prepareToolCall } = proxyActivities<Activities>({
   startToCloseTimeout: "1m",
   retry: { initialInterval: "1s", backoffCoefficient: 2, maximumAttempts: 3 },
 });
-export const { compactContext } = proxyActivities<Activities>({ startToCloseTimeout: "10m", heartbeatTimeout: "30s", retry: { maximumAttempts: 3 } });
+export const { compactContext } = proxyActivities<Activities>({
+  startToCloseTimeout: "10m",
+  heartbeatTimeout: "30s",
+  retry: { maximumAttempts: 3 },
+});
 export const { deliverRunWebhook } = proxyActivities<Activities>({
   startToCloseTimeout: "30s",
   retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "5m", maximumAttempts: 12 },

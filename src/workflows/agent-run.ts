@@ -41,7 +41,15 @@ import {
 import type { AssistantMessage, ToolCall } from "@jai/ai";
 import { resolveRunSetup, resolveRunSetupLocally } from "./activities.js";
 import { FailureType } from "../common/failure-types.js";
-import type { AgentEvent, AgentMessage, AgentRunInput, AgentRunResult, AgentRunWorkflowInput, PromptLoopState, RunSetup } from "../types.js";
+import type {
+  AgentEvent,
+  AgentMessage,
+  AgentRunInput,
+  AgentRunResult,
+  AgentRunWorkflowInput,
+  PromptLoopState,
+  RunSetup,
+} from "../types.js";
 import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, restoreCarry, shouldContinueAsNew } from "./continue-as-new.js";
 import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
@@ -51,23 +59,16 @@ import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { metrics } from "./metrics-sink.js";
 import { promptSummary } from "./summary.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
-import { closeCancelledBatch, LOCAL_ACTIVITIES_PATCH, runTools } from "./tool-calls.js";
+import { closeCancelledBatch, runTools } from "./tool-calls.js";
+import { FAILED_STATUS_PATCH, LOCAL_ACTIVITIES_PATCH, MEMO_PATCH, SEARCH_ATTRIBUTES_PATCH } from "./patches.js";
 import { runPrompt, type LoopEffects } from "./prompt-loop.js";
 import { withCompletionWebhook } from "./webhook.js";
 
 const DEFAULT_MAX_TURNS = 50;
 const DEFAULT_IDLE_TIMEOUT = "1h";
-/** Patch id of the memo (model, tools, outcome) shown in the Temporal UI. */
-export const MEMO_PATCH = "jai-memo-v1";
-/** Patch id of the search attributes (AgentStatus, ...; see search-attributes.ts). */
-export const SEARCH_ATTRIBUTES_PATCH = "jai-search-attributes-v1";
-/** Patch id of failing (rather than completing) a run that ends with stopReason "error". */
-export const FAILED_STATUS_PATCH = "jai-failed-status-v1";
-
 
 const { agent } = proxySinks<AgentSinks>();
 const emit = (event: AgentEvent) => agent.emit(event);
-
 
 /** Workflow `agentRun`: one agent run (or session), from prompt to final answer. */
 export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
@@ -97,7 +98,11 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     if (setup.searchAttributes && patched(SEARCH_ATTRIBUTES_PATCH)) {
       // The summary is the first prompt's line: not for a continued run (its input has no prompt), nor in plain text when encrypted.
       const summary = carried || setup.private ? "" : promptSummary(input.prompt);
-      run.enableSearchAttributes(`${setup.model.provider}/${setup.model.id}`, setup.tools.map((t) => t.name), summary);
+      run.enableSearchAttributes(
+        `${setup.model.provider}/${setup.model.id}`,
+        setup.tools.map((t) => t.name),
+        summary,
+      );
     }
 
     let prompts: AgentMessage[] = [];
@@ -108,7 +113,8 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     } else if (Array.isArray(input.prompt)) run.seed(input.prompt);
     else prompts = [toUserMessage(input.prompt)];
     // The prompt is in the run's input: a call too big to carry it inline refers to it there.
-    if (!carried) (Array.isArray(input.prompt) ? input.prompt : prompts).forEach((m, i) => run.fromInput.set(m, `prompt:${i}`));
+    if (!carried)
+      (Array.isArray(input.prompt) ? input.prompt : prompts).forEach((m, i) => run.fromInput.set(m, `prompt:${i}`));
 
     promptStart = resume?.start ?? run.newMessages.length;
     // A continued session that was waiting for its next prompt goes straight back to waiting.
@@ -116,7 +122,13 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     let ended: string;
     for (;;) {
       if (promptDue) {
-        const outcome = await runPrompt(run, prompts, workflowEffects(input, setup, run), input.maxTurns ?? DEFAULT_MAX_TURNS, resume);
+        const outcome = await runPrompt(
+          run,
+          prompts,
+          workflowEffects(input, setup, run),
+          input.maxTurns ?? DEFAULT_MAX_TURNS,
+          resume,
+        );
         resume = undefined;
         run.stopReason = outcome.stopReason;
         run.errorMessage = outcome.errorMessage;
@@ -172,7 +184,12 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   // The run's status tells the truth: Failed in the UI, in Temporal's metrics and alerts. The result travels in the
   // failure's details and handle.result() returns it as before. Patched: earlier "error" runs completed.
   if (result.stopReason === "error" && patched(FAILED_STATUS_PATCH)) {
-    throw ApplicationFailure.create({ type: AGENT_RUN_FAILED, message: result.errorMessage ?? "The agent run ended with an error", nonRetryable: true, details: [result] });
+    throw ApplicationFailure.create({
+      type: AGENT_RUN_FAILED,
+      message: result.errorMessage ?? "The agent run ended with an error",
+      nonRetryable: true,
+      details: [result],
+    });
   }
   return result;
 }
@@ -195,11 +212,15 @@ async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
   const label = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
   try {
     const setup = patched(LOCAL_ACTIVITIES_PATCH) ? resolveRunSetupLocally : resolveRunSetup;
-    return await setup.executeWithOptions({ summary: `setup · ${label}` }, [{ model: input.model, tools: input.tools }]);
+    return await setup.executeWithOptions({ summary: `setup · ${label}` }, [
+      { model: input.model, tools: input.tools },
+    ]);
   } catch (err) {
-    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
+    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled)
+      throw err;
     const cause = err.cause;
-    if (cause instanceof ApplicationFailure && cause.nonRetryable) failBeforeLoop(cause.message, cause.type ?? FailureType.InvalidRunInput);
+    if (cause instanceof ApplicationFailure && cause.nonRetryable)
+      failBeforeLoop(cause.message, cause.type ?? FailureType.InvalidRunInput);
     throw new SetupFailed(`Setup failed: ${cause?.message ?? err.message}`);
   }
 }
@@ -217,8 +238,15 @@ function workflowEffects(input: AgentRunWorkflowInput, setup: RunSetup, run: Run
 }
 
 /** Sessions: wait for the next prompt, `close()` or the idle timeout; continue-as-new first when it is time. */
-async function nextPrompt(input: AgentRunInput, setup: RunSetup, run: RunState): Promise<{ message: AgentMessage } | { ended: string }> {
-  const idle = typeof input.session === "object" && input.session.idleTimeout !== undefined ? input.session.idleTimeout : DEFAULT_IDLE_TIMEOUT;
+async function nextPrompt(
+  input: AgentRunInput,
+  setup: RunSetup,
+  run: RunState,
+): Promise<{ message: AgentMessage } | { ended: string }> {
+  const idle =
+    typeof input.session === "object" && input.session.idleTimeout !== undefined
+      ? input.session.idleTimeout
+      : DEFAULT_IDLE_TIMEOUT;
   if (!run.closed && shouldContinueAsNew(input, run)) await continueAsNewWith(input, setup, run);
   run.waitingForPrompt = true;
   run.setPhase("done");
@@ -251,7 +279,13 @@ function endCancelled(run: RunState, err: unknown, promptStart: number): void {
   // Prompts not taken up yet get an answer too: their callers are waiting.
   const end = run.newMessagesOmitted + run.newMessages.length;
   for (const queued of run.prompts.splice(0)) {
-    run.answers.push({ id: queued.id, start: end, end, stopReason: "aborted", errorMessage: "Session cancelled before this prompt ran" });
+    run.answers.push({
+      id: queued.id,
+      start: end,
+      end,
+      stopReason: "aborted",
+      errorMessage: "Session cancelled before this prompt ran",
+    });
   }
   run.dropQueued("run cancelled");
   // Exactly one agent_end per loop: an idle session's last loop has had its own.

@@ -47,5 +47,7 @@ export const formatCount = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d)
 
 /** `"prompt" is 3,145,740 bytes (UTF-8 JSON); the limit is 1,000,000 bytes`, or undefined when within. */
 export function overBudget(field: string, bytes: number, limit: number): string | undefined {
-  return bytes > limit ? `"${field}" is ${formatCount(bytes)} bytes (UTF-8 JSON); the limit is ${formatCount(limit)} bytes` : undefined;
+  return bytes > limit
+    ? `"${field}" is ${formatCount(bytes)} bytes (UTF-8 JSON); the limit is ${formatCount(limit)} bytes`
+    : undefined;
 }

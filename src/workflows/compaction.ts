@@ -35,7 +35,9 @@ export function contextBudget(input: AgentRunInput, model: Model<Api>): number |
 
 function textOf(m: AgentMessage): string {
   if (typeof m.content === "string") return m.content;
-  return m.content.map((c) => (c.type === "text" ? c.text : c.type === "image" ? `[image ${c.mimeType}]` : "")).join("");
+  return m.content
+    .map((c) => (c.type === "text" ? c.text : c.type === "image" ? `[image ${c.mimeType}]` : ""))
+    .join("");
 }
 
 /**
@@ -82,5 +84,7 @@ export function structureProblem(context: AgentMessage[]): string | undefined {
       open.delete(m.toolCallId);
     }
   }
-  return open.size > 0 ? `tool call${open.size > 1 ? "s" : ""} ${[...open].join(", ")} lost ${open.size > 1 ? "their results" : "its result"}` : undefined;
+  return open.size > 0
+    ? `tool call${open.size > 1 ? "s" : ""} ${[...open].join(", ")} lost ${open.size > 1 ? "their results" : "its result"}`
+    : undefined;
 }

@@ -18,7 +18,12 @@ export function modelTools(setup: RunSetup): Tool[] {
  * well under it ("overflow"). Returns whether the context changed. Every tool
  * call keeps its result; workers see a new epoch and re-read the context.
  */
-export async function fitContext(input: AgentRunInput, setup: RunSetup, run: RunState, reason: "budget" | "overflow"): Promise<boolean> {
+export async function fitContext(
+  input: AgentRunInput,
+  setup: RunSetup,
+  run: RunState,
+  reason: "budget" | "overflow",
+): Promise<boolean> {
   const tools = modelTools(setup);
   const estimate = (messages: AgentMessage[]) => estimateTokens(messages, input.systemPrompt, tools);
   const budget = contextBudget(input, setup.model);
@@ -29,9 +34,10 @@ export async function fitContext(input: AgentRunInput, setup: RunSetup, run: Run
   let next: AgentMessage[] | undefined;
   if (input.compaction === "worker") {
     try {
-      const compacted = await compactContext.executeWithOptions({ summary: `compact context · ${used} → ${target} tokens` }, [
-        { context: wholeContextRef(run), budgetTokens: target, model: setup.model },
-      ]);
+      const compacted = await compactContext.executeWithOptions(
+        { summary: `compact context · ${used} → ${target} tokens` },
+        [{ context: wholeContextRef(run), budgetTokens: target, model: setup.model }],
+      );
       const problem = structureProblem(compacted);
       if (problem) log.warn("worker compaction broke the message structure; using the default", { problem });
       else next = compacted;

@@ -35,9 +35,12 @@ export function modelContextRef(run: RunState): ModelContextRef {
   // Keyed by the activity's id, unique in the run, never by the model's tool-call id (models reuse those).
   const append = run.context.slice(run.workerKnows).map((m): AgentMessage | ToolResultRef => {
     const activityId = m.role === "toolResult" ? run.fromActivity.get(m.content) : undefined;
-    return m.role === "toolResult" && activityId !== undefined ? { ref: "toolResult", activityId, toolCallId: m.toolCallId, timestamp: m.timestamp } : m;
+    return m.role === "toolResult" && activityId !== undefined
+      ? { ref: "toolResult", activityId, toolCallId: m.toolCallId, timestamp: m.timestamp }
+      : m;
   });
-  if (jsonBytes(append) <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append, digest };
+  if (jsonBytes(append) <= APPEND_BUDGET_BYTES)
+    return { epoch: run.contextEpoch, base: run.workerKnows, append, digest };
   // Too big: user messages go by reference to the update or input that holds them. The call still names every
   // message it appends, in order, so the transcript can be rebuilt from history exactly (loop-made messages inline).
   const lean = append.map((m): AgentMessage | ToolResultRef | UserInputRef => {
@@ -45,7 +48,8 @@ export function modelContextRef(run: RunState): ModelContextRef {
     const source = run.fromInput.get(m);
     return source !== undefined ? { ref: "userInput", source, timestamp: m.timestamp } : m;
   });
-  if (jsonBytes(lean) <= APPEND_BUDGET_BYTES) return { epoch: run.contextEpoch, base: run.workerKnows, append: lean, digest };
+  if (jsonBytes(lean) <= APPEND_BUDGET_BYTES)
+    return { epoch: run.contextEpoch, base: run.workerKnows, append: lean, digest };
   return wholeContextRef(run, digest);
 }
 

@@ -10,7 +10,14 @@
  * bounded at the door (see budgets.ts), the rest is sized to what is left.
  */
 import { allHandlersFinished, condition, continueAsNew, log, workflowInfo } from "@temporalio/workflow";
-import type { AgentMessage, AgentRunInput, AgentRunWorkflowInput, ContinuedRun, PromptLoopState, RunSetup } from "../types.js";
+import type {
+  AgentMessage,
+  AgentRunInput,
+  AgentRunWorkflowInput,
+  ContinuedRun,
+  PromptLoopState,
+  RunSetup,
+} from "../types.js";
 import { BUDGETS, jsonBytes } from "./budgets.js";
 import { shortenToolResults } from "./compaction.js";
 import type { RunState } from "./run-state.js";
@@ -41,7 +48,12 @@ function newest(messages: AgentMessage[], budget: number): { kept: AgentMessage[
 }
 
 /** What the next run needs, within the carry budget; undefined when the context cannot be made to fit (the run then goes on as it is). */
-export function buildCarry(input: AgentRunInput, setup: RunSetup, run: RunState, loop?: PromptLoopState): ContinuedRun | undefined {
+export function buildCarry(
+  input: AgentRunInput,
+  setup: RunSetup,
+  run: RunState,
+  loop?: PromptLoopState,
+): ContinuedRun | undefined {
   const fixed: ContinuedRun = {
     setup,
     context: [],
@@ -66,9 +78,15 @@ export function buildCarry(input: AgentRunInput, setup: RunSetup, run: RunState,
   const { kept, left: omitted } = newest(run.newMessages, Math.min(NEW_MESSAGES_BYTES, Math.max(0, left / 4)));
   left -= jsonBytes(kept);
   let context = run.context;
-  if (jsonBytes(context) > left) context = shortenToolResults(context, left / 4, (m) => Math.ceil(jsonBytes(m) / 4)).context;
+  if (jsonBytes(context) > left)
+    context = shortenToolResults(context, left / 4, (m) => Math.ceil(jsonBytes(m) / 4)).context;
   if (jsonBytes(context) > left) return undefined;
-  const carry: ContinuedRun = { ...fixed, context, newMessages: kept, newMessagesOmitted: run.newMessagesOmitted + omitted };
+  const carry: ContinuedRun = {
+    ...fixed,
+    context,
+    newMessages: kept,
+    newMessagesOmitted: run.newMessagesOmitted + omitted,
+  };
   if (loop) carry.loop = { ...carry.loop!, start: Math.max(0, loop.start - omitted) };
   return carry;
 }
@@ -77,16 +95,27 @@ export function buildCarry(input: AgentRunInput, setup: RunSetup, run: RunState,
  * Continues as new once every update handler is done (waiting ones are handed
  * over to the next run first); returns only when the carry would not fit.
  */
-export async function continueAsNewWith(input: AgentRunInput, setup: RunSetup, run: RunState, loop?: PromptLoopState): Promise<void> {
+export async function continueAsNewWith(
+  input: AgentRunInput,
+  setup: RunSetup,
+  run: RunState,
+  loop?: PromptLoopState,
+): Promise<void> {
   run.continuing = true;
   await condition(allHandlersFinished);
   const carry = buildCarry(input, setup, run, loop);
   if (!carry) {
     run.continuing = false;
-    log.warn("continue-as-new skipped: the model context does not fit in a run's input even after shortening tool results");
+    log.warn(
+      "continue-as-new skipped: the model context does not fit in a run's input even after shortening tool results",
+    );
     return;
   }
-  await continueAsNew<(input: AgentRunWorkflowInput) => Promise<unknown>>({ ...input, prompt: CONTINUED_PROMPT, continued: carry });
+  await continueAsNew<(input: AgentRunWorkflowInput) => Promise<unknown>>({
+    ...input,
+    prompt: CONTINUED_PROMPT,
+    continued: carry,
+  });
 }
 
 /** Queued messages this run's input carries, remembered as held there (see `UserInputRef`). */
@@ -107,12 +136,17 @@ export function restoreCarry(run: RunState, carry: ContinuedRun): void {
   run.steering.push(...carried(run, "steering", carry.steering));
   run.followUps.push(...carried(run, "followUps", carry.followUps));
   run.prompts.push(...(carry.prompts ?? []));
-  carried(run, "prompts", (carry.prompts ?? []).map((p) => p.message));
+  carried(
+    run,
+    "prompts",
+    (carry.prompts ?? []).map((p) => p.message),
+  );
   run.pendingInput.push(...carried(run, "pending", carry.loop?.pending ?? []));
   run.answers.push(...(carry.answers ?? []));
   run.dropped.push(...(carry.dropped ?? []));
   run.nextPromptId = carry.nextPromptId ?? run.nextPromptId;
   run.closed = carry.closed ?? false;
-  if (carry.loop?.promptId !== undefined) run.currentPrompt = { id: carry.loop.promptId, start: carry.loop.promptStart ?? 0 };
+  if (carry.loop?.promptId !== undefined)
+    run.currentPrompt = { id: carry.loop.promptId, start: carry.loop.promptStart ?? 0 };
   run.previousRunId = workflowInfo().continuedFromExecutionRunId;
 }

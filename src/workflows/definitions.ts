@@ -1,7 +1,14 @@
 /** Names shared by the workflow, the worker and the client: queries and the event sink. */
 import { defineQuery, defineUpdate, type Sinks } from "@temporalio/workflow";
 import type { UserMessage } from "@jai/ai";
-import type { AgentEvent, AgentMessage, AgentRunState, AgentStopReason, ModelContextPage, PromptResult } from "../types.js";
+import type {
+  AgentEvent,
+  AgentMessage,
+  AgentRunState,
+  AgentStopReason,
+  ModelContextPage,
+  PromptResult,
+} from "../types.js";
 
 /** The task queue runs and workers use unless told otherwise. */
 export const DEFAULT_TASK_QUEUE = "jai-agent";
@@ -19,10 +26,14 @@ export const stateQuery = defineQuery<AgentRunState>("state");
  * The full transcript (a continued transcript's earlier messages included).
  * `offset`/`limit` page through it so one answer stays small on long runs.
  */
-export const transcriptQuery = defineQuery<AgentMessage[], [options?: { offset?: number; limit?: number }]>("transcript");
+export const transcriptQuery = defineQuery<AgentMessage[], [options?: { offset?: number; limit?: number }]>(
+  "transcript",
+);
 
 /** The model's view of the conversation (details stripped, compacted), paged; read by workers whose cache misses. */
-export const modelContextQuery = defineQuery<ModelContextPage, [options: { offset: number; limit: number }]>("modelContext");
+export const modelContextQuery = defineQuery<ModelContextPage, [options: { offset: number; limit: number }]>(
+  "modelContext",
+);
 
 /** Workflow-level events leave the workflow through this sink: never recorded in history, not re-sent on replay. */
 export interface AgentSinks extends Sinks {

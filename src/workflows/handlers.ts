@@ -54,7 +54,10 @@ function requireMessage(run: RunState, message: UserInput): void {
 
 function requireOpen(run: RunState): void {
   if (run.stopReason !== undefined && !run.waitingForPrompt) throw new Error(`The run has ended (${run.stopReason})`);
-  if (run.waitingForPrompt) throw new Error("The session is waiting for a prompt: send it with prompt(); steering and follow-ups apply while a prompt runs");
+  if (run.waitingForPrompt)
+    throw new Error(
+      "The session is waiting for a prompt: send it with prompt(); steering and follow-ups apply while a prompt runs",
+    );
 }
 
 /** Waits for a session prompt's answer; hands the caller over to the next run when this one continues as new first. */
@@ -71,7 +74,9 @@ function requireApproval(run: RunState, toolCallId: string): void {
   const wait = run.approvals.get(toolCallId);
   if (!wait || wait.decision) {
     const waiting = [...run.approvals.values()].filter((a) => !a.decision).map((a) => a.pending.toolCallId);
-    throw new Error(`No tool call "${toolCallId}" is waiting for approval${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`);
+    throw new Error(
+      `No tool call "${toolCallId}" is waiting for approval${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`,
+    );
   }
 }
 
@@ -92,7 +97,11 @@ export function installHandlers(run: RunState, input: AgentRunInput): void {
     const limit = options?.limit === undefined ? undefined : Math.max(0, options.limit - skipped);
     return page(run.transcript, offset, limit);
   });
-  setHandler(modelContextQuery, ({ offset, limit }) => ({ epoch: run.contextEpoch, total: run.context.length, messages: page(run.context, offset, limit) }));
+  setHandler(modelContextQuery, ({ offset, limit }) => ({
+    epoch: run.contextEpoch,
+    total: run.context.length,
+    messages: page(run.context, offset, limit),
+  }));
 
   // Steering and follow-ups only differ in the queue they join (and when the loop reads it).
   for (const [update, queue] of [
@@ -121,15 +130,18 @@ export function installHandlers(run: RunState, input: AgentRunInput): void {
       validator: (message) => {
         if (!input.session) throw new Error("This run is not a session: start it with `session: true` to send prompts");
         if (run.closed) throw new Error("The session is closed");
-        if (run.stopReason !== undefined && !run.waitingForPrompt) throw new Error(`The session has ended (${run.stopReason})`);
+        if (run.stopReason !== undefined && !run.waitingForPrompt)
+          throw new Error(`The session has ended (${run.stopReason})`);
         requireMessage(run, message);
       },
     },
   );
   setHandler(promptAnswerUpdate, (id) => awaitAnswer(run, id), {
     validator: (id) => {
-      const known = run.answers.some((a) => a.id === id) || run.currentPrompt?.id === id || run.prompts.some((p) => p.id === id);
-      if (!known) throw new Error(`No answer for prompt ${id} is waiting in this run (it was delivered already, or never sent)`);
+      const known =
+        run.answers.some((a) => a.id === id) || run.currentPrompt?.id === id || run.prompts.some((p) => p.id === id);
+      if (!known)
+        throw new Error(`No answer for prompt ${id} is waiting in this run (it was delivered already, or never sent)`);
     },
   });
   setHandler(
@@ -140,7 +152,8 @@ export function installHandlers(run: RunState, input: AgentRunInput): void {
     {
       validator: () => {
         if (!input.session) throw new Error("This run is not a session");
-        if (run.stopReason !== undefined && !run.waitingForPrompt) throw new Error(`The session has ended (${run.stopReason})`);
+        if (run.stopReason !== undefined && !run.waitingForPrompt)
+          throw new Error(`The session has ended (${run.stopReason})`);
       },
     },
   );

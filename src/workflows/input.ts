@@ -14,7 +14,8 @@ const ROLES = ["user", "assistant", "toolResult"];
 function checkModel(model: unknown): string | undefined {
   if (typeof model === "string") {
     const slash = model.indexOf("/");
-    if (slash <= 0 || slash === model.length - 1) return `"model" must be "provider/modelId" or a Model object, got "${model}"`;
+    if (slash <= 0 || slash === model.length - 1)
+      return `"model" must be "provider/modelId" or a Model object, got "${model}"`;
     return undefined;
   }
   if (!isObject(model)) return `"model" must be "provider/modelId" or a Model object`;
@@ -33,10 +34,12 @@ function checkPrompt(prompt: unknown): string | undefined {
       if (problem) return problem;
     }
     const last = prompt[prompt.length - 1] as { role: string };
-    if (last.role === "assistant") return `"prompt" must not end with an assistant message: the model needs a user message or tool result to answer`;
+    if (last.role === "assistant")
+      return `"prompt" must not end with an assistant message: the model needs a user message or tool result to answer`;
     return undefined;
   }
-  if (typeof prompt !== "object" || prompt === null) return `"prompt" must be a string, a user message or a list of messages`;
+  if (typeof prompt !== "object" || prompt === null)
+    return `"prompt" must be a string, a user message or a list of messages`;
   return messageProblem(prompt, "prompt");
 }
 
@@ -47,7 +50,8 @@ function checkPrompt(prompt: unknown): string | undefined {
  */
 export function checkDuration(value: unknown, field: string): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== "string" && typeof value !== "number") return `"${field}" must be a duration (milliseconds, or a string like "30s")`;
+  if (typeof value !== "string" && typeof value !== "number")
+    return `"${field}" must be a duration (milliseconds, or a string like "30s")`;
   let ms: number;
   try {
     ms = msToNumber(value as never);
@@ -58,25 +62,37 @@ export function checkDuration(value: unknown, field: string): string | undefined
   return undefined;
 }
 
-const RETRY_KEYS = ["initialInterval", "backoffCoefficient", "maximumInterval", "maximumAttempts", "nonRetryableErrorTypes"];
+const RETRY_KEYS = [
+  "initialInterval",
+  "backoffCoefficient",
+  "maximumInterval",
+  "maximumAttempts",
+  "nonRetryableErrorTypes",
+];
 
 /** A retry policy Temporal accepts (its own compileRetryPolicy decides), as plain JSON. */
 export function checkRetry(retry: unknown, field: string): string | undefined {
   if (retry === undefined) return undefined;
   if (!isObject(retry)) return `"${field}" must be an object`;
   for (const key of Object.keys(retry)) if (!RETRY_KEYS.includes(key)) return `"${field}.${key}" is not a retry option`;
-  const problem = checkDuration(retry.initialInterval, `${field}.initialInterval`) ?? checkDuration(retry.maximumInterval, `${field}.maximumInterval`);
+  const problem =
+    checkDuration(retry.initialInterval, `${field}.initialInterval`) ??
+    checkDuration(retry.maximumInterval, `${field}.maximumInterval`);
   if (problem) return problem;
   const attempts = retry.maximumAttempts;
   if (attempts !== undefined && (typeof attempts !== "number" || !Number.isInteger(attempts) || attempts < 1)) {
     return `"${field}.maximumAttempts" must be a positive integer`;
   }
   const coefficient = retry.backoffCoefficient;
-  if (coefficient !== undefined && (typeof coefficient !== "number" || !Number.isFinite(coefficient) || coefficient < 1)) {
+  if (
+    coefficient !== undefined &&
+    (typeof coefficient !== "number" || !Number.isFinite(coefficient) || coefficient < 1)
+  ) {
     return `"${field}.backoffCoefficient" must be a number ≥ 1`;
   }
   const types = retry.nonRetryableErrorTypes;
-  if (types !== undefined && (!Array.isArray(types) || types.some((t) => typeof t !== "string"))) return `"${field}.nonRetryableErrorTypes" must be a list of strings`;
+  if (types !== undefined && (!Array.isArray(types) || types.some((t) => typeof t !== "string")))
+    return `"${field}.nonRetryableErrorTypes" must be a list of strings`;
   try {
     compileRetryPolicy(retry as never);
   } catch (err) {
@@ -90,7 +106,8 @@ export function checkActivityOptions(options: unknown, field: string): string | 
   if (options === undefined) return undefined;
   if (!isObject(options)) return `"${field}" must be an object`;
   for (const key of Object.keys(options)) {
-    if (!["startToCloseTimeout", "heartbeatTimeout", "retry"].includes(key)) return `"${field}.${key}" is not an activity option`;
+    if (!["startToCloseTimeout", "heartbeatTimeout", "retry"].includes(key))
+      return `"${field}.${key}" is not an activity option`;
   }
   return (
     checkDuration(options.startToCloseTimeout, `${field}.startToCloseTimeout`) ??
@@ -100,9 +117,11 @@ export function checkActivityOptions(options: unknown, field: string): string | 
 }
 
 function checkOptional(input: Record<string, unknown>): string | undefined {
-  if (input.systemPrompt !== undefined && typeof input.systemPrompt !== "string") return `"systemPrompt" must be a string`;
+  if (input.systemPrompt !== undefined && typeof input.systemPrompt !== "string")
+    return `"systemPrompt" must be a string`;
   if (input.tools !== undefined) {
-    if (!Array.isArray(input.tools) || input.tools.some((t) => typeof t !== "string")) return `"tools" must be an array of tool names`;
+    if (!Array.isArray(input.tools) || input.tools.some((t) => typeof t !== "string"))
+      return `"tools" must be an array of tool names`;
   }
   if (input.toolExecution !== undefined && input.toolExecution !== "parallel" && input.toolExecution !== "sequential") {
     return `"toolExecution" must be "parallel" or "sequential"`;
@@ -111,18 +130,23 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
     const n = input.maxTurns;
     if (typeof n !== "number" || !Number.isInteger(n) || n < 1) return `"maxTurns" must be a positive integer`;
   }
-  const activity = checkActivityOptions(input.modelActivity, "modelActivity") ?? checkDuration(input.approvalTimeout, "approvalTimeout");
+  const activity =
+    checkActivityOptions(input.modelActivity, "modelActivity") ??
+    checkDuration(input.approvalTimeout, "approvalTimeout");
   if (activity) return activity;
   const limits = input.toolResultLimits;
   if (limits !== undefined) {
     if (!isObject(limits)) return `"toolResultLimits" must be an object`;
     for (const [key, value] of Object.entries(limits)) {
-      if (!["maxBytes", "maxLines", "maxImageBytes", "maxDetailsBytes"].includes(key)) return `"toolResultLimits.${key}" is not a known limit`;
-      if (typeof value !== "number" || !Number.isInteger(value) || value < 1) return `"toolResultLimits.${key}" must be a positive integer`;
+      if (!["maxBytes", "maxLines", "maxImageBytes", "maxDetailsBytes"].includes(key))
+        return `"toolResultLimits.${key}" is not a known limit`;
+      if (typeof value !== "number" || !Number.isInteger(value) || value < 1)
+        return `"toolResultLimits.${key}" must be a positive integer`;
     }
   }
   const budget = input.contextBudgetTokens;
-  if (budget !== undefined && (typeof budget !== "number" || !Number.isInteger(budget) || budget < 1)) return `"contextBudgetTokens" must be a positive integer`;
+  if (budget !== undefined && (typeof budget !== "number" || !Number.isInteger(budget) || budget < 1))
+    return `"contextBudgetTokens" must be a positive integer`;
   if (input.compaction !== undefined && input.compaction !== "truncate-tool-results" && input.compaction !== "worker") {
     return `"compaction" must be "truncate-tool-results" or "worker"`;
   }
@@ -130,14 +154,20 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
   if (can !== undefined) {
     if (!isObject(can)) return `"continueAsNew" must be an object`;
     const n = can.afterTurns;
-    if (n !== undefined && (typeof n !== "number" || !Number.isInteger(n) || n < 1)) return `"continueAsNew.afterTurns" must be a positive integer`;
+    if (n !== undefined && (typeof n !== "number" || !Number.isInteger(n) || n < 1))
+      return `"continueAsNew.afterTurns" must be a positive integer`;
   }
   return checkSession(input.session) ?? checkWebhookField(input.webhook);
 }
 
 /** Checks a message a person sends in (steer, follow-up, prompt): text or a user message, within its byte budget. */
 export function validateUserInput(value: unknown, field = "message"): string | undefined {
-  const shape = typeof value === "string" ? (value.length === 0 ? `"${field}" must not be empty` : undefined) : messageProblem(value, field);
+  const shape =
+    typeof value === "string"
+      ? value.length === 0
+        ? `"${field}" must not be empty`
+        : undefined
+      : messageProblem(value, field);
   return shape ?? overBudget(field, jsonBytes(value), BUDGETS.messageBytes);
 }
 
@@ -159,4 +189,3 @@ export function validateRunInput(input: unknown): string | undefined {
     overBudget("run input (without prompt)", jsonBytes(rest), BUDGETS.inputBytes)
   );
 }
-

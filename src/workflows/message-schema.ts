@@ -12,7 +12,11 @@ import { Value } from "@sinclair/typebox/value";
 
 const NonEmpty = Type.String({ minLength: 1 });
 
-const TextContent = Type.Object({ type: Type.Literal("text"), text: NonEmpty, textSignature: Type.Optional(Type.String()) });
+const TextContent = Type.Object({
+  type: Type.Literal("text"),
+  text: NonEmpty,
+  textSignature: Type.Optional(Type.String()),
+});
 const ImageContent = Type.Object({
   type: Type.Literal("image"),
   data: Type.String({ minLength: 1, pattern: "^[A-Za-z0-9+/=\\s]+$" }),
@@ -46,7 +50,13 @@ const Usage = Type.Object({
   cacheRead: Type.Number(),
   cacheWrite: Type.Number(),
   totalTokens: Type.Number(),
-  cost: Type.Object({ input: Type.Number(), output: Type.Number(), cacheRead: Type.Number(), cacheWrite: Type.Number(), total: Type.Number() }),
+  cost: Type.Object({
+    input: Type.Number(),
+    output: Type.Number(),
+    cacheRead: Type.Number(),
+    cacheWrite: Type.Number(),
+    total: Type.Number(),
+  }),
 });
 
 /** An assistant message of a transcript a run continues from. */
@@ -74,7 +84,11 @@ export const ToolResultMessageSchema = Type.Object({
   timestamp: Timestamp,
 });
 
-const schemas: Record<string, TSchema> = { user: UserMessageSchema, assistant: AssistantMessageSchema, toolResult: ToolResultMessageSchema };
+const schemas: Record<string, TSchema> = {
+  user: UserMessageSchema,
+  assistant: AssistantMessageSchema,
+  toolResult: ToolResultMessageSchema,
+};
 
 const blockSchemas: Record<string, Record<string, TSchema>> = {
   user: { text: TextContent, image: ImageContent },
@@ -91,7 +105,8 @@ function firstError(schema: TSchema, value: unknown, field: string): string {
 /** Why `value` is not a valid message (naming the path under `field`), or undefined. */
 export function messageProblem(value: unknown, field: string, roles: string[] = ["user"]): string | undefined {
   const role = typeof value === "object" && value !== null ? (value as { role?: unknown }).role : undefined;
-  if (typeof role !== "string" || !roles.includes(role)) return `"${field}.role" must be ${roles.map((r) => `"${r}"`).join(" or ")}`;
+  if (typeof role !== "string" || !roles.includes(role))
+    return `"${field}.role" must be ${roles.map((r) => `"${r}"`).join(" or ")}`;
   const schema = schemas[role];
   if (Value.Check(schema, value)) return undefined;
   // A union's error names only the union: name the content block that is wrong, and what is wrong with it.
@@ -101,7 +116,10 @@ export function messageProblem(value: unknown, field: string, roles: string[] = 
     for (let i = 0; i < content.length; i++) {
       const type = (content[i] as { type?: unknown } | null)?.type;
       const block = typeof type === "string" ? allowed[type] : undefined;
-      if (!block) return `"${field}.content[${i}].type" must be ${Object.keys(allowed).map((t) => `"${t}"`).join(" or ")}`;
+      if (!block)
+        return `"${field}.content[${i}].type" must be ${Object.keys(allowed)
+          .map((t) => `"${t}"`)
+          .join(" or ")}`;
       if (!Value.Check(block, content[i])) return firstError(block, content[i], `${field}.content[${i}]`);
     }
     if (content.length === 0 && role === "user") return `"${field}.content" must not be empty`;

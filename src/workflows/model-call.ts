@@ -20,9 +20,8 @@ import { modelSummary } from "./summary.js";
 import { activityOverrides, streamAssistantMessage } from "./activities.js";
 import { emptyUsage } from "../common/usage.js";
 import { FailureType } from "../common/failure-types.js";
+import { MODEL_ROUTE_PATCH } from "./patches.js";
 
-/** Patch id of model calls routed to the worker that holds the run's context (added after the first release). */
-export const MODEL_ROUTE_PATCH = "jai-model-route-v1";
 /**
  * How long a routed call waits for its worker to pick it up before it goes to
  * the shared queue: a dead worker costs this, a live one answers in
@@ -59,20 +58,27 @@ function routedOptions(input: AgentRunInput, taskQueue: string): ActivityOptions
   } as ActivityOptions;
 }
 
-const isReply = (answer: AssistantMessage | ModelReply): answer is ModelReply => (answer as AssistantMessage).role !== "assistant";
+const isReply = (answer: AssistantMessage | ModelReply): answer is ModelReply =>
+  (answer as AssistantMessage).role !== "assistant";
 
 const isRouteLost = (err: unknown) =>
   err instanceof ActivityFailure &&
   err.cause instanceof TimeoutFailure &&
   (err.cause.timeoutType === "SCHEDULE_TO_START" || err.cause.timeoutType === "HEARTBEAT");
 
-const isOverflow = (err: ActivityFailure) => err.cause instanceof ApplicationFailure && err.cause.type === FailureType.ContextOverflow;
+const isOverflow = (err: ActivityFailure) =>
+  err.cause instanceof ApplicationFailure && err.cause.type === FailureType.ContextOverflow;
 
 /**
  * Streams one assistant message. A context overflow compacts the context and
  * calls once more; a call that fails for good becomes a message with stopReason "error".
  */
-export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunState, retriedOverflow = false): Promise<AssistantMessage> {
+export async function callModel(
+  input: AgentRunInput,
+  setup: RunSetup,
+  run: RunState,
+  retriedOverflow = false,
+): Promise<AssistantMessage> {
   const { model } = setup;
   const route = patched(MODEL_ROUTE_PATCH);
   const queue = route ? run.modelQueue : undefined;
@@ -107,7 +113,8 @@ export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunS
       throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
     }
     if (!(err instanceof ActivityFailure)) throw err;
-    if (isOverflow(err) && !retriedOverflow && (await fitContext(input, setup, run, "overflow"))) return callModel(input, setup, run, true);
+    if (isOverflow(err) && !retriedOverflow && (await fitContext(input, setup, run, "overflow")))
+      return callModel(input, setup, run, true);
     const message: AssistantMessage = {
       role: "assistant",
       content: [],
@@ -116,7 +123,9 @@ export async function callModel(input: AgentRunInput, setup: RunSetup, run: RunS
       model: model.id,
       usage: emptyUsage(),
       stopReason: "error",
-      errorMessage: isOverflow(err) ? (err.cause?.message ?? "Context overflow") : `Model call failed: ${err.cause?.message ?? err.message}`,
+      errorMessage: isOverflow(err)
+        ? (err.cause?.message ?? "Context overflow")
+        : `Model call failed: ${err.cause?.message ?? err.message}`,
       timestamp: Date.now(),
     };
     agent.emit({ type: "message_start", message });

@@ -46,7 +46,13 @@ export function enter(run: RunState, messages: AgentMessage[], emit: (event: Age
 }
 
 /** Runs one prompt (`prompts` enter first) to its end, or resumes a loop a continued run carried (`resume`). */
-export async function runPrompt(run: RunState, prompts: AgentMessage[], effects: LoopEffects, maxTurns: number, resume?: PromptLoopState): Promise<LoopOutcome> {
+export async function runPrompt(
+  run: RunState,
+  prompts: AgentMessage[],
+  effects: LoopEffects,
+  maxTurns: number,
+  resume?: PromptLoopState,
+): Promise<LoopOutcome> {
   const { emit } = effects;
   const start = resume?.start ?? run.newMessages.length;
   let turns = resume?.turns ?? 0;

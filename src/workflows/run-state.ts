@@ -16,7 +16,16 @@ import type {
 } from "../types.js";
 import { jsonBytes } from "./budgets.js";
 import type { UserInput } from "./definitions.js";
-import { AgentCostUsd, AgentModel, AgentSummary, AgentStatus, AgentStopReason as AgentStopReasonKey, AgentTools, AgentTotalTokens, AgentTurns } from "./search-attributes.js";
+import {
+  AgentCostUsd,
+  AgentModel,
+  AgentSummary,
+  AgentStatus,
+  AgentStopReason as AgentStopReasonKey,
+  AgentTools,
+  AgentTotalTokens,
+  AgentTurns,
+} from "./search-attributes.js";
 import { approvalDetails, runDetails } from "./summary.js";
 import { addUsage, emptyUsage } from "../common/usage.js";
 
@@ -30,15 +39,20 @@ export interface QueuedPrompt {
 const RESULT_BUDGET_BYTES = 1_500_000;
 
 /** All messages when they fit; else the final one and how many were left out (the transcript query has them all). */
-export function fitMessages(messages: AgentMessage[], alreadyOmitted = 0): { messages: AgentMessage[]; messagesOmitted?: number } {
-  if (jsonBytes(messages) <= RESULT_BUDGET_BYTES) return alreadyOmitted ? { messages, messagesOmitted: alreadyOmitted } : { messages };
+export function fitMessages(
+  messages: AgentMessage[],
+  alreadyOmitted = 0,
+): { messages: AgentMessage[]; messagesOmitted?: number } {
+  if (jsonBytes(messages) <= RESULT_BUDGET_BYTES)
+    return alreadyOmitted ? { messages, messagesOmitted: alreadyOmitted } : { messages };
   return { messages: messages.slice(-1), messagesOmitted: alreadyOmitted + messages.length - 1 };
 }
 
 /** The text a dropped message is remembered by. */
 function preview(message: AgentMessage): string {
   const content = message.content;
-  const text = typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
+  const text =
+    typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
   return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
 
@@ -149,7 +163,12 @@ export class RunState {
 
   /** Bytes of everything accepted and not yet in the transcript (all of it is carried across continue-as-new). */
   queuedBytes(): number {
-    return jsonBytes(this.steering) + jsonBytes(this.followUps) + jsonBytes(this.pendingInput) + jsonBytes(this.prompts.map((p) => p.message));
+    return (
+      jsonBytes(this.steering) +
+      jsonBytes(this.followUps) +
+      jsonBytes(this.pendingInput) +
+      jsonBytes(this.prompts.map((p) => p.message))
+    );
   }
 
   /** Everything still queued will not be processed: record why, so the callers can see it. */
@@ -160,7 +179,10 @@ export class RunState {
     drop("steer", this.pendingInput.splice(0));
     drop("steer", this.steering.splice(0));
     drop("followUp", this.followUps.splice(0));
-    drop("prompt", this.prompts.splice(0).map((p) => p.message));
+    drop(
+      "prompt",
+      this.prompts.splice(0).map((p) => p.message),
+    );
   }
 
   /** Records the current session prompt's answer (positions over the chain's new messages). */
@@ -168,7 +190,12 @@ export class RunState {
     const current = this.currentPrompt;
     if (!current) return;
     this.currentPrompt = undefined;
-    this.answers.push({ id: current.id, start: current.start, end: this.newMessagesOmitted + this.newMessages.length, ...outcome });
+    this.answers.push({
+      id: current.id,
+      start: current.start,
+      end: this.newMessagesOmitted + this.newMessages.length,
+      ...outcome,
+    });
   }
 
   /** A prompt's answer as its caller receives it; messages left behind at continue-as-new are counted as omitted. */
@@ -250,7 +277,13 @@ export class RunState {
   publishDetails(extra?: string): void {
     const s = this.snapshot();
     const waiting = s.pendingApprovals.length > 0 ? `${s.pendingApprovals.length} awaiting approval` : undefined;
-    const line = runDetails(s.status, s.phase.replace("_", " "), s.turn, s.usage, [extra, waiting].filter(Boolean).join(" · ") || undefined);
+    const line = runDetails(
+      s.status,
+      s.phase.replace("_", " "),
+      s.turn,
+      s.usage,
+      [extra, waiting].filter(Boolean).join(" · ") || undefined,
+    );
     this.publisher.details(s.pendingApprovals.length > 0 ? `${line}\n\n${approvalDetails(s.pendingApprovals)}` : line);
     this.publishSearchAttributes(s);
   }
@@ -284,7 +317,9 @@ export class RunState {
     if (changed.length === 0) return;
     // Each upsert is an event: the counters (turns, tokens, cost) ride along with a status change, and on
     // their own only every COUNTER_EVERY turns, so a long run adds one event per ten turns, not one per turn.
-    const statusChanged = changed.some((pair) => pair.key.name === AgentStatus.name || pair.key.name === AgentStopReasonKey.name);
+    const statusChanged = changed.some(
+      (pair) => pair.key.name === AgentStatus.name || pair.key.name === AgentStopReasonKey.name,
+    );
     if (!statusChanged && s.turn % COUNTER_EVERY !== 0) return;
     for (const pair of changed) sent.set(pair.key.name, pair.value);
     this.publisher.searchAttributes(changed);

@@ -33,7 +33,16 @@ export const AgentCostUsd = defineSearchAttributeKey("AgentCostUsd", "DOUBLE");
 export const AgentSummary = defineSearchAttributeKey("AgentSummary", "TEXT");
 
 /** Every agent search attribute, in registration order. */
-export const AGENT_SEARCH_ATTRIBUTES = [AgentStatus, AgentStopReason, AgentModel, AgentTools, AgentTurns, AgentTotalTokens, AgentCostUsd, AgentSummary] as const;
+export const AGENT_SEARCH_ATTRIBUTES = [
+  AgentStatus,
+  AgentStopReason,
+  AgentModel,
+  AgentTools,
+  AgentTurns,
+  AgentTotalTokens,
+  AgentCostUsd,
+  AgentSummary,
+] as const;
 
 const CLI_TYPES: Record<SearchAttributeType, string> = {
   TEXT: "Text",

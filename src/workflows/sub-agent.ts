@@ -32,9 +32,16 @@ function finalText(result: AgentRunResult): string {
   return last.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("");
 }
 
-export async function runSubAgent(spec: ToolSpec, sub: SubAgentSpec, call: ToolCall, run: RunState, index: number): Promise<ExecuteToolOutput> {
+export async function runSubAgent(
+  spec: ToolSpec,
+  sub: SubAgentSpec,
+  call: ToolCall,
+  run: RunState,
+  index: number,
+): Promise<ExecuteToolOutput> {
   const prompt = (call.arguments as { prompt?: unknown }).prompt;
-  if (typeof prompt !== "string" || prompt === "") return errorOutput(`Tool ${spec.name}: "prompt" must be a non-empty string`);
+  if (typeof prompt !== "string" || prompt === "")
+    return errorOutput(`Tool ${spec.name}: "prompt" must be a non-empty string`);
   const workflowId = subAgentWorkflowId(workflowInfo().workflowId, run.turn, index);
   const input: AgentRunInput = {
     model: sub.model,
@@ -56,14 +63,26 @@ export async function runSubAgent(spec: ToolSpec, sub: SubAgentSpec, call: ToolC
     })) as AgentRunResult;
     run.usage = addUsage(run.usage, result.usage);
     const failed = result.stopReason === "error" || result.stopReason === "aborted";
-    const text = finalText(result) || (failed ? `Sub-agent ${spec.name} ended: ${result.stopReason}${result.errorMessage ? ` (${result.errorMessage})` : ""}` : "");
+    const text =
+      finalText(result) ||
+      (failed
+        ? `Sub-agent ${spec.name} ended: ${result.stopReason}${result.errorMessage ? ` (${result.errorMessage})` : ""}`
+        : "");
     return {
-      result: { content: [{ type: "text", text }], details: { subAgent: { workflowId, stopReason: result.stopReason, turns: result.turns, usage: result.usage } } },
+      result: {
+        content: [{ type: "text", text }],
+        details: { subAgent: { workflowId, stopReason: result.stopReason, turns: result.turns, usage: result.usage } },
+      },
       isError: failed,
     };
   } catch (err) {
     if (isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
-    const why = err instanceof ChildWorkflowFailure ? (err.cause?.message ?? err.message) : err instanceof Error ? err.message : String(err);
+    const why =
+      err instanceof ChildWorkflowFailure
+        ? (err.cause?.message ?? err.message)
+        : err instanceof Error
+          ? err.message
+          : String(err);
     return errorOutput(`Sub-agent ${spec.name} (${workflowId}) failed: ${why}`);
   }
 }

@@ -20,7 +20,9 @@ export function toolSummary(toolName: string, args: unknown): string {
   if (typeof args !== "object" || args === null) return clip(toolName, MAX_SUMMARY);
   const entries = Object.entries(args as Record<string, unknown>);
   const view =
-    entries.length === 1 ? shortValue(entries[0][1]) : entries.map(([k, v]) => `${k}=${clip(shortValue(v), 40)}`).join(" ");
+    entries.length === 1
+      ? shortValue(entries[0][1])
+      : entries.map(([k, v]) => `${k}=${clip(shortValue(v), 40)}`).join(" ");
   return clip(view ? `${toolName} ${view}` : toolName, MAX_SUMMARY);
 }
 
@@ -41,12 +43,15 @@ export function promptSummary(prompt: AgentRunInput["prompt"]): string {
   const last = Array.isArray(prompt) ? prompt[prompt.length - 1] : prompt;
   const content = typeof last === "string" ? last : last?.content;
   if (content === undefined) return "";
-  const text = typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
+  const text =
+    typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
   return clip(text.split("\n").find((l) => l.trim() !== "") ?? "", MAX_SUMMARY);
 }
 
 /** The tool calls waiting for a person, one per line with their arguments and the id to pass to approve/deny (markdown). */
 export function approvalDetails(pending: PendingApproval[]): string {
-  const lines = pending.map((p) => `- \`${toolSummary(p.toolName, p.args).replace(/`/g, "'")}\` · id \`${p.toolCallId}\` · since ${p.since}`);
+  const lines = pending.map(
+    (p) => `- \`${toolSummary(p.toolName, p.args).replace(/`/g, "'")}\` · id \`${p.toolCallId}\` · since ${p.since}`,
+  );
   return `Awaiting approval:\n${lines.join("\n")}`;
 }

@@ -41,7 +41,11 @@ export async function runToolBatch<R>(modes: ToolExecutionMode[], hooks: BatchHo
   };
   const closeGroup = async () => {
     await Promise.all(running);
-    if (group.length > 0) hooks.groupFinished?.(group, group.map((i) => results[i]));
+    if (group.length > 0)
+      hooks.groupFinished?.(
+        group,
+        group.map((i) => results[i]),
+      );
     group = [];
     running = [];
   };

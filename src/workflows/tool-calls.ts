@@ -16,19 +16,24 @@ import {
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
 import { toolResultMessage } from "../common/tool-result.js";
 import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activities.js";
-import type { AgentEvent, AgentRunInput, ExecuteToolInput, ExecuteToolOutput, PendingToolCall, RunSetup, ToolResultLimits, ToolSpec } from "../types.js";
+import type {
+  AgentEvent,
+  AgentRunInput,
+  ExecuteToolInput,
+  ExecuteToolOutput,
+  PendingToolCall,
+  RunSetup,
+  ToolResultLimits,
+  ToolSpec,
+} from "../types.js";
 import type { ApprovalWait, RunState } from "./run-state.js";
 import { toolSummary } from "./summary.js";
 import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";
+import { LOCAL_ACTIVITIES_PATCH } from "./patches.js";
 
-/**
- * Patch id of local activities (fast tools' calls, the setup): runs recorded
- * before them schedule regular activities, and still replay.
- */
-export const LOCAL_ACTIVITIES_PATCH = "jai-local-activities-v1";
 export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
 export const ABORTED_BY_CANCEL = "Aborted: the run was cancelled before this tool call finished.";
 
@@ -52,7 +57,12 @@ export async function runTools(
   emit: (event: AgentEvent) => void,
 ): Promise<{ output: ExecuteToolOutput; message: ToolResultMessage }[]> {
   const specs = new Map(setup.tools.map((t) => [t.name, t]));
-  const entries: PendingToolCall[] = calls.map((c) => ({ toolCallId: c.id, toolName: c.name, args: c.arguments, started: false }));
+  const entries: PendingToolCall[] = calls.map((c) => ({
+    toolCallId: c.id,
+    toolName: c.name,
+    args: c.arguments,
+    started: false,
+  }));
   run.pending = [...entries];
   run.batch = { toolCallIds: calls.map((c) => c.id), outputs: calls.map(() => undefined) };
   const batch = run.batch;
@@ -66,7 +76,10 @@ export async function runTools(
       const call = calls[index];
       entries[index].started = true;
       emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
-      const output = run.steering.length > 0 ? errorOutput(SKIPPED_BY_STEERING) : await processCall(input, specs.get(call.name), call, run, index);
+      const output =
+        run.steering.length > 0
+          ? errorOutput(SKIPPED_BY_STEERING)
+          : await processCall(input, specs.get(call.name), call, run, index);
       if (current()) batch.outputs[index] = output;
       return output;
     },
@@ -74,7 +87,13 @@ export async function runTools(
       if (!current()) return;
       const call = calls[index];
       run.pending = run.pending.filter((p) => p !== entries[index]);
-      emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: output.result, isError: output.isError });
+      emit({
+        type: "tool_execution_end",
+        toolCallId: call.id,
+        toolName: call.name,
+        result: output.result,
+        isError: output.isError,
+      });
     },
     groupFinished: (indices, results) => {
       if (!current()) return;
@@ -108,7 +127,13 @@ export function closeCancelledBatch(run: RunState, calls: ToolCall[], emit: (eve
     if (outputs[i]) return; // finished before the cancellation: its end was emitted then
     outputs[i] = errorOutput(ABORTED_BY_CANCEL);
     if (run.pending.some((p) => p.toolCallId === call.id && p.started)) {
-      emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: outputs[i]!.result, isError: true });
+      emit({
+        type: "tool_execution_end",
+        toolCallId: call.id,
+        toolName: call.name,
+        result: outputs[i]!.result,
+        isError: true,
+      });
     }
   });
   open.forEach((call, i) => enterResult(run, resultOf(call, outputs[i]!), emit));
@@ -117,7 +142,13 @@ export function closeCancelledBatch(run: RunState, calls: ToolCall[], emit: (eve
 }
 
 /** Approval (when the tool asks for it), then execution. */
-async function processCall(input: AgentRunInput, spec: ToolSpec | undefined, call: ToolCall, run: RunState, index: number): Promise<ExecuteToolOutput> {
+async function processCall(
+  input: AgentRunInput,
+  spec: ToolSpec | undefined,
+  call: ToolCall,
+  run: RunState,
+  index: number,
+): Promise<ExecuteToolOutput> {
   if (!spec) return errorOutput(`Tool ${call.name} not found`);
   if (spec.approval) {
     let needsApproval = spec.approval === "always";
@@ -141,18 +172,36 @@ async function checkApproval(spec: ToolSpec, call: ToolCall): Promise<{ error?: 
   const timeout = spec.activity?.startToCloseTimeout;
   try {
     return await prepareToolCall.executeWithOptions(
-      { summary: `approval check · ${toolSummary(spec.name, call.arguments)}`, ...(timeout !== undefined ? { startToCloseTimeout: timeout } : {}) } as ActivityOptions,
+      {
+        summary: `approval check · ${toolSummary(spec.name, call.arguments)}`,
+        ...(timeout !== undefined ? { startToCloseTimeout: timeout } : {}),
+      } as ActivityOptions,
       [{ toolCallId: call.id, toolName: call.name, args: call.arguments }],
     );
   } catch (err) {
-    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
-    return { error: `Tool ${call.name}: its approval check failed (${err.cause?.message ?? err.message}), so the call did not run.`, needsApproval: false };
+    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled)
+      throw err;
+    return {
+      error: `Tool ${call.name}: its approval check failed (${err.cause?.message ?? err.message}), so the call did not run.`,
+      needsApproval: false,
+    };
   }
 }
 
 /** Waits as a workflow condition; returns why the call may not run, or undefined when approved. */
-async function waitForApproval(run: RunState, call: ToolCall, timeout: string | number | undefined): Promise<string | undefined> {
-  const wait: ApprovalWait = { pending: { toolCallId: call.id, toolName: call.name, args: call.arguments, since: new Date(Date.now()).toISOString() } };
+async function waitForApproval(
+  run: RunState,
+  call: ToolCall,
+  timeout: string | number | undefined,
+): Promise<string | undefined> {
+  const wait: ApprovalWait = {
+    pending: {
+      toolCallId: call.id,
+      toolName: call.name,
+      args: call.arguments,
+      since: new Date(Date.now()).toISOString(),
+    },
+  };
   run.approvals.set(call.id, wait);
   run.publishDetails();
   metrics.approvalsWaiting(1);
@@ -161,7 +210,9 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
     const inTime = timeout === undefined ? (await condition(decided), true) : await condition(decided, timeout);
     if (!inTime) return `Tool call denied: no approval within ${timeout}.`;
     if (!wait.decision) return SKIPPED_BY_STEERING;
-    return wait.decision.approved ? undefined : `Tool call denied by the user${wait.decision.reason ? `: ${wait.decision.reason}` : "."}`;
+    return wait.decision.approved
+      ? undefined
+      : `Tool call denied by the user${wait.decision.reason ? `: ${wait.decision.reason}` : "."}`;
   } finally {
     metrics.approvalsWaiting(-1);
     run.approvals.delete(call.id);
@@ -170,10 +221,16 @@ async function waitForApproval(run: RunState, call: ToolCall, timeout: string | 
 }
 
 /** A fast tool's call as a local activity (see AgentTool.fast); the model calls refer to its result by `outputKey`. */
-async function executeFast(spec: ToolSpec, input: ExecuteToolInput & { outputKey: string }, fromActivity: Map<unknown, string>): Promise<ExecuteToolOutput> {
+async function executeFast(
+  spec: ToolSpec,
+  input: ExecuteToolInput & { outputKey: string },
+  fromActivity: Map<unknown, string>,
+): Promise<ExecuteToolOutput> {
   const options: LocalActivityOptions = {
     summary: toolSummary(spec.name, input.args),
-    ...(spec.activity?.startToCloseTimeout !== undefined ? { startToCloseTimeout: spec.activity.startToCloseTimeout } : {}),
+    ...(spec.activity?.startToCloseTimeout !== undefined
+      ? { startToCloseTimeout: spec.activity.startToCloseTimeout }
+      : {}),
     ...(spec.activity?.retry !== undefined ? { retry: { ...TOOL_DEFAULTS.retry, ...spec.activity.retry } } : {}),
   } as LocalActivityOptions;
   const { result, isError } = await executeFastTool.executeWithOptions(options, [input]);
@@ -195,17 +252,24 @@ async function executeCall(
   options.activityId = `tool-${turn}-${index}-${call.id}`.slice(0, 200);
   try {
     const args = { toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) };
-    if (spec.local && patched(LOCAL_ACTIVITIES_PATCH)) return await executeFast(spec, { ...args, outputKey: options.activityId }, fromActivity);
+    if (spec.local && patched(LOCAL_ACTIVITIES_PATCH))
+      return await executeFast(spec, { ...args, outputKey: options.activityId }, fromActivity);
     const output = await executeTool.executeWithOptions(options, [args]);
     fromActivity.set(output.result.content, options.activityId!);
     return output;
   } catch (err) {
     // A cancel whose tool worker is dead ends in a timeout: still a cancel.
-    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
+    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled)
+      throw err;
     if (err.cause instanceof TimeoutFailure) {
       const attempts = spec.activity?.retry?.maximumAttempts;
-      const why = attempts === 1 ? "it is not idempotent, so it was not run again" : `no attempt finished (${attempts ?? TOOL_DEFAULTS.retry?.maximumAttempts} allowed)`;
-      return errorOutput(`Tool ${call.name} was interrupted (its worker stopped or it timed out: ${err.cause.message}); ${why}. It may have had partial effects.`);
+      const why =
+        attempts === 1
+          ? "it is not idempotent, so it was not run again"
+          : `no attempt finished (${attempts ?? TOOL_DEFAULTS.retry?.maximumAttempts} allowed)`;
+      return errorOutput(
+        `Tool ${call.name} was interrupted (its worker stopped or it timed out: ${err.cause.message}); ${why}. It may have had partial effects.`,
+      );
     }
     return errorOutput(`Tool ${call.name} failed: ${err.cause?.message ?? err.message}`);
   }

@@ -3,7 +3,15 @@
  * delivers its outcome. Only runs whose input has a `webhook` schedule it, so
  * histories recorded before it existed replay unchanged.
  */
-import { CancellationScope, ContinueAsNew, isCancellation, log, TemporalFailure, workflowInfo, type ActivityOptions } from "@temporalio/workflow";
+import {
+  CancellationScope,
+  ContinueAsNew,
+  isCancellation,
+  log,
+  TemporalFailure,
+  workflowInfo,
+  type ActivityOptions,
+} from "@temporalio/workflow";
 import { deliverRunWebhook } from "./activities.js";
 import type { AgentRunInput, AgentRunResult } from "../types.js";
 import type { RunOutcome } from "../webhooks/deliver.js";
@@ -16,7 +24,10 @@ function finalText(result: AgentRunResult): string {
 }
 
 /** Runs `body` (the agent loop) and, when the input asks for it, delivers its outcome, also when it fails or is cancelled. */
-export async function withCompletionWebhook(input: AgentRunInput, body: () => Promise<AgentRunResult>): Promise<AgentRunResult> {
+export async function withCompletionWebhook(
+  input: AgentRunInput,
+  body: () => Promise<AgentRunResult>,
+): Promise<AgentRunResult> {
   // A malformed webhook fails the run's input check: there is nowhere to deliver.
   if (!input.webhook || checkWebhookField(input.webhook)) return body();
   let result: AgentRunResult;
@@ -50,15 +61,28 @@ export async function withCompletionWebhook(input: AgentRunInput, body: () => Pr
   return result;
 }
 
-async function deliver(input: AgentRunInput, outcome: Omit<RunOutcome, "workflowId" | "runId" | "endedAt">): Promise<void> {
+async function deliver(
+  input: AgentRunInput,
+  outcome: Omit<RunOutcome, "workflowId" | "runId" | "endedAt">,
+): Promise<void> {
   const info = workflowInfo();
-  const full: RunOutcome = { workflowId: info.workflowId, runId: info.runId, ...outcome, endedAt: new Date(Date.now()).toISOString() };
+  const full: RunOutcome = {
+    workflowId: info.workflowId,
+    runId: info.runId,
+    ...outcome,
+    endedAt: new Date(Date.now()).toISOString(),
+  };
   // The run has ended: a cancel request must not stop its report. A delivery that fails for good does not change the run's outcome.
   await CancellationScope.nonCancellable(async () => {
     try {
-      await deliverRunWebhook.executeWithOptions({ summary: `webhook · ${input.webhook!.url.replace(/^https?:\/\/([^/?#]+).*$/i, "$1")}` } as ActivityOptions, [{ webhook: input.webhook!, outcome: full }]);
+      await deliverRunWebhook.executeWithOptions(
+        { summary: `webhook · ${input.webhook!.url.replace(/^https?:\/\/([^/?#]+).*$/i, "$1")}` } as ActivityOptions,
+        [{ webhook: input.webhook!, outcome: full }],
+      );
     } catch (err) {
-      log.warn("webhook delivery failed for good", { error: err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err) });
+      log.warn("webhook delivery failed for good", {
+        error: err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err),
+      });
     }
   });
 }

@@ -18,7 +18,8 @@ export interface Postgres {
 function postgresUid(): { uid: number; gid: number } {
   const r = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" });
   const g = spawnSync("id", ["-g", "postgres"], { encoding: "utf8" });
-  if (r.status !== 0) throw new Error("Running as root, PostgreSQL needs a `postgres` user (Debian's postgresql package creates it)");
+  if (r.status !== 0)
+    throw new Error("Running as root, PostgreSQL needs a `postgres` user (Debian's postgresql package creates it)");
   return { uid: Number(r.stdout.trim()), gid: Number(g.stdout.trim()) };
 }
 
@@ -40,7 +41,18 @@ export function startPostgres(port: number): Postgres {
   };
   exec(initdb, ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"]);
   // Socket in our own folder: /var/run/postgresql may not exist or may belong to a system instance.
-  exec(pgCtl, ["-D", data, "-l", path.join(dir, "log"), "-w", "-t", "60", "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`, "start"]);
+  exec(pgCtl, [
+    "-D",
+    data,
+    "-l",
+    path.join(dir, "log"),
+    "-w",
+    "-t",
+    "60",
+    "-o",
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
+    "start",
+  ]);
   let stopped = false;
   return {
     port,

@@ -30,7 +30,20 @@ export function setupSchema(tools: TemporalServerTools, pgPort: number): void {
     ["temporal", "temporal"],
     ["temporal_visibility", "visibility"],
   ]) {
-    const base = ["--plugin", "postgres12", "--ep", "127.0.0.1", "-p", String(pgPort), "-u", "postgres", "--pw", "", "--db", db];
+    const base = [
+      "--plugin",
+      "postgres12",
+      "--ep",
+      "127.0.0.1",
+      "-p",
+      String(pgPort),
+      "-u",
+      "postgres",
+      "--pw",
+      "",
+      "--db",
+      db,
+    ];
     for (const args of [
       ["create-database"],
       ["setup-schema", "-v", "0.0"],
@@ -96,7 +109,10 @@ async function ensureNamespace(address: string, namespace: string, timeoutMs: nu
   const connection = await Connection.connect({ address });
   try {
     try {
-      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(24 * 3600) } });
+      await connection.workflowService.registerNamespace({
+        namespace,
+        workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(24 * 3600) },
+      });
     } catch (err) {
       if (!/already exists/i.test(String(err))) throw err;
     }
@@ -132,7 +148,17 @@ export async function freeLowPort(taken: Set<number>): Promise<number> {
 export async function createTemporalServer(tools: TemporalServerTools, pgPort: number): Promise<TemporalServer> {
   const ports: Record<string, number> = {};
   const taken = new Set<number>();
-  for (const name of ["frontendGrpc", "frontendMembership", "frontendHttp", "historyGrpc", "historyMembership", "matchingGrpc", "matchingMembership", "workerGrpc", "workerMembership"]) {
+  for (const name of [
+    "frontendGrpc",
+    "frontendMembership",
+    "frontendHttp",
+    "historyGrpc",
+    "historyMembership",
+    "matchingGrpc",
+    "matchingMembership",
+    "workerGrpc",
+    "workerMembership",
+  ]) {
     ports[name] = await freeLowPort(taken);
   }
   const root = mkdtempSync(path.join(os.tmpdir(), "jai-temporal-server-"));
@@ -145,16 +171,22 @@ export async function createTemporalServer(tools: TemporalServerTools, pgPort: n
     address,
     log: () => output,
     async start() {
-      const proc = spawn(tools.server, ["--root", root, "--config", "config", "--env", "development", "--allow-no-auth", "start"], {
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const proc = spawn(
+        tools.server,
+        ["--root", root, "--config", "config", "--env", "development", "--allow-no-auth", "start"],
+        {
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
       child = proc;
       const keep = (chunk: Buffer) => {
         output = (output + chunk.toString()).slice(-20000);
       };
       proc.stdout?.on("data", keep);
       proc.stderr?.on("data", keep);
-      await waitForServer(address, 90000, () => (proc.exitCode !== null ? `temporal server exited with ${proc.exitCode}: ${output.slice(-3000)}` : undefined));
+      await waitForServer(address, 90000, () =>
+        proc.exitCode !== null ? `temporal server exited with ${proc.exitCode}: ${output.slice(-3000)}` : undefined,
+      );
       await ensureNamespace(address, "default", 60000);
     },
     async stop() {

@@ -73,7 +73,9 @@ export interface HarnessConfig {
 }
 
 function exited(child: ChildProcess): Promise<void> {
-  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", () => r()));
+  return child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve()
+    : new Promise((r) => child.once("exit", () => r()));
 }
 
 /** Starts `test/crash/worker-main.ts` in a new Node process and waits until it polls. */
@@ -133,7 +135,9 @@ export async function completedToolCalls(handle: AgentRunHandle): Promise<string
     }
     const done = e.activityTaskCompletedEventAttributes;
     if (!done) continue;
-    const scheduled = events.find((s) => Number(s.eventId) === Number(done.scheduledEventId))?.activityTaskScheduledEventAttributes;
+    const scheduled = events.find(
+      (s) => Number(s.eventId) === Number(done.scheduledEventId),
+    )?.activityTaskScheduledEventAttributes;
     if (scheduled?.activityType?.name !== "executeTool") continue;
     const id = /^tool-\d+-\d+-(.*)$/.exec(scheduled.activityId ?? "")?.[1];
     if (id) ids.push(id);
@@ -174,7 +178,11 @@ export interface StartOptions {
 }
 
 /** Starts the scenario's run on `config`'s task queue. */
-export function startScenarioRun(client: Client, config: HarnessConfig, options: StartOptions = {}): Promise<AgentRunHandle> {
+export function startScenarioRun(
+  client: Client,
+  config: HarnessConfig,
+  options: StartOptions = {},
+): Promise<AgentRunHandle> {
   const workflowTaskTimeout = options.workflowTaskTimeout === undefined ? "2s" : options.workflowTaskTimeout;
   return startAgentRun(client, {
     taskQueue: config.taskQueue,
@@ -218,5 +226,15 @@ export async function runScenario(
   const firstMove = log.find((e) => e.pid === second.pid && (e.event === "model_call" || e.event === "tool_start"));
   const progressMs = firstMove ? firstMove.at - second.readyAt : undefined;
   const sinceKillMs = firstMove ? firstMove.at - killedAt : undefined;
-  return { result, handle, log, firstPid: first.pid, secondPid: second.pid, completedBeforeKill, recoveryMs, progressMs, sinceKillMs };
+  return {
+    result,
+    handle,
+    log,
+    firstPid: first.pid,
+    secondPid: second.pid,
+    completedBeforeKill,
+    recoveryMs,
+    progressMs,
+    sinceKillMs,
+  };
 }

@@ -3,7 +3,16 @@
  * context it is given (never from a queue), so a re-requested call after a
  * crash gets the same answer, and every process scripts it identically.
  */
-import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider, Type, type Api, type Context, type Model } from "@jai/ai";
+import {
+  fauxAssistantMessage,
+  fauxText,
+  fauxToolCall,
+  registerFauxProvider,
+  Type,
+  type Api,
+  type Context,
+  type Model,
+} from "@jai/ai";
 import { appendFileSync } from "node:fs";
 import type { AgentTool } from "../../src/types.js";
 
@@ -18,10 +27,19 @@ const results = (context: Context) => context.messages.filter((m) => m.role === 
 const resultText = (context: Context) =>
   context.messages
     .filter((m) => m.role === "toolResult")
-    .map((m) => (m.role === "toolResult" ? `${m.toolName}:${m.isError ? "error" : m.content.map((c) => (c.type === "text" ? c.text : "")).join("")}` : ""))
+    .map((m) =>
+      m.role === "toolResult"
+        ? `${m.toolName}:${m.isError ? "error" : m.content.map((c) => (c.type === "text" ? c.text : "")).join("")}`
+        : "",
+    )
     .join(", ");
 
-const chatter = (turn: number, tag = "") => fauxText(`Turn ${turn}${tag}: thinking out loud for a while so that this answer streams slowly enough to be interrupted. `.repeat(2));
+const chatter = (turn: number, tag = "") =>
+  fauxText(
+    `Turn ${turn}${tag}: thinking out loud for a while so that this answer streams slowly enough to be interrupted. `.repeat(
+      2,
+    ),
+  );
 
 export type Variant = "main" | "non-idempotent" | "chaos";
 
@@ -37,22 +55,45 @@ export function answer(context: Context, variant: Variant, tag = "") {
   if (variant === "chaos") {
     const turn = done / 2 + 1;
     if (turn < CHAOS_TURNS) {
-      return fauxAssistantMessage([chatter(turn), fauxToolCall("fast", { name: `${turn}a` }, { id: "call_0" }), fauxToolCall("slow", { name: `${turn}b` }, { id: "call_1" })], {
-        stopReason: "toolUse",
-      });
+      return fauxAssistantMessage(
+        [
+          chatter(turn),
+          fauxToolCall("fast", { name: `${turn}a` }, { id: "call_0" }),
+          fauxToolCall("slow", { name: `${turn}b` }, { id: "call_1" }),
+        ],
+        {
+          stopReason: "toolUse",
+        },
+      );
     }
     return fauxAssistantMessage(`Final answer after ${done} results: ${resultText(context)}`);
   }
   if (done === 0) {
     if (variant === "non-idempotent") {
-      return fauxAssistantMessage([chatter(1), fauxToolCall("charge_card", { amount: 5 }, { id: "t1-pay" })], { stopReason: "toolUse" });
+      return fauxAssistantMessage([chatter(1), fauxToolCall("charge_card", { amount: 5 }, { id: "t1-pay" })], {
+        stopReason: "toolUse",
+      });
     }
-    return fauxAssistantMessage([chatter(1), fauxToolCall("fast", { name: "a" }, { id: "t1-a" }), fauxToolCall("fast", { name: "b" }, { id: "t1-b" }), fauxToolCall("slow", { name: "c" }, { id: "t1-c" })], {
+    return fauxAssistantMessage(
+      [
+        chatter(1),
+        fauxToolCall("fast", { name: "a" }, { id: "t1-a" }),
+        fauxToolCall("fast", { name: "b" }, { id: "t1-b" }),
+        fauxToolCall("slow", { name: "c" }, { id: "t1-c" }),
+      ],
+      {
+        stopReason: "toolUse",
+      },
+    );
+  }
+  if (variant === "main" && done === 3)
+    return fauxAssistantMessage([chatter(2, tag), fauxToolCall("write", { name: "d" }, { id: "t2-d" })], {
       stopReason: "toolUse",
     });
-  }
-  if (variant === "main" && done === 3) return fauxAssistantMessage([chatter(2, tag), fauxToolCall("write", { name: "d" }, { id: "t2-d" })], { stopReason: "toolUse" });
-  if (variant === "main" && done === 4) return fauxAssistantMessage([chatter(3), fauxToolCall("fast", { name: "e" }, { id: "t3-e" })], { stopReason: "toolUse" });
+  if (variant === "main" && done === 4)
+    return fauxAssistantMessage([chatter(3), fauxToolCall("fast", { name: "e" }, { id: "t3-e" })], {
+      stopReason: "toolUse",
+    });
   return fauxAssistantMessage(`Final answer after ${done} results: ${resultText(context)}`);
 }
 
@@ -61,7 +102,12 @@ export function answer(context: Context, variant: Variant, tag = "") {
  * Each call logs the context it was given (`seen`), for "context seen == context recorded".
  */
 export function registerScriptedModel(variant: Variant, logFile: string, tokensPerSecond = 60, tag = ""): Model<Api> {
-  const faux = registerFauxProvider({ api: "crash-faux", provider: "crash", models: [{ id: "scripted" }], tokensPerSecond });
+  const faux = registerFauxProvider({
+    api: "crash-faux",
+    provider: "crash",
+    models: [{ id: "scripted" }],
+    tokensPerSecond,
+  });
   faux.setResponses(
     Array.from({ length: 500 }, () => (context: Context) => {
       logLine(logFile, { event: "model_call", results: results(context), seen: context.messages });
@@ -92,5 +138,10 @@ export function crashTools(logFile: string, slowMs = 3000, tag = "", local = fal
     ...(local ? { fast: true } : {}),
     ...extra,
   });
-  return [tool("fast", 0), tool("slow", slowMs), tool("write", slowMs, { executionMode: "sequential" }), tool("charge_card", slowMs, { idempotent: false })];
+  return [
+    tool("fast", 0),
+    tool("slow", slowMs),
+    tool("write", slowMs, { executionMode: "sequential" }),
+    tool("charge_card", slowMs, { idempotent: false }),
+  ];
 }

@@ -15,7 +15,12 @@ const env = (name: string) => {
 Runtime.install({ logger: new DefaultLogger("ERROR") });
 const logFile = env("CRASH_LOG");
 const tag = process.env.CRASH_TAG ? ` [${process.env.CRASH_TAG}]` : "";
-const model = registerScriptedModel(env("CRASH_VARIANT") as Variant, logFile, Number(process.env.CRASH_TOKENS_PER_SECOND || 60), tag);
+const model = registerScriptedModel(
+  env("CRASH_VARIANT") as Variant,
+  logFile,
+  Number(process.env.CRASH_TOKENS_PER_SECOND || 60),
+  tag,
+);
 const connection = await NativeConnection.connect({ address: env("TEMPORAL_ADDRESS") });
 let turns = 0;
 let announce = false;

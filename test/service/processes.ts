@@ -20,7 +20,15 @@ function run(cmd: string, args: string[], cwd = repoRoot): void {
 export function buildDist(name: string): string {
   const out = path.join(repoRoot, ".jai", name);
   rmSync(out, { recursive: true, force: true });
-  run(process.execPath, [path.join(repoRoot, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json", "--outDir", out, "--sourceMap", "false"]);
+  run(process.execPath, [
+    path.join(repoRoot, "node_modules", "typescript", "bin", "tsc"),
+    "-p",
+    "tsconfig.build.json",
+    "--outDir",
+    out,
+    "--sourceMap",
+    "false",
+  ]);
   run(process.execPath, [path.join(out, "cli", "jai-agent.js"), "bundle"]);
   return out;
 }
@@ -28,7 +36,10 @@ export function buildDist(name: string): string {
 /** A small workspace for the default file tools, so every worker's demo run reads the same files. */
 export function demoWorkspace(): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), "jai-workspace-"));
-  writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: "demo-workspace", description: "fixture", dependencies: { a: "1" } }, null, 2));
+  writeFileSync(
+    path.join(dir, "package.json"),
+    JSON.stringify({ name: "demo-workspace", description: "fixture", dependencies: { a: "1" } }, null, 2),
+  );
   writeFileSync(path.join(dir, "README.md"), "# Demo workspace\n\nA fixture for worker processes.\n");
   mkdirSync(path.join(dir, "src"));
   return dir;
@@ -48,7 +59,11 @@ export interface WorkerProcess {
 }
 
 /** Starts `node <dist>/cli/worker-main.js` with `env` and waits for its "ready" line. */
-export async function startWorkerProcess(dist: string, env: Record<string, string>, args: string[] = []): Promise<WorkerProcess> {
+export async function startWorkerProcess(
+  dist: string,
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [path.join(dist, "cli", "worker-main.js"), ...args], {
     cwd: os.tmpdir(),
     env: { ...process.env, NODE_OPTIONS: "", ...env },

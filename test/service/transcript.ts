@@ -9,7 +9,9 @@ export function normalizedTranscript(messages: AgentMessage[]): unknown[] {
       return {
         role: m.role,
         stopReason: m.stopReason,
-        content: m.content.map((c) => (c.type === "toolCall" ? { type: c.type, name: c.name, arguments: c.arguments } : c)),
+        content: m.content.map((c) =>
+          c.type === "toolCall" ? { type: c.type, name: c.name, arguments: c.arguments } : c,
+        ),
       };
     }
     return m;

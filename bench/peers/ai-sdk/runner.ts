@@ -17,7 +17,10 @@ const [address, taskQueue] = process.argv.slice(2);
 /** Provider requests per workflow id (ms timestamps): first request and turn latencies. */
 const requests = new Map<string, number[]>();
 
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } };
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 1, text: 1, reasoning: undefined },
+};
 const model = new MockLanguageModelV4({
   modelId: "scripted",
   doGenerate: async (options) => {
@@ -25,11 +28,27 @@ const model = new MockLanguageModelV4({
     const seen = requests.get(workflowId) ?? [];
     seen.push(Date.now());
     requests.set(workflowId, seen);
-    const done = options.prompt.filter((m) => m.role === "tool").flatMap((m) => m.content).filter((p) => p.type === "tool-result").length;
+    const done = options.prompt
+      .filter((m) => m.role === "tool")
+      .flatMap((m) => m.content)
+      .filter((p) => p.type === "tool-result").length;
     const turns = Number(/turns=(\d+)/.exec(JSON.stringify(options.prompt[0]))?.[1]);
-    if (done >= turns) return { content: [{ type: "text", text: `read ${done} pages` }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] };
+    if (done >= turns)
+      return {
+        content: [{ type: "text", text: `read ${done} pages` }],
+        finishReason: { unified: "stop", raw: "stop" },
+        usage,
+        warnings: [],
+      };
     return {
-      content: [{ type: "tool-call", toolCallId: `c${done + 1}`, toolName: "fetch_page", input: JSON.stringify({ n: done + 1 }) }],
+      content: [
+        {
+          type: "tool-call",
+          toolCallId: `c${done + 1}`,
+          toolName: "fetch_page",
+          input: JSON.stringify({ n: done + 1 }),
+        },
+      ],
       finishReason: { unified: "tool-calls", raw: "tool_calls" },
       usage,
       warnings: [],
@@ -50,7 +69,12 @@ const provider = {
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger("ERROR") });
   const connection = await NativeConnection.connect({ address });
-  const client = new Client({ connection: await Connection.connect({ address, channelArgs: { "grpc.max_receive_message_length": 256 * 1024 * 1024 } }) });
+  const client = new Client({
+    connection: await Connection.connect({
+      address,
+      channelArgs: { "grpc.max_receive_message_length": 256 * 1024 * 1024 },
+    }),
+  });
   const worker = await Worker.create({
     connection,
     taskQueue,
@@ -63,11 +87,21 @@ async function main(): Promise<void> {
   const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
   say({ ready: true });
   for await (const line of createInterface({ input: process.stdin })) {
-    const cmd = JSON.parse(line) as { op: "run" | "many" | "stop"; id: string; turns: number; bytes: number; runs?: number };
+    const cmd = JSON.parse(line) as {
+      op: "run" | "many" | "stop";
+      id: string;
+      turns: number;
+      bytes: number;
+      runs?: number;
+    };
     if (cmd.op === "stop") break;
     const start = async (workflowId: string) => {
       const t = Date.now();
-      const handle = await client.workflow.start("peerAgentRun", { taskQueue, workflowId, args: [{ prompt: `go turns=${cmd.turns}`, maxSteps: cmd.turns + 1, bytes: cmd.bytes }] });
+      const handle = await client.workflow.start("peerAgentRun", {
+        taskQueue,
+        workflowId,
+        args: [{ prompt: `go turns=${cmd.turns}`, maxSteps: cmd.turns + 1, bytes: cmd.bytes }],
+      });
       const steps = await handle.result();
       const seen = requests.get(workflowId) ?? [];
       requests.delete(workflowId);
@@ -78,7 +112,10 @@ async function main(): Promise<void> {
       else {
         const t = Date.now();
         const settled = await Promise.allSettled(Array.from({ length: cmd.runs! }, (_, i) => start(`${cmd.id}-${i}`)));
-        say({ ms: Date.now() - t, runs: settled.map((s) => (s.status === "fulfilled" ? s.value : { error: String(s.reason) })) });
+        say({
+          ms: Date.now() - t,
+          runs: settled.map((s) => (s.status === "fulfilled" ? s.value : { error: String(s.reason) })),
+        });
       }
     } catch (err) {
       say({ error: String(err) });

@@ -9,7 +9,9 @@ import { temporalProvider } from "@temporalio/ai-sdk/workflow";
 import { proxyActivities } from "@temporalio/workflow";
 
 // The timeout of the integration's own sample (a lost completion is noticed after it).
-const { fetchPage } = proxyActivities<{ fetchPage(input: { n: number; bytes: number }): Promise<string> }>({ startToCloseTimeout: "1 minute" });
+const { fetchPage } = proxyActivities<{ fetchPage(input: { n: number; bytes: number }): Promise<string> }>({
+  startToCloseTimeout: "1 minute",
+});
 
 export async function peerAgentRun(input: { prompt: string; maxSteps: number; bytes: number }): Promise<number> {
   const result = await generateText({
@@ -18,7 +20,11 @@ export async function peerAgentRun(input: { prompt: string; maxSteps: number; by
     tools: {
       fetch_page: tool({
         description: "returns a page",
-        inputSchema: jsonSchema<{ n: number }>({ type: "object", properties: { n: { type: "number" } }, required: ["n"] }),
+        inputSchema: jsonSchema<{ n: number }>({
+          type: "object",
+          properties: { n: { type: "number" } },
+          required: ["n"],
+        }),
         execute: (args: { n: number }) => fetchPage({ ...args, bytes: input.bytes }),
       }),
     },
