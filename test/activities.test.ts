@@ -33,6 +33,17 @@ describe("streamAssistantMessage", () => {
     expect(events.slice(1).every((e) => e.type === "message_update")).toBe(true);
   });
 
+  it("a call that answers within the first beat's delay sends no heartbeat (no server write)", async () => {
+    const faux = fauxModel([fauxAssistantMessage("quick")]);
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000 });
+    let heartbeats = 0;
+    env.on("heartbeat", () => heartbeats++);
+    const { streamAssistantMessage } = createActivities({ tools: [] });
+    const message: AssistantMessage = await env.run(streamAssistantMessage, input(faux.getModel()));
+    expect(message.stopReason).toBe("stop");
+    expect(heartbeats).toBe(0);
+  });
+
   it("aborts the stream when the activity is cancelled and hands back what had streamed", async () => {
     const faux = fauxModel([fauxAssistantMessage("x ".repeat(2000))], { tokensPerSecond: 50 });
     const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 1000 });

@@ -11,6 +11,9 @@ export function heartbeatIntervalMs(heartbeatTimeoutMs: number | undefined): num
   return Math.min(1000, Math.max(100, Math.floor(heartbeatTimeoutMs / 3)));
 }
 
+/** When an activity that is still running sends its first heartbeat. */
+export const FIRST_BEAT_MS = 100;
+
 /**
  * Runs `work` with a heartbeat timer. The signal is the activity's cancellation
  * signal: cancellation reaches the activity through heartbeats.
@@ -19,11 +22,17 @@ export async function withHeartbeats<T>(work: (signal: AbortSignal) => Promise<T
   const ctx = Context.current();
   // Local activities cannot heartbeat (the worker cancels them itself).
   if (ctx.info.isLocal) return work(ctx.cancellationSignal);
-  ctx.heartbeat();
-  const timer = setInterval(() => ctx.heartbeat(), heartbeatIntervalMs(ctx.info.heartbeatTimeoutMs));
+  // The first beat comes after FIRST_BEAT_MS, not at the start: most activities (tool calls, short answers)
+  // finish sooner and cost the server no heartbeat write; a longer one learns of a cancel from then on.
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const first = setTimeout(() => {
+    ctx.heartbeat();
+    timer = setInterval(() => ctx.heartbeat(), heartbeatIntervalMs(ctx.info.heartbeatTimeoutMs));
+  }, FIRST_BEAT_MS);
   try {
     return await work(ctx.cancellationSignal);
   } finally {
+    clearTimeout(first);
     clearInterval(timer);
   }
 }
