@@ -182,6 +182,15 @@ export interface StartAgentRunOptions extends AgentRunInput {
   searchAttributes?: SearchAttributePair[] | TypedSearchAttributes;
   /** The caller's own memo fields (the run adds model, tools, stopReason, turns, totalTokens). */
   memo?: Record<string, unknown>;
+  /**
+   * Eager workflow start: the server hands the run's first workflow task straight
+   * back to a worker in this process, skipping a trip through matching (the run
+   * reaches its model sooner). Contract: `client` is `agentWorker.client` (or any
+   * client on the NativeConnection of a worker in this process that polls
+   * `taskQueue`); Temporal refuses a client on a plain Connection with an error.
+   * A server without `system.enableEagerWorkflowStart` starts the run the ordinary way.
+   */
+  eagerStart?: boolean;
 }
 
 export interface AgentRunHandle {
@@ -328,8 +337,17 @@ export async function chainTranscript(
 
 /** Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. */
 export async function startAgentRun(client: Client, options: StartAgentRunOptions): Promise<AgentRunHandle> {
-  const { taskQueue, workflowId, workflowTaskTimeout, staticSummary, staticDetails, searchAttributes, memo, ...input } =
-    options;
+  const {
+    taskQueue,
+    workflowId,
+    workflowTaskTimeout,
+    staticSummary,
+    staticDetails,
+    searchAttributes,
+    memo,
+    eagerStart,
+    ...input
+  } = options;
   const problem = validateRunInput(input);
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
   // Backstop for the byte budgets of validateRunInput: never let the server refuse the input with a raw error.
@@ -368,6 +386,7 @@ export async function startAgentRun(client: Client, options: StartAgentRunOption
         ...(searchAttributes !== undefined ? { typedSearchAttributes: searchAttributes } : {}),
         ...(memo !== undefined ? { memo } : {}),
         ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
+        ...(eagerStart ? { requestEagerStart: true } : {}),
       });
       return handleFor(client, workflow);
     } catch (err) {

@@ -89,6 +89,11 @@ export interface AgentWorker {
   readonly ownTaskQueue?: string;
   /** The worker polling `ownTaskQueue`. */
   readonly ownWorker?: Worker;
+  /**
+   * A client on the worker's own connection: runs it starts with `eagerStart: true`
+   * get their first workflow task from the server in the start response.
+   */
+  readonly client: Client;
   /** The context cache's counters and sizes (hit rate, bytes, evictions, query bytes read). */
   cacheStats(): ContextCacheStats;
   /** Runs until `promise` settles, then shuts down; resolves or rejects with it. */
@@ -222,6 +227,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   return {
     worker,
     taskQueue,
+    client,
     ...(own ? { ownTaskQueue, ownWorker: own } : {}),
     cacheStats: () => contextCache.stats,
     async runUntil(promise) {

@@ -110,6 +110,30 @@ describe("ending a run", () => {
     const result = await worker.runUntil(handle.result());
     expect(textOf(result.messages.at(-1))).toBe("by name");
   });
+
+  it("eagerStart through the worker's client: the first workflow task comes back in the start response", async () => {
+    const faux = fauxModel([fauxAssistantMessage("eager"), fauxAssistantMessage("plain")]);
+    const { worker, taskQueue } = await testWorker(env, []);
+    const [eager, plain] = await worker.runUntil(async () => {
+      const start = (eagerStart: boolean) =>
+        startAgentRun(worker.client, {
+          taskQueue,
+          workflowId: uniqueId("eager"),
+          model: faux.getModel(),
+          prompt: "hi",
+          eagerStart,
+        });
+      const a = await start(true);
+      await a.result();
+      const b = await start(false);
+      await b.result();
+      return [a, b];
+    });
+    const started = (h: typeof eager) => (h.workflow as unknown as { eagerlyStarted: boolean }).eagerlyStarted;
+    expect(started(eager)).toBe(true);
+    expect(started(plain)).toBe(false);
+    expect(textOf((await eager.result()).messages.at(-1))).toBe("eager");
+  });
 });
 
 describe("while a run is running", () => {
