@@ -38,7 +38,16 @@ export interface Bench {
 export async function openBench(): Promise<Bench> {
   Runtime.install({ logger: new DefaultLogger("ERROR") });
   const dir = await mkdtemp(path.join(os.tmpdir(), "jai-bench-"));
-  const server = await startDevServer({ dbFile: path.join(dir, "bench.db"), uiPort: false });
+  // `--server-config key=value` (repeatable): dynamic config of the bench's dev server, e.g.
+  // `--server-config system.enableActivityEagerExecution=true`.
+  const dynamicConfig: Record<string, string | number | boolean> = {};
+  process.argv.forEach((arg, i) => {
+    if (arg !== "--server-config") return;
+    const [key, value = "true"] = (process.argv[i + 1] ?? "").split("=");
+    dynamicConfig[key] =
+      value === "true" ? true : value === "false" ? false : Number.isNaN(Number(value)) ? value : Number(value);
+  });
+  const server = await startDevServer({ dbFile: path.join(dir, "bench.db"), uiPort: false, dynamicConfig });
   const connection = await NativeConnection.connect({ address: server.address });
   // The naive loop's history pages exceed gRPC's default 4 MB message size.
   const clientConnection = await Connection.connect({

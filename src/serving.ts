@@ -43,6 +43,14 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
    * activities use to read a run's context; default `workerOptions.dataConverter`, else Temporal's.
    */
   dataConverter?: DataConverter;
+  /**
+   * Send each run's model calls to this worker's own task queue while it answers them, so they find
+   * the context in its cache (default true). Off: model calls go to the shared queue. Turn it off on a
+   * server with eager activity execution (`system.enableActivityEagerExecution`): there a call on the
+   * shared queue goes straight to the worker completing the run's workflow task, the one that holds the
+   * run (and its context), skipping matching — a routed call cannot (README, "Eager dispatch").
+   */
+  routeModelCalls?: boolean;
   /** Any other Temporal worker option (concurrency limits, interceptors, tuning, ...). */
   workerOptions?: Partial<WorkerOptions>;
 }

@@ -30,11 +30,6 @@ export interface AgentWorkerOptions extends AgentWorkerServeOptions {
   namespace?: string;
   /** Task queue; default "jai-agent". */
   taskQueue?: string;
-  /**
-   * Send each run's model calls to this worker's own task queue while it answers them, so they find
-   * the context in its cache (default true). Off: every call goes to the shared queue.
-   */
-  routeModelCalls?: boolean;
   /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
   workflowBundle?: { code: string } | { codePath: string };
   /**

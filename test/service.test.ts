@@ -111,6 +111,34 @@ describe("worker process", () => {
     expect(worker.output()).toContain("drained");
   });
 
+  it("routes a run's later model calls to the worker's own queue; --no-route-model-calls keeps them on the shared one", async () => {
+    const queuesOfModelCalls = async (args: string[]) => {
+      const taskQueue = uniqueId("route");
+      const worker = await startWorker(["--task-queue", taskQueue, ...args], {
+        TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+      });
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        model: "demo/offline-scripted",
+        prompt: "What is this?",
+      });
+      expect((await within(handle.result(), 60000, "the demo run")).stopReason).toBe("stop");
+      worker.child.kill("SIGTERM");
+      await worker.exited;
+      const events = (await handle.workflow.fetchHistory()).events ?? [];
+      const queues = events
+        .map((e) => e.activityTaskScheduledEventAttributes)
+        .filter((a) => a?.activityType?.name === "streamAssistantMessage")
+        .map((a) => a!.taskQueue!.name!);
+      return { taskQueue, queues };
+    };
+    const routed = await queuesOfModelCalls([]);
+    expect(routed.queues.length).toBeGreaterThan(1);
+    expect(routed.queues.slice(1).every((q) => q.startsWith(`${routed.taskQueue}@`))).toBe(true);
+    const shared = await queuesOfModelCalls(["--no-route-model-calls"]);
+    expect(shared.queues).toEqual(shared.queues.map(() => shared.taskQueue));
+  });
+
   it("reads the connection from a temporal.toml profile, and what it serves from a config module", async () => {
     const toml = path.join(dir, "temporal.toml");
     writeFileSync(toml, `[profile.svc]\naddress = "${process.env.TEMPORAL_ADDRESS}"\nnamespace = "default"\n`);

@@ -51,6 +51,8 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
                                 default 127.0.0.1; anywhere else needs JAI_HTTP_TOKEN); \`npm run serve\` uses 8787
   --shutdown-grace duration     JAI_SHUTDOWN_GRACE: how long in-flight activities may finish on SIGTERM, default 30s
   --workflow-bundle file        JAI_WORKFLOW_BUNDLE: prebuilt bundle (\`jai-agent bundle\`), default dist/workflow-bundle.js when present
+  --no-route-model-calls        JAI_ROUTE_MODEL_CALLS=off: model calls on the shared queue (servers with eager
+                                activity execution: README "Eager dispatch")
   --no-demo-model               JAI_DEMO_MODEL=off: do not serve demo/offline-scripted
   --no-metrics                  JAI_METRICS=off: no /metrics on the health port (Temporal's runtime metrics + the agent's)
 
@@ -103,6 +105,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       "shutdown-grace": { type: "string" },
       "workflow-bundle": { type: "string" },
       "no-demo-model": { type: "boolean" },
+      "no-route-model-calls": { type: "boolean" },
       "no-metrics": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -222,6 +225,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     dataConverter,
     contextCacheBytes: cacheMb !== undefined ? cacheMb * 1024 * 1024 : config.contextCacheBytes,
     mcpServers: config.mcpServers,
+    routeModelCalls:
+      !values["no-route-model-calls"] && env.JAI_ROUTE_MODEL_CALLS !== "off" && config.routeModelCalls !== false,
     webhooks: config.webhooks,
     ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
