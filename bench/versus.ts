@@ -7,9 +7,11 @@
  */
 import { Client } from "@temporalio/client";
 import type proto from "@temporalio/proto";
+import type { Api, Model } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
+import { createAgentWorker } from "../src/worker.js";
 import type { AgentTool } from "../src/types.js";
-import { benchWorker, eventBytes, mb, median, pageScript, table, type Bench } from "./common.js";
+import { eventBytes, mb, median, pageScript, table, type Bench } from "./common.js";
 import { openAiSdkPeer, type Peer } from "./peers.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
@@ -131,9 +133,18 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   const big = scripts("big", GROWTH_TURNS, 8000, 4);
   const tp = scripts("tp", TP_TURNS - 1, 100, TP_RUNS * 2);
   // Our workers live only for their phase (two at a time: regular and fast), like the peer's one worker process.
+  // The product's own worker (createAgentWorker: model calls routed to its queue, its tuning), as users run it.
+  const agentWorker = (taskQueue: string, tool: AgentTool, model: Model<Api>) =>
+    createAgentWorker({
+      connection: bench.connection,
+      taskQueue,
+      tools: [tool],
+      models: [model],
+      workflowBundle: bench.bundle,
+    });
   const phaseWorkers = async (label: "small" | "big" | "tp", set: ReturnType<typeof scripts>) => [
-    await benchWorker(bench, `bench-vs-${label}-regular`, [set.regular.tool], [set.regular.model]),
-    await benchWorker(bench, `bench-vs-${label}-fast`, [set.fastTool], [set.regular.model]),
+    await agentWorker(`bench-vs-${label}-regular`, set.regular.tool, set.regular.model),
+    await agentWorker(`bench-vs-${label}-fast`, set.fastTool, set.regular.model),
   ];
   const stamp = Date.now();
   type Row = { ms: number[]; first: number[]; events: number[] };
@@ -217,7 +228,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   const markdown = [
     `### Side by side with Temporal's AI SDK integration (\`npm run bench -- --peers\`)`,
     "",
-    `Same dev server, same scripted model (answers at once), ${TURNS} tool turns + the answer with ~100-byte tool results: median of ${RUNS} runs, interleaved in rotating order (after a discarded warm-up round) so the load of the shared 2-core machine hits all alike. History: one run of ${GROWTH_TURNS} turns with ~8 KB tool results. Throughput: ${TP_RUNS} concurrent runs of ${TP_TURNS} turns on one worker each, one batch after the other (not interleaved: compare it across runs of this bench); turn latency is the time between a run's consecutive model requests. Our workers run in the bench's process (two at a time), the peer's in its own (@temporalio/* 1.23.0).`,
+    `Same dev server, same scripted model (answers at once), ${TURNS} tool turns + the answer with ~100-byte tool results: median of ${RUNS} runs, interleaved in rotating order (after a discarded warm-up round) so the load of the shared 2-core machine hits all alike. History: one run of ${GROWTH_TURNS} turns with ~8 KB tool results. Throughput: ${TP_RUNS} concurrent runs of ${TP_TURNS} turns on one worker each, one batch after the other (not interleaved: compare it across runs of this bench); turn latency is the time between a run's consecutive model requests. Our workers are \`createAgentWorker\` workers (model calls routed to their own queue) in the bench's process (two at a time), and it starts runs with \`eagerStart\` through their connection; the peer's worker runs in its own process (@temporalio/* 1.23.0).`,
     "",
     table(
       [

@@ -107,7 +107,7 @@ export class RunState {
    * `UserInputRef.source`). A call whose new messages are too big to ride
    * inline passes these by reference.
    */
-  fromInput = new Map<AgentMessage, string>();
+  fromInput = new WeakMap<AgentMessage, string>();
   newMessages: AgentMessage[] = [];
   usage = emptyUsage();
   turn = 0;
