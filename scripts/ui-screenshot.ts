@@ -9,23 +9,13 @@
  * scripts/ui-runs.ts, and writes docs/ui-workflow-list.png and
  * docs/ui-waiting-for-approval.png. test/ui.test.ts runs the same steps.
  */
-import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { launchChromium } from "./chromium.js";
 import { WAITING_FOR_APPROVAL_QUERY } from "../src/workflows/search-attributes.js";
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+export { CHROMIUM } from "./chromium.js";
 
 /** Columns the list shows, after Status and Workflow ID. */
 const COLUMNS = ["AgentSummary", "AgentStatus", "AgentStopReason", "AgentModel", "AgentTotalTokens"];
@@ -52,9 +42,7 @@ export async function captureWorkflowList(
   expectedRuns: number,
   waitingRuns: number,
 ): Promise<Capture> {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: 1900, height: 600 } });
     await page.goto(`${uiUrl}/namespaces/default/workflows`);

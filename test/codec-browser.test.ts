@@ -6,7 +6,6 @@
  * Screenshots: docs/ui-without-codec.png, docs/ui-with-codec.png.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { existsSync } from "node:fs";
 import type { Server } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,7 +13,8 @@ import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import proto from "@temporalio/proto";
 import { fauxAssistantMessage } from "@jai/ai";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { launchChromium } from "../scripts/chromium.js";
 import { startAgentRun } from "../src/client.js";
 import { AesGcmCodec } from "../src/codec/aes-gcm.js";
 import { parseCodecKeys } from "../src/codec/config.js";
@@ -24,17 +24,6 @@ import { bundleAgentWorkflows, createAgentWorker } from "../src/worker.js";
 import { fauxModel, uniqueId, within } from "./helpers.js";
 
 const docs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../docs");
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const TOKEN = "ui-test-token";
 const codec = new AesGcmCodec({ keys: parseCodecKeys("ui:" + Buffer.alloc(32, 7).toString("base64"), "test") });
 
@@ -49,7 +38,6 @@ beforeAll(async () => {
   } catch {
     // Already installed in this process.
   }
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
   const uiPort = await freePort();
   codecServer = await createCodecServer({
     codecs: [codec],
@@ -59,7 +47,7 @@ beforeAll(async () => {
   });
   codecUrl = `http://127.0.0.1:${(codecServer.address() as { port: number }).port}`;
   server = await startDevServer({ uiPort, uiCodecEndpoint: codecUrl });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  browser = await launchChromium();
 }, 120000);
 
 afterAll(async () => {

@@ -13,7 +13,7 @@ import { closedRunView } from "../src/history-view.js";
 import type { AgentMessage, AgentRunState, AgentTool } from "../src/types.js";
 import { stateQuery } from "../src/workflows/definitions.js";
 import { contextMismatches, SeenContexts } from "./context-check.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import { fauxModel, gateTool, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -116,18 +116,7 @@ describe("finished runs answer from history alone", () => {
   }, 120000);
 
   it("a run whose result left messages out, with steering, a loop-made tool result and a compaction", async () => {
-    const steered = deferred();
-    const release = deferred();
-    const slow: AgentTool = {
-      name: "slow",
-      description: "waits",
-      parameters: Type.Object({}),
-      async execute() {
-        steered.resolve();
-        await release.promise;
-        return { content: [{ type: "text", text: "slow done" }] };
-      },
-    };
+    const { tool: slow, entered: steered, release } = gateTool("slow");
     const faux = fauxModel([
       fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s1" }), fauxToolCall("nope", {}, { id: "n1" })], {
         stopReason: "toolUse",
@@ -180,18 +169,7 @@ describe("finished runs answer from history alone", () => {
   ])(
     "steering too big to ride along in a model call's input, left out of the carry: rebuilt exactly from history (afterTurns %i: %s)",
     async (afterTurns) => {
-      const steered = deferred();
-      const release = deferred();
-      const slow: AgentTool = {
-        name: "slow",
-        description: "waits",
-        parameters: Type.Object({}),
-        async execute() {
-          steered.resolve();
-          await release.promise;
-          return { content: [{ type: "text", text: "slow done" }] };
-        },
-      };
+      const { tool: slow, entered: steered, release } = gateTool("slow");
       const seen = new SeenContexts();
       const faux = fauxModel(
         seen.wrap([

@@ -2,7 +2,7 @@
 import { spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { chromium } from "playwright-core";
+import { launchChromium } from "../scripts/chromium.js";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
 import { startRunEventsService } from "../src/events/serve.js";
@@ -77,19 +77,7 @@ describe("run console", () => {
       onEvent: service.onEvent,
       workerOptions: { identity: service.identity },
     });
-    const browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    const browser = await launchChromium();
     try {
       await worker.runUntil(async () => {
         const workflowId = uniqueId("console");
