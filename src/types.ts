@@ -489,6 +489,8 @@ export interface StreamAssistantInput {
 export interface ModelReply {
   message: AssistantMessage;
   taskQueue?: string;
+  /** How long this call waited in its queue before the worker picked it up (the worker's clock against the server's schedule time). */
+  queueWaitMs?: number;
 }
 
 /**

@@ -6,12 +6,12 @@
  * then any worker takes it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
+import { fauxAssistantMessage, fauxText, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import type { AgentTool } from "../src/types.js";
 import { replayHistory } from "../src/replay.js";
 import { createAgentWorker } from "../src/worker.js";
-import { ROUTED_SCHEDULE_TO_START } from "../src/workflows/model-call.js";
+import { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs } from "../src/workflows/model-call.js";
 import { deferred, fauxModel, openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
@@ -125,6 +125,70 @@ describe("model-call routing", () => {
     // Routed calls, the timeout and the fallback replay deterministically.
     const replayed = await replayHistory(history, "route-lost", env.bundle);
     expect(replayed.error).toBeUndefined();
+  });
+
+  it("a busy worker keeps its runs' calls: a routed call waits 2w + 1 s for it when the last one waited w in its queue", async () => {
+    expect([undefined, 0, 400, 1500, 60_000].map(routedScheduleToStartMs)).toEqual([2000, 2000, 2000, 4000, 30_000]);
+    // One activity slot per poller and three runs whose model calls stream for ~0.5 s: calls queue behind each other.
+    const taskQueue = uniqueId("route-busy");
+    const slowAnswer = (context: Context) => {
+      const done = context.messages.filter((m) => m.role === "toolResult").length;
+      return done >= 3
+        ? fauxAssistantMessage(`read ${done}`)
+        : fauxAssistantMessage([fauxText("reading ".repeat(15)), fauxToolCall("page", { n: done + 1 })], {
+            stopReason: "toolUse",
+          });
+    };
+    const faux = fauxModel(
+      Array.from({ length: 3 * 4 }, () => slowAnswer),
+      { tokensPerSecond: 60 },
+    );
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue,
+      tools: [pageTool()],
+      models: [faux.getModel()],
+      workflowBundle: env.bundle,
+      workerOptions: { maxConcurrentActivityTaskExecutions: 1 },
+    });
+    const handles = await Promise.all(
+      [1, 2, 3].map((i) =>
+        startAgentRun(env.client, {
+          taskQueue,
+          workflowId: uniqueId(`busy-${i}`),
+          model: faux.getModel(),
+          prompt: "go",
+        }),
+      ),
+    );
+    await worker.runUntil(() => Promise.all(handles.map((h) => h.result())));
+    const checked: { waitMs: number; timeoutMs: number }[] = [];
+    for (const handle of handles) {
+      const events = (await handle.workflow.fetchHistory()).events ?? [];
+      let lastWait: number | undefined;
+      for (const e of events) {
+        const scheduled = e.activityTaskScheduledEventAttributes;
+        if (
+          scheduled?.activityType?.name === "streamAssistantMessage" &&
+          scheduled.taskQueue?.name === worker.ownTaskQueue
+        ) {
+          const t = scheduled.scheduleToStartTimeout!;
+          checked.push({
+            waitMs: lastWait!,
+            timeoutMs: Number(t.seconds ?? 0) * 1000 + Math.round((t.nanos ?? 0) / 1e6),
+          });
+        }
+        const done = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
+        if (done) {
+          const reply = JSON.parse(Buffer.from(done.data!).toString()) as { queueWaitMs?: number };
+          if (reply.queueWaitMs !== undefined) lastWait = reply.queueWaitMs;
+        }
+      }
+    }
+    expect(checked.length).toBeGreaterThan(0);
+    for (const c of checked) expect(c.timeoutMs).toBe(routedScheduleToStartMs(c.waitMs));
+    // Some calls did wait behind the others, and got more than the 2 s a dead worker gets.
+    expect(checked.some((c) => c.timeoutMs > 2000)).toBe(true);
   });
 
   it("routing off: every model call stays on the shared queue", async () => {

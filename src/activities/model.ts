@@ -46,10 +46,12 @@ export function createModelActivity(
   ownTaskQueue?: () => string | undefined,
 ): ModelActivity {
   const streamAssistantMessage = async (input: StreamAssistantInput): Promise<AssistantMessage | ModelReply> => {
+    const info = Context.current().info;
+    const queueWaitMs = Math.max(0, Date.now() - info.currentAttemptScheduledTimestampMs);
     const message = await streamOne(input);
     if (!input.route) return message;
     const taskQueue = ownTaskQueue?.();
-    return taskQueue ? { message, taskQueue } : { message };
+    return taskQueue ? { message, taskQueue, queueWaitMs } : { message };
   };
   return streamAssistantMessage as ModelActivity;
 

@@ -28,6 +28,19 @@ import { MODEL_ROUTE_PATCH } from "./patches.js";
  * milliseconds (its own queue holds only its runs' model calls).
  */
 export const ROUTED_SCHEDULE_TO_START = "2s";
+/**
+ * A busy worker is not a dead one: when the last call waited `w` ms in its
+ * queue, the next one waits up to 2w + 1 s (at least the 2 s above, at most
+ * this) before it gives up on the worker that holds its context. Otherwise,
+ * once a saturated fleet's queues take longer than 2 s, calls leave their
+ * worker and miss its cache exactly when load is highest.
+ */
+export const ROUTED_SCHEDULE_TO_START_MAX_MS = 30_000;
+
+/** The schedule-to-start timeout of a routed call, from how long the run's last call waited in its worker's queue. */
+export function routedScheduleToStartMs(lastWaitMs: number | undefined): number {
+  return Math.min(ROUTED_SCHEDULE_TO_START_MAX_MS, Math.max(2000, 2 * (lastWaitMs ?? 0) + 1000));
+}
 /** A routed call whose worker stopped heartbeating is not retried there: it goes to the shared queue at once. */
 const HEARTBEAT_TIMEOUT_TYPE = "TemporalTimeout:Heartbeat";
 const { agent } = proxySinks<AgentSinks>();
@@ -49,11 +62,11 @@ function partialOf(err: ActivityFailure): AssistantMessage | undefined {
 }
 
 /** The options of a call sent to one worker's own queue. */
-function routedOptions(input: AgentRunInput, taskQueue: string): ActivityOptions {
+function routedOptions(input: AgentRunInput, taskQueue: string, lastWaitMs: number | undefined): ActivityOptions {
   const retry = input.modelActivity?.retry;
   return {
     taskQueue,
-    scheduleToStartTimeout: ROUTED_SCHEDULE_TO_START,
+    scheduleToStartTimeout: lastWaitMs === undefined ? ROUTED_SCHEDULE_TO_START : routedScheduleToStartMs(lastWaitMs),
     retry: { ...retry, nonRetryableErrorTypes: [...(retry?.nonRetryableErrorTypes ?? []), HEARTBEAT_TIMEOUT_TYPE] },
   } as ActivityOptions;
 }
@@ -84,7 +97,7 @@ export async function callModel(
   const queue = route ? run.modelQueue : undefined;
   try {
     const options = activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id));
-    if (queue) Object.assign(options, routedOptions(input, queue));
+    if (queue) Object.assign(options, routedOptions(input, queue, run.modelQueueWaitMs));
     const answer = (await streamAssistantMessage.executeWithOptions(options, [
       {
         model,
@@ -97,7 +110,10 @@ export async function callModel(
     ])) as AssistantMessage | ModelReply;
     // A worker that predates routing answers with the message alone (and names no queue).
     const reply: ModelReply = isReply(answer) ? answer : { message: answer };
-    if (route) run.modelQueue = reply.taskQueue;
+    if (route) {
+      run.modelQueue = reply.taskQueue;
+      run.modelQueueWaitMs = reply.queueWaitMs;
+    }
     const message = reply.message;
     // The worker that answered cached the context and its reply.
     run.workerKnows = run.context.length + 1;

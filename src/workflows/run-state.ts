@@ -96,6 +96,8 @@ export class RunState {
   workerKnows = 0;
   /** The task queue of the worker that answered the last model call (it holds the context): the next call goes there. */
   modelQueue?: string;
+  /** How long the last model call waited in its queue: a busy worker gets longer before its calls give up on it. */
+  modelQueueWaitMs?: number;
   /**
    * Tool results that are exactly their activity's output, by their content
    * (the very array the activity returned), with that activity's id: model
