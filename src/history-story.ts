@@ -360,11 +360,12 @@ export function runMessages(story: RunStory): {
         }
         const pool = outputs(since);
         for (const m of append) {
-          if ("ref" in m && m.ref === "userInput") {
+          // References have no role; a message may carry any other key (a user message object with a `ref` key stays a message).
+          if (!("role" in m) && m.ref === "userInput") {
             const message = userInputAt(story, m.source, m.timestamp);
             out.push(message ?? missingInput(m.source, m.timestamp));
             if (!message) exact = false;
-          } else if ("ref" in m) {
+          } else if (!("role" in m)) {
             // By the activity's id when the reference has one: models reuse tool-call ids.
             const found = pool.find((o) =>
               m.activityId !== undefined ? o.activityId === m.activityId : o.toolCallId === m.toolCallId,

@@ -238,7 +238,7 @@ export class ContextCache {
   private async resolveAppend(run: Run, ref: ModelContextRef): Promise<AgentMessage[]> {
     const forRun = this.outputs.get(key(run));
     const out: (AgentMessage | undefined)[] = ref.append.map((entry) => {
-      if (!("ref" in entry)) return entry;
+      if ("role" in entry) return entry; // a message (references have no role)
       // User messages by reference are in the workflow's history, not here: read with the rest.
       const known =
         entry.ref === "toolResult" && entry.activityId !== undefined ? forRun?.get(entry.activityId) : undefined;

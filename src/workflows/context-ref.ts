@@ -44,7 +44,7 @@ export function modelContextRef(run: RunState): ModelContextRef {
   // Too big: user messages go by reference to the update or input that holds them. The call still names every
   // message it appends, in order, so the transcript can be rebuilt from history exactly (loop-made messages inline).
   const lean = append.map((m): AgentMessage | ToolResultRef | UserInputRef => {
-    if ("ref" in m || m.role !== "user") return m;
+    if (!("role" in m) || m.role !== "user") return m;
     const source = run.fromInput.get(m);
     return source !== undefined ? { ref: "userInput", source, timestamp: m.timestamp } : m;
   });
