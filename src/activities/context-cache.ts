@@ -240,9 +240,9 @@ export class ContextCache {
     const out: (AgentMessage | undefined)[] = ref.append.map((entry) => {
       if ("role" in entry) return entry; // a message (references have no role)
       // User messages by reference are in the workflow's history, not here: read with the rest.
-      const known =
-        entry.ref === "toolResult" && entry.activityId !== undefined ? forRun?.get(entry.activityId) : undefined;
-      return known && entry.ref === "toolResult" ? toolResult(entry, known.toolName, known.output) : undefined;
+      if (entry.ref !== "toolResult" || entry.activityId === undefined) return undefined;
+      const known = forRun?.get(entry.activityId);
+      return known ? toolResult(entry, known.toolName, known.output) : undefined;
     });
     const firstMissing = out.indexOf(undefined);
     if (firstMissing >= 0) {

@@ -27,7 +27,8 @@ import { MODEL_ROUTE_PATCH } from "./patches.js";
  * the shared queue: a dead worker costs this, a live one answers in
  * milliseconds (its own queue holds only its runs' model calls).
  */
-export const ROUTED_SCHEDULE_TO_START = "2s";
+const ROUTED_SCHEDULE_TO_START_MS = 2000;
+export const ROUTED_SCHEDULE_TO_START = `${ROUTED_SCHEDULE_TO_START_MS / 1000}s`;
 /**
  * A busy worker is not a dead one: when the last call waited `w` ms in its
  * queue, the next one waits up to 2w + 1 s (at least the 2 s above, at most
@@ -39,7 +40,7 @@ export const ROUTED_SCHEDULE_TO_START_MAX_MS = 30_000;
 
 /** The schedule-to-start timeout of a routed call, from how long the run's last call waited in its worker's queue. */
 export function routedScheduleToStartMs(lastWaitMs: number | undefined): number {
-  return Math.min(ROUTED_SCHEDULE_TO_START_MAX_MS, Math.max(2000, 2 * (lastWaitMs ?? 0) + 1000));
+  return Math.min(ROUTED_SCHEDULE_TO_START_MAX_MS, Math.max(ROUTED_SCHEDULE_TO_START_MS, 2 * (lastWaitMs ?? 0) + 1000));
 }
 /** A routed call whose worker stopped heartbeating is not retried there: it goes to the shared queue at once. */
 const HEARTBEAT_TIMEOUT_TYPE = "TemporalTimeout:Heartbeat";
@@ -66,7 +67,7 @@ function routedOptions(input: AgentRunInput, taskQueue: string, lastWaitMs: numb
   const retry = input.modelActivity?.retry;
   return {
     taskQueue,
-    scheduleToStartTimeout: lastWaitMs === undefined ? ROUTED_SCHEDULE_TO_START : routedScheduleToStartMs(lastWaitMs),
+    scheduleToStartTimeout: routedScheduleToStartMs(lastWaitMs),
     retry: { ...retry, nonRetryableErrorTypes: [...(retry?.nonRetryableErrorTypes ?? []), HEARTBEAT_TIMEOUT_TYPE] },
   } as ActivityOptions;
 }
