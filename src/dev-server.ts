@@ -201,12 +201,14 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     dbFile,
     "--log-level",
     "error",
+  ];
+  const dynamicConfig = {
     // Runs started with `eagerStart` get their first workflow task in the start response (see StartAgentRunOptions);
     // on by default in recent servers, said here so an older CLI behaves the same.
-    "--dynamic-config-value",
-    "system.enableEagerWorkflowStart=true",
-  ];
-  for (const [key, value] of Object.entries(options.dynamicConfig ?? {}))
+    "system.enableEagerWorkflowStart": true,
+    ...options.dynamicConfig,
+  };
+  for (const [key, value] of Object.entries(dynamicConfig))
     args.push("--dynamic-config-value", `${key}=${JSON.stringify(value)}`);
   // The agent's search attributes (AgentStatus, ...), so runs can be found by them; re-registering on a kept db is fine.
   for (const spec of cliSearchAttributeSpecs()) args.push("--search-attribute", spec);
