@@ -1,7 +1,14 @@
 /** startAgentRun / getAgentRun: typed handles on agent runs for any @temporalio/client Client. */
 import { randomUUID } from "node:crypto";
 import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import { WorkflowFailedError, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
+import { status as grpcStatus } from "@grpc/grpc-js";
+import {
+  ServiceError,
+  WorkflowFailedError,
+  WorkflowUpdateFailedError,
+  type Client,
+  type WorkflowHandle,
+} from "@temporalio/client";
 import {
   ApplicationFailure,
   WorkflowNotFoundError,
@@ -140,7 +147,51 @@ async function sendUpdate<R>(
         `its input is ${mb(bytes)} (${bytes} bytes), over the server's payload limit: ${errorText(err).trim()}`,
       );
     }
-    throw err;
+    throw withServerReason(err);
+  }
+}
+
+/** The SDK's "Workflow Update failed" says nothing of why: name the server's status and reason in the message. */
+function withServerReason(err: unknown): unknown {
+  const cause = (err as { cause?: { code?: unknown; details?: unknown } } | undefined)?.cause;
+  if (err instanceof ServiceError && typeof cause?.code === "number" && cause.details)
+    err.message = `${err.message}: ${grpcStatus[cause.code] ?? cause.code} ${String(cause.details)}`;
+  return err;
+}
+
+/** gRPC FAILED_PRECONDITION: how the server answers an update whose workflow task failed under it. */
+const FAILED_PRECONDITION = 9;
+/** Attempts at one update when its workflow task keeps failing under it (about 10 s in all). */
+const UPDATE_ATTEMPTS = 8;
+
+/**
+ * True for the server's "update aborted because its workflow task failed" (WorkflowNotReady): the update
+ * reached a workflow task that failed while completing (a worker shutting down, a lost sticky queue), so
+ * nothing of it was recorded. The server retries the task but leaves the update to the caller.
+ */
+export function isUpdateTaskFailure(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: unknown; details?: unknown } } | undefined)?.cause;
+  return cause?.code === FAILED_PRECONDITION && /workflow task failure/i.test(String(cause.details ?? ""));
+}
+
+/**
+ * executeUpdate under one update ID, sent again while the server reports that the workflow task carrying it
+ * failed. The fixed ID makes a repeat safe: an update the run did accept is answered from history, never
+ * applied twice.
+ */
+export async function deliverUpdate<R>(
+  workflow: WorkflowHandle,
+  send: (options: { updateId: string }) => Promise<R>,
+  attempts = UPDATE_ATTEMPTS,
+): Promise<R> {
+  const updateId = randomUUID();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send({ updateId });
+    } catch (err) {
+      if (attempt >= attempts || !isUpdateTaskFailure(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt)));
+    }
   }
 }
 
@@ -273,28 +324,35 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     },
     steer: async (message) =>
       sendUpdate(workflow, "steer", [checked("steer", message)], () =>
-        workflow.executeUpdate(steerUpdate, { args: [message] }),
+        deliverUpdate(workflow, (o) => workflow.executeUpdate(steerUpdate, { ...o, args: [message] })),
       ),
     followUp: async (message) =>
       sendUpdate(workflow, "followUp", [checked("followUp", message)], () =>
-        workflow.executeUpdate(followUpUpdate, { args: [message] }),
+        deliverUpdate(workflow, (o) => workflow.executeUpdate(followUpUpdate, { ...o, args: [message] })),
       ),
     prompt: async (message) =>
       sendUpdate(workflow, "prompt", [checked("prompt", message)], async () => {
-        let answer = await workflow.executeUpdate(promptUpdate, { args: [message] });
+        let answer = await deliverUpdate(workflow, (o) =>
+          workflow.executeUpdate(promptUpdate, { ...o, args: [message] }),
+        );
         // The run continued as new before answering: the newest run of the chain has the answer.
-        while ("continuedAsNew" in answer)
-          answer = await workflow.executeUpdate(promptAnswerUpdate, { args: [answer.promptId] });
+        while ("continuedAsNew" in answer) {
+          const { promptId } = answer;
+          answer = await deliverUpdate(workflow, (o) =>
+            workflow.executeUpdate(promptAnswerUpdate, { ...o, args: [promptId] }),
+          );
+        }
         return answer;
       }),
-    close: () => sendUpdate(workflow, "close", [], () => workflow.executeUpdate(closeUpdate)),
+    close: () =>
+      sendUpdate(workflow, "close", [], () => deliverUpdate(workflow, (o) => workflow.executeUpdate(closeUpdate, o))),
     approve: (toolCallId) =>
       sendUpdate(workflow, "approve", [toolCallId], () =>
-        workflow.executeUpdate(approveUpdate, { args: [toolCallId] }),
+        deliverUpdate(workflow, (o) => workflow.executeUpdate(approveUpdate, { ...o, args: [toolCallId] })),
       ),
     deny: (toolCallId, reason) =>
       sendUpdate(workflow, "deny", [toolCallId, reason ?? ""], () =>
-        workflow.executeUpdate(denyUpdate, { args: [toolCallId, reason ?? ""] }),
+        deliverUpdate(workflow, (o) => workflow.executeUpdate(denyUpdate, { ...o, args: [toolCallId, reason ?? ""] })),
       ),
   };
 }

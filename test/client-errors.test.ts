@@ -5,9 +5,27 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { InvalidRunInputError, RunFinishedError, RunUpdateRejectedError, startAgentRun } from "../src/index.js";
+import { status as grpcStatus } from "@grpc/grpc-js";
+import { Client, ServiceError, type WorkflowClientInterceptor } from "@temporalio/client";
+import {
+  getAgentRun,
+  InvalidRunInputError,
+  RunFinishedError,
+  RunUpdateRejectedError,
+  startAgentRun,
+} from "../src/index.js";
 import type { AgentTool } from "../src/types.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
+import {
+  deferred,
+  fauxModel,
+  gateTool,
+  openTestEnv,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -96,6 +114,66 @@ describe("typed client errors", () => {
       gate.resolve();
       expect((await handle.result()).stopReason).toBe("stop");
     });
+  }, 60000);
+
+  it("an update whose workflow task failed under it is sent again under the same ID and applied once", async () => {
+    // The server answers FAILED_PRECONDITION "unexpected workflow task failure" when the workflow task carrying
+    // an update fails while completing (seen in CI as a worker handed a run over). Here the first steer reaches
+    // the run and is accepted, but its answer is replaced by that error: the retry must not apply it twice.
+    let faults = 0;
+    const faulty: WorkflowClientInterceptor = {
+      async startUpdate(input, next) {
+        const output = await next(input);
+        if (faults++ > 0) return output;
+        const details = "Unable to perform workflow execution update due to unexpected workflow task failure.";
+        throw new ServiceError("Workflow Update failed", {
+          cause: Object.assign(new Error(details), { code: grpcStatus.FAILED_PRECONDITION, details }),
+        });
+      },
+    };
+    const { tool, entered, release } = gateTool("wait");
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("wait", {}, { id: "w1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
+    const { worker, taskQueue } = await testWorker(env, [tool]);
+    const workflowId = uniqueId("update-retry");
+    await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "hi" });
+    const handle = getAgentRun(
+      new Client({ connection: env.client.connection, interceptors: { workflow: [faulty] } }),
+      workflowId,
+    );
+    const result = await worker.runUntil(async () => {
+      await entered.promise;
+      await within(handle.steer("steer once"), 30000, "steer");
+      release.resolve();
+      return handle.result();
+    });
+    expect(faults).toBe(2);
+    expect(result.stopReason).toBe("stop");
+    expect(result.messages.filter((m) => m.role === "user" && textOf(m) === "steer once")).toHaveLength(1);
+    const events = (await handle.workflow.fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes)).toHaveLength(1);
+  }, 60000);
+
+  it("an update whose workflow task keeps failing gives up after 8 attempts, naming the server's status and reason", async () => {
+    let attempts = 0;
+    const details = "Unable to perform workflow execution update due to unexpected workflow task failure.";
+    const failing: WorkflowClientInterceptor = {
+      async startUpdate() {
+        attempts++;
+        throw new ServiceError("Workflow Update failed", {
+          cause: Object.assign(new Error(details), { code: grpcStatus.FAILED_PRECONDITION, details }),
+        });
+      },
+    };
+    const client = new Client({ connection: env.client.connection, interceptors: { workflow: [failing] } });
+    const err = await getAgentRun(client, uniqueId("never-ready"))
+      .approve("x")
+      .catch((e: unknown) => e);
+    expect(attempts).toBe(8);
+    expect(err).toBeInstanceOf(ServiceError);
+    expect((err as Error).message).toBe(`Workflow Update failed: FAILED_PRECONDITION ${details}`);
   }, 60000);
 
   it("a 3 MB prompt throws InvalidRunInputError naming the prompt, its size and the limit; nothing starts", async () => {
