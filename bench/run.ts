@@ -19,7 +19,7 @@ import { parallelTools } from "./parallel.js";
 import { scale } from "./scale.js";
 import { streaming } from "./streaming.js";
 import { throughput } from "./throughput.js";
-import { versus } from "./versus.js";
+import { versus, VS_PHASES } from "./versus.js";
 
 const PEERS_START = "<!-- peers: npm run bench -- --peers peers -->";
 const PEERS_END = "<!-- /peers -->";
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   }
   console.log(`Goals:\n${goals.map((g) => `- ${g}`).join("\n")}`);
   const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../docs/benchmarks.md");
-  if (wanted.length === 1 && wanted[0] === "peers") {
+  if (wanted.length === 1 && wanted[0] === "peers" && !VS_PHASES) {
     // The side-by-side section alone replaces its part of the report (it runs long; the rest stays as measured).
     const doc = await readFile(file, "utf8");
     const block = `${PEERS_START}\n${parts[0]}\n\nGoals of this comparison (${new Date().toISOString().slice(0, 10)}):\n\n${goals.map((g) => `- ${g}`).join("\n")}\n${PEERS_END}`;

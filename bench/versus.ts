@@ -21,6 +21,13 @@ const RUNS = 5;
 const GROWTH_TURNS = 100;
 const TP_RUNS = 200;
 const TP_TURNS = 5;
+const TP_ROUNDS = 3;
+/** `--vs-phases=small,tp` runs only those phases (to iterate on one; the report is then not written). */
+export const VS_PHASES = process.argv
+  .find((a) => a.startsWith("--vs-phases="))
+  ?.slice("--vs-phases=".length)
+  .split(",");
+const wantPhase = (label: string) => !VS_PHASES || VS_PHASES.includes(label);
 
 interface Contender {
   name: string;
@@ -163,9 +170,10 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   ];
   const rows: Row[] = contenders.map(() => ({ ms: [], first: [], events: [] }));
   const growth: number[][] = [];
-  const through: { turnsPerS: number; p99: number; lost: number; wall: number }[] = [];
+  const through: { turnsPerS: number; all: number[]; p99: number; lost: number; wall: number }[] = [];
 
   const phase = async (label: "small" | "big" | "tp", set: ReturnType<typeof scripts>, body: () => Promise<void>) => {
+    if (!wantPhase(label)) return;
     const [a, b] = await phaseWorkers(label, set);
     await a.runUntil(b.runUntil(body));
   };
@@ -201,20 +209,34 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
     });
     console.error("versus: throughput...");
     await phase("tp", tp, async () => {
-      for (let c = 0; c < contenders.length; c++) {
-        const out = await contenders[c].tp.many(`vs-tp-${c}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
-        const ok = out.runs.filter(
-          (r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS,
-        );
-        const gaps = ok.flatMap((r) => r.requests.slice(1).map((t, i) => t - r.requests[i]));
-        through.push({
-          turnsPerS: (ok.length * TP_TURNS) / (out.ms / 1000),
-          p99: p99(gaps),
-          lost: TP_RUNS - ok.length,
-          wall: out.ms,
-        });
-        console.error(`versus: throughput ${contenders[c].small.name}: ${JSON.stringify(through.at(-1))}`);
+      // Rounds in rotating order, like the turn timing, so a slow spell of the shared machine hits all alike.
+      const batches: { turnsPerS: number; gaps: number[]; lost: number; wall: number }[][] = contenders.map(() => []);
+      for (let round = 0; round < TP_ROUNDS; round++) {
+        for (let k = 0; k < contenders.length; k++) {
+          const c = (round + k) % contenders.length;
+          const out = await contenders[c].tp.many(`vs-tp-${c}-${round}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
+          const ok = out.runs.filter(
+            (r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS,
+          );
+          batches[c].push({
+            turnsPerS: (ok.length * TP_TURNS) / (out.ms / 1000),
+            gaps: ok.flatMap((r) => r.requests.slice(1).map((t, i) => t - r.requests[i])),
+            lost: TP_RUNS - ok.length,
+            wall: out.ms,
+          });
+          console.error(
+            `versus: throughput round ${round} ${contenders[c].small.name}: ${batches[c].at(-1)!.turnsPerS.toFixed(1)} turns/s`,
+          );
+        }
       }
+      for (const b of batches)
+        through.push({
+          turnsPerS: median(b.map((x) => x.turnsPerS)),
+          all: b.map((x) => x.turnsPerS),
+          p99: p99(b.flatMap((x) => x.gaps)),
+          lost: b.reduce((n, x) => n + x.lost, 0),
+          wall: median(b.map((x) => x.wall)),
+        });
     });
   } finally {
     await peer.close();
@@ -224,11 +246,13 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   const peerRow = rows.length - 1;
   const msOf = (c: number) => median(rows[c].ms);
   const firstOf = (c: number) => median(rows[c].first);
-  const at = (c: number, t: number) => (growth[c][t] !== undefined ? mb(growth[c][t]) : "—");
+  const at = (c: number, t: number) => (growth[c]?.[t] !== undefined ? mb(growth[c][t]) : "—");
+  const none = { turnsPerS: NaN, all: [], p99: NaN, lost: NaN, wall: NaN };
+  while (through.length < contenders.length) through.push(none);
   const markdown = [
     `### Side by side with Temporal's AI SDK integration (\`npm run bench -- --peers\`)`,
     "",
-    `Same dev server, same scripted model (answers at once), ${TURNS} tool turns + the answer with ~100-byte tool results: median of ${RUNS} runs, interleaved in rotating order (after a discarded warm-up round) so the load of the shared 2-core machine hits all alike. History: one run of ${GROWTH_TURNS} turns with ~8 KB tool results. Throughput: ${TP_RUNS} concurrent runs of ${TP_TURNS} turns on one worker each, one batch after the other (not interleaved: compare it across runs of this bench); turn latency is the time between a run's consecutive model requests. Our workers are \`createAgentWorker\` workers (model calls routed to their own queue) in the bench's process (two at a time), and it starts runs with \`eagerStart\` through their connection; the peer's worker runs in its own process (@temporalio/* 1.23.0).`,
+    `Same dev server, same scripted model (answers at once), ${TURNS} tool turns + the answer with ~100-byte tool results: median of ${RUNS} runs, interleaved in rotating order (after a discarded warm-up round) so the load of the shared 2-core machine hits all alike. History: one run of ${GROWTH_TURNS} turns with ~8 KB tool results. Throughput: ${TP_RUNS} concurrent runs of ${TP_TURNS} turns on one worker each, ${TP_ROUNDS} rounds of one batch per contender in rotating order (median turns/s, every round in brackets; lost: all rounds); turn latency is the time between a run's consecutive model requests. Our workers are \`createAgentWorker\` workers (model calls routed to their own queue) in the bench's process (two at a time), and it starts runs with \`eagerStart\` through their connection; the peer's worker runs in its own process (@temporalio/* 1.23.0).`,
     "",
     table(
       [
@@ -238,7 +262,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
         "start → first model request",
         "events per tool turn",
         "history at 10 / 60 / 100 turns",
-        "turns/s (200 runs)",
+        "turns/s (200 runs; median of 3 rounds)",
         "p99 turn latency",
         "runs lost",
       ],
@@ -249,7 +273,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
         `${firstOf(c).toFixed(0)} ms`,
         median(rows[c].events),
         `${at(c, 10)} / ${at(c, 60)} / ${at(c, 100)}`,
-        through[c].turnsPerS.toFixed(1),
+        `${through[c].turnsPerS.toFixed(1)} (${through[c].all.map((t) => t.toFixed(1)).join(", ")})`,
         `${through[c].p99.toFixed(0)} ms`,
         through[c].lost,
       ]),
@@ -261,7 +285,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
     `ms per tool turn, tools as activities: ${r(0).toFixed(2)}× the AI SDK integration (goal ≤ 1.0×): ${r(0) <= 1.0 ? "met" : "NOT met"}`,
     `start → first model request: ${(firstOf(0) / firstOf(peerRow)).toFixed(2)}× the peer's (goal ≤ 1.0×): ${firstOf(0) <= firstOf(peerRow) ? "met" : "NOT met"}`,
     `events per tool turn with a fast tool: ${median(rows[1].events)} (goal ≤ 8): ${median(rows[1].events) <= 8 ? "met" : "NOT met"}`,
-    `throughput, 200 runs of 5 turns: ${(through[0].turnsPerS / through[peerRow].turnsPerS).toFixed(2)}× the peer's with tools as activities, ${(through[1].turnsPerS / through[peerRow].turnsPerS).toFixed(2)}× with a fast tool (goal ≥ 1.2×): ${through[0].turnsPerS >= 1.2 * through[peerRow].turnsPerS ? "met" : through[1].turnsPerS >= 1.2 * through[peerRow].turnsPerS ? "met with a fast tool only" : "NOT met"}; runs lost ${through.map((t) => t.lost).join(" / ")}: ${through.every((t) => t.lost === 0) ? "met" : "NOT met"}`,
+    `throughput, 200 runs of 5 turns (median of ${TP_ROUNDS} rounds): ${(through[0].turnsPerS / through[peerRow].turnsPerS).toFixed(2)}× the peer's with tools as activities, ${(through[1].turnsPerS / through[peerRow].turnsPerS).toFixed(2)}× with a fast tool (goal ≥ 1.2×): ${through[0].turnsPerS >= 1.2 * through[peerRow].turnsPerS ? "met" : through[1].turnsPerS >= 1.2 * through[peerRow].turnsPerS ? "met with a fast tool only" : "NOT met"}; runs lost ${through.map((t) => t.lost).join(" / ")} of ${TP_RUNS * TP_ROUNDS} each: ${through.every((t) => t.lost === 0) ? "met" : "NOT met"}`,
   ];
   return { markdown, goals };
 }
