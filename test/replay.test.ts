@@ -13,7 +13,7 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
 import { readHistoryFile, replayHistory, replayOptions } from "../src/replay.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
-import { LOCAL_ACTIVITIES_PATCH, MEMO_PATCH } from "../src/workflows/patches.js";
+import { BASELINE_PATCH, LOCAL_ACTIVITIES_PATCH, MEMO_PATCH } from "../src/workflows/patches.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, type TestEnv } from "./helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -51,6 +51,24 @@ const hasPatchMarker = async (file: string, patchId?: string) =>
           .toString()
           .includes(`"${patchId}"`)),
   );
+
+type HistoryEvent = NonNullable<Awaited<ReturnType<typeof readHistoryFile>>["events"]>[number];
+
+/** What a run's first workflow task recorded besides its setup: patch markers and search-attribute upserts. */
+function firstTaskShape(events: HistoryEvent[]) {
+  const first = events.slice(
+    0,
+    events.findIndex((e) => e.activityTaskScheduledEventAttributes),
+  );
+  const upserts = first.map((e) =>
+    Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+  );
+  return {
+    patches: first.filter((e) => e.markerRecordedEventAttributes?.markerName === "core_patch").length,
+    changeVersions: upserts.filter((keys) => keys.includes("TemporalChangeVersion")).length,
+    agentUpserts: upserts.filter((keys) => keys.some((k) => k.startsWith("Agent"))).length,
+  };
+}
 
 describe("golden histories", () => {
   it("has the representative runs", () => {
@@ -96,7 +114,20 @@ describe("golden histories", () => {
     const before = fixtures.filter((f) => f.startsWith("frozen/before-local-activities"));
     expect(before.length).toBeGreaterThan(0);
     for (const f of before) expect(await hasPatchMarker(f, LOCAL_ACTIVITIES_PATCH)).toBe(false);
-    expect(await hasPatchMarker("fast-tools.json", LOCAL_ACTIVITIES_PATCH)).toBe(true);
+    expect(await hasPatchMarker("frozen/before-baseline-fast-tools.json", LOCAL_ACTIVITIES_PATCH)).toBe(true);
+  });
+
+  it(`keeps histories recorded before the "${BASELINE_PATCH}" patch (a marker per change, two first upserts) replayable`, async () => {
+    const before = fixtures.filter((f) => f.startsWith("frozen/before-baseline"));
+    expect(before.length).toBe(2);
+    for (const f of before) {
+      expect(await hasPatchMarker(f, BASELINE_PATCH)).toBe(false);
+      expect(await hasPatchMarker(f, LOCAL_ACTIVITIES_PATCH)).toBe(true);
+    }
+    // One of them upserted model/tools and status/counters apart, under their own markers.
+    const old = await readHistoryFile(path.join(fixturesDir, "frozen/before-baseline-search-attributes.json"));
+    expect(firstTaskShape(old.events ?? [])).toEqual({ patches: 4, changeVersions: 4, agentUpserts: 2 });
+    expect(await hasPatchMarker("fast-tools.json", BASELINE_PATCH)).toBe(true);
   });
 
   it("catches a changed loop: replaying against it reports nondeterminism and the event", async () => {
@@ -150,6 +181,9 @@ describe("npm run replay / npm run show", () => {
       prompt: "What does ciao mean?",
     });
     await worker.runUntil(handle.result());
+    // A new run's first workflow task: one patch marker for every change, one upsert of its search attributes.
+    const { events } = await handle.workflow.fetchHistory();
+    expect(firstTaskShape(events ?? [])).toEqual({ patches: 1, changeVersions: 1, agentUpserts: 1 });
     // No worker runs from here on.
     const replay = cli("replay.ts", [workflowId]);
     expect(replay.code).toBe(0);

@@ -60,7 +60,14 @@ import { metrics } from "./metrics-sink.js";
 import { promptSummary } from "./summary.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, runTools } from "./tool-calls.js";
-import { FAILED_STATUS_PATCH, LOCAL_ACTIVITIES_PATCH, MEMO_PATCH, SEARCH_ATTRIBUTES_PATCH } from "./patches.js";
+import {
+  FAILED_STATUS_PATCH,
+  LOCAL_ACTIVITIES_PATCH,
+  MEMO_PATCH,
+  SEARCH_ATTRIBUTES_PATCH,
+  BASELINE_PATCH,
+  hasChange,
+} from "./patches.js";
 import { runPrompt, type LoopEffects } from "./prompt-loop.js";
 import { withCompletionWebhook } from "./webhook.js";
 
@@ -90,18 +97,20 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   try {
     const setup = carried ? carried.setup : await resolveSetup(input);
     // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
-    memo = patched(MEMO_PATCH);
+    memo = hasChange(MEMO_PATCH);
     if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
     modelLabel = `${setup.model.provider}/${setup.model.id}`;
     if (!carried) metrics.runStarted(modelLabel);
     // Only when the namespace has them (the setup activity looked); patched so runs recorded before replay.
-    if (setup.searchAttributes && patched(SEARCH_ATTRIBUTES_PATCH)) {
+    if (setup.searchAttributes && hasChange(SEARCH_ATTRIBUTES_PATCH)) {
       // The summary is the first prompt's line: not for a continued run (its input has no prompt), nor in plain text when encrypted.
       const summary = carried || setup.private ? "" : promptSummary(input.prompt);
       run.enableSearchAttributes(
         `${setup.model.provider}/${setup.model.id}`,
         setup.tools.map((t) => t.name),
         summary,
+        // One upsert for all of them since the baseline; runs recorded before it upserted twice.
+        patched(BASELINE_PATCH),
       );
     }
 
@@ -183,7 +192,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   };
   // The run's status tells the truth: Failed in the UI, in Temporal's metrics and alerts. The result travels in the
   // failure's details and handle.result() returns it as before. Patched: earlier "error" runs completed.
-  if (result.stopReason === "error" && patched(FAILED_STATUS_PATCH)) {
+  if (result.stopReason === "error" && hasChange(FAILED_STATUS_PATCH)) {
     throw ApplicationFailure.create({
       type: AGENT_RUN_FAILED,
       message: result.errorMessage ?? "The agent run ended with an error",
@@ -211,7 +220,7 @@ class SetupFailed extends Error {}
 async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
   const label = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
   try {
-    const setup = patched(LOCAL_ACTIVITIES_PATCH) ? resolveRunSetupLocally : resolveRunSetup;
+    const setup = hasChange(LOCAL_ACTIVITIES_PATCH) ? resolveRunSetupLocally : resolveRunSetup;
     return await setup.executeWithOptions({ summary: `setup · ${label}` }, [
       { model: input.model, tools: input.tools },
     ]);

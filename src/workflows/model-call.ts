@@ -5,7 +5,6 @@ import {
   CancellationScope,
   CancelledFailure,
   isCancellation,
-  patched,
   proxySinks,
   TimeoutFailure,
   type ActivityOptions,
@@ -20,7 +19,7 @@ import { modelSummary } from "./summary.js";
 import { activityOverrides, streamAssistantMessage } from "./activities.js";
 import { emptyUsage } from "../common/usage.js";
 import { FailureType } from "../common/failure-types.js";
-import { MODEL_ROUTE_PATCH } from "./patches.js";
+import { MODEL_ROUTE_PATCH, hasChange } from "./patches.js";
 
 /**
  * How long a routed call waits for its worker to pick it up before it goes to
@@ -94,7 +93,7 @@ export async function callModel(
   retriedOverflow = false,
 ): Promise<AssistantMessage> {
   const { model } = setup;
-  const route = patched(MODEL_ROUTE_PATCH);
+  const route = hasChange(MODEL_ROUTE_PATCH);
   const queue = route ? run.modelQueue : undefined;
   try {
     const options = activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id));

@@ -295,17 +295,19 @@ export class RunState {
    * checked the patch and that the namespace has them): model and tools once,
    * the rest whenever it changes. Each upsert is a command, so only changes are sent.
    */
-  enableSearchAttributes(model: string, tools: string[], summary: string): void {
+  enableSearchAttributes(model: string, tools: string[], summary: string, oneUpsert = true): void {
     this.searchAttributes = new Map();
-    this.publisher.searchAttributes([
+    const fixed: SearchAttributeUpdatePair[] = [
       { key: AgentModel, value: model },
       { key: AgentTools, value: tools },
       ...(summary ? [{ key: AgentSummary, value: summary }] : []),
-    ]);
+    ];
+    if (oneUpsert) return this.publishSearchAttributes(this.snapshot(), fixed);
+    this.publisher.searchAttributes(fixed);
     this.publishSearchAttributes(this.snapshot());
   }
 
-  private publishSearchAttributes(s: AgentRunState): void {
+  private publishSearchAttributes(s: AgentRunState, fixed: SearchAttributeUpdatePair[] = []): void {
     const sent = this.searchAttributes;
     if (!sent) return;
     const wanted: SearchAttributeUpdatePair[] = [
@@ -316,6 +318,7 @@ export class RunState {
       ...(s.stopReason !== undefined ? [{ key: AgentStopReasonKey, value: s.stopReason }] : []),
     ];
     const changed = wanted.filter((pair) => sent.get(pair.key.name) !== pair.value);
+    if (fixed.length > 0) return this.publisher.searchAttributes([...fixed, ...this.record(changed)]);
     if (changed.length === 0) return;
     // Each upsert is an event: the counters (turns, tokens, cost) ride along with a status change, and on
     // their own only every COUNTER_EVERY turns, so a long run adds one event per ten turns, not one per turn.
@@ -323,7 +326,12 @@ export class RunState {
       (pair) => pair.key.name === AgentStatus.name || pair.key.name === AgentStopReasonKey.name,
     );
     if (!statusChanged && s.turn % COUNTER_EVERY !== 0) return;
-    for (const pair of changed) sent.set(pair.key.name, pair.value);
-    this.publisher.searchAttributes(changed);
+    this.publisher.searchAttributes(this.record(changed));
+  }
+
+  /** Notes `pairs` as sent (only changes are sent again). */
+  private record(pairs: SearchAttributeUpdatePair[]): SearchAttributeUpdatePair[] {
+    for (const pair of pairs) this.searchAttributes?.set(pair.key.name, pair.value);
+    return pairs;
   }
 }

@@ -8,7 +8,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  patched,
   TimeoutFailure,
   type ActivityOptions,
   type LocalActivityOptions,
@@ -32,7 +31,7 @@ import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";
-import { LOCAL_ACTIVITIES_PATCH } from "./patches.js";
+import { LOCAL_ACTIVITIES_PATCH, hasChange } from "./patches.js";
 
 export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
 export const ABORTED_BY_CANCEL = "Aborted: the run was cancelled before this tool call finished.";
@@ -252,7 +251,7 @@ async function executeCall(
   options.activityId = `tool-${turn}-${index}-${call.id}`.slice(0, 200);
   try {
     const args = { toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) };
-    if (spec.local && patched(LOCAL_ACTIVITIES_PATCH))
+    if (spec.local && hasChange(LOCAL_ACTIVITIES_PATCH))
       return await executeFast(spec, { ...args, outputKey: options.activityId }, fromActivity);
     const output = await executeTool.executeWithOptions(options, [args]);
     fromActivity.set(output.result.content, options.activityId!);
