@@ -6,7 +6,8 @@
  * `--scale-kill`, what a SIGKILLed worker costs its runs.
  *
  * Sizes by flag: `npm run bench -- scale --scale-workers=1,3 --scale-runs=100,500
- * --scale-turns=20 --scale-kb=8 --scale-cache-mb=256 --scale-kill --scale-route=off`.
+ * --scale-turns=20 --scale-kb=8 --scale-cache-mb=256 --scale-kill --scale-route=off`; `--scale-cluster` runs them
+ * on a Temporal server on PostgreSQL (the cluster suite's, built on first use) instead of the dev server.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
@@ -15,6 +16,10 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ContextCacheStats } from "../src/activities/index.js";
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
+import { Client, Connection } from "@temporalio/client";
+import { ensureTemporalServer } from "../scripts/tools.js";
+import { startPostgres } from "../test/cluster/postgres.js";
+import { createTemporalServer, freeLowPort, setupSchema } from "../test/cluster/temporal-server.js";
 import { mb, table, type Bench } from "./common.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -91,6 +96,8 @@ async function poll(workers: Worker[]): Promise<void> {
   );
 }
 
+const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
 const percentile = (values: number[], p: number) => {
   if (values.length === 0) return 0;
   const s = [...values].sort((a, b) => a - b);
@@ -114,11 +121,51 @@ interface Row {
   fallbacks: number;
   lost: number;
   seconds: number;
-  killCost?: number;
+  /** Turns across the kill: of its victims and, at the same moment, of the other runs. */
+  kill?: { victims: number; victimP50: number; victimMax: number; controlP50: number; controlMax: number };
+}
+
+/** What the kill added to its victims' turn, over the other runs' turn at the same moment (worst against worst, p50 against p50). */
+const killCost = (k: NonNullable<Row["kill"]>) => ({
+  worst: k.victimMax - k.controlMax,
+  p50: k.victimP50 - k.controlP50,
+});
+
+/** Where the bench's runs go: the bench's dev server, or (`--scale-cluster`) a Temporal server on PostgreSQL. */
+interface Target {
+  kind: string;
+  address: string;
+  client: Client;
+  close(): Promise<void>;
+}
+
+/** The cluster suite's topology without its workers: PostgreSQL and the Temporal server built from source. */
+async function clusterTarget(): Promise<Target> {
+  const tools = ensureTemporalServer((line) => console.error(line));
+  const pg = startPostgres(await freeLowPort(new Set()));
+  try {
+    setupSchema(tools, pg.port);
+    const server = await createTemporalServer(tools, pg.port);
+    const connection = await Connection.connect({ address: server.address });
+    return {
+      kind: "a Temporal server (v1.29.1) on PostgreSQL 15",
+      address: server.address,
+      client: new Client({ connection }),
+      async close() {
+        await connection.close();
+        await server.stop();
+        server.cleanup();
+        pg.stop();
+      },
+    };
+  } catch (err) {
+    pg.stop();
+    throw err;
+  }
 }
 
 async function runConfig(
-  bench: Bench,
+  target: Target,
   bundlePath: string,
   workersN: number,
   runs: number,
@@ -128,7 +175,7 @@ async function runConfig(
 ): Promise<Row> {
   const taskQueue = `scale-${workersN}w-${runs}r-${Date.now()}`;
   const env = {
-    TEMPORAL_ADDRESS: bench.server.address,
+    TEMPORAL_ADDRESS: target.address,
     SCALE_TASK_QUEUE: taskQueue,
     SCALE_BUNDLE: bundlePath,
     SCALE_TURNS: String(turns),
@@ -146,7 +193,7 @@ async function runConfig(
     handles.push(
       ...(await Promise.all(
         Array.from({ length: Math.min(50, runs - i) }, (_, j) =>
-          startAgentRun(bench.client, {
+          startAgentRun(target.client, {
             taskQueue,
             workflowId: `${taskQueue}-${i + j}`,
             model: "bench/scale",
@@ -197,19 +244,25 @@ async function runConfig(
     }
   }
   const gaps: number[] = [];
-  let killCost = 0;
-  for (const turnsOf of byRun.values()) {
+  // A kill's victims: runs whose last model call before it was served by the killed worker (its context cache,
+  // its own queue, most likely its sticky workflow cache). The others, over the same moment, are the control:
+  // what load alone did to a turn then.
+  const killed = workers[workersN - 1];
+  const lastBefore = new Map<string, { at: number; onKilled: boolean }>();
+  if (killedAt !== undefined)
+    for (const w of workers)
+      for (const [id, , at] of w.calls)
+        if (at <= killedAt && at >= (lastBefore.get(id)?.at ?? 0)) lastBefore.set(id, { at, onKilled: w === killed });
+  const victims: number[] = [];
+  const control: number[] = [];
+  for (const [id, turnsOf] of byRun) {
     const times = [...turnsOf.entries()].sort((a, b) => a[0] - b[0]).map(([, at]) => at);
-    const own: number[] = [];
-    let spanning: number | undefined;
     for (let i = 1; i < times.length; i++) {
       const gap = times[i] - times[i - 1];
       gaps.push(gap);
-      if (killedAt !== undefined && times[i - 1] <= killedAt && times[i] > killedAt) spanning = gap;
-      else own.push(gap);
+      if (killedAt !== undefined && times[i - 1] <= killedAt && times[i] > killedAt)
+        (lastBefore.get(id)?.onKilled ? victims : control).push(gap);
     }
-    // What the kill cost the run: the turn across it, less the run's usual turn (load alone makes turns slow here).
-    if (spanning !== undefined) killCost = Math.max(killCost, spanning - percentile(own, 50));
   }
   const stats = workers.flatMap((w) => (w.last ? [w.last.cache] : []));
   const sum = (f: (s: ContextCacheStats) => number) => stats.reduce((n, s) => n + f(s), 0);
@@ -232,7 +285,17 @@ async function runConfig(
     fallbacks: workers.reduce((n, w) => n + w.calls.filter(([, turn, , shared]) => turn > 1 && shared === 1).length, 0),
     lost: runs - ok.length,
     seconds,
-    ...(killedAt !== undefined ? { killCost } : {}),
+    ...(killedAt !== undefined
+      ? {
+          kill: {
+            victims: victims.length,
+            victimP50: percentile(victims, 50),
+            victimMax: Math.max(0, ...victims),
+            controlP50: percentile(control, 50),
+            controlMax: Math.max(0, ...control),
+          },
+        }
+      : {}),
   };
   for (const w of workers) if (w.alive) w.child.send({ type: "stop" });
   await Promise.all(workers.map((w) => (w.alive ? new Promise((r) => w.child.once("exit", r)) : undefined)));
@@ -250,17 +313,28 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
   const bundlePath = path.join(dir, "workflow-bundle.js");
   await writeFile(bundlePath, bench.bundle.code);
   const rows: Row[] = [];
-  for (const runs of runCounts) {
-    for (const workersN of workerCounts) {
-      console.error(`  scale: ${workersN} worker process(es), ${runs} runs × ${turns} turns...`);
-      rows.push(await runConfig(bench, bundlePath, workersN, runs, turns, resultBytes, kill && workersN > 1));
+  const target: Target =
+    flag("scale-cluster") !== undefined
+      ? await clusterTarget()
+      : { kind: "one dev server", address: bench.server.address, client: bench.client, close: async () => {} };
+  try {
+    for (const runs of runCounts) {
+      for (const workersN of workerCounts) {
+        console.error(`  scale: ${workersN} worker process(es), ${runs} runs × ${turns} turns on ${target.kind}...`);
+        rows.push(await runConfig(target, bundlePath, workersN, runs, turns, resultBytes, kill && workersN > 1));
+      }
     }
+  } finally {
+    await target.close();
   }
   const cacheMb = flag("scale-cache-mb") ?? "256 (default)";
   const markdown = [
-    `### Scale (concurrent runs of ${turns} turns, ${resultBytes / 1024} KB tool results, scripted model answering at once; worker processes on one dev server, 2 cores; context cache ${cacheMb} MB${flag("scale-route") === "off" ? ", routing off" : ""})`,
+    `### Scale (concurrent runs of ${turns} turns, ${resultBytes / 1024} KB tool results, scripted model answering at once; worker processes on ${target.kind}, 2 cores; context cache ${cacheMb} MB${flag("scale-route") === "off" ? ", routing off" : ""})`,
     "",
-    "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next.",
+    "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next." +
+      (kill
+        ? " SIGKILL (`--scale-kill`): the last worker is killed halfway through; its victims are the runs whose last model call before it ran there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, worst against worst): what the kill added to what load did then."
+        : ""),
     "",
     table(
       [
@@ -277,7 +351,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
         "calls off their worker",
         "runs lost",
         "wall time",
-        ...(kill ? ["SIGKILL cost (max per run, over its median turn)"] : []),
+        ...(kill ? ["SIGKILL: victims, turn across it p50 / max (others then)", "SIGKILL cost p50 / worst"] : []),
       ],
       rows.map((r) => [
         r.workers,
@@ -293,7 +367,14 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
         r.fallbacks,
         r.lost,
         `${r.seconds.toFixed(0)} s`,
-        ...(kill ? [r.killCost !== undefined ? `${(r.killCost / 1000).toFixed(1)} s` : "-"] : []),
+        ...(kill
+          ? r.kill
+            ? [
+                `${r.kill.victims}: ${sec(r.kill.victimP50)} / ${sec(r.kill.victimMax)} (${sec(r.kill.controlP50)} / ${sec(r.kill.controlMax)})`,
+                `${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).worst)}`,
+              ]
+            : ["-", "-"]
+          : []),
       ]),
     ),
   ].join("\n");
@@ -306,12 +387,13 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
       ? `hit rate ≥ 95% at 1,000 runs on 3 workers (${(big.hitRate * 100).toFixed(1)}%): ${big.hitRate >= 0.95 ? "met" : "NOT met"}`
       : "hit rate at 1,000 runs on 3 workers: not measured in this run",
     `0 runs lost (${lost}): ${lost === 0 ? "met" : "NOT met"}`,
-    ...rows
-      .filter((r) => r.killCost !== undefined)
-      .map(
-        (r) =>
-          `a SIGKILLed worker costs its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s (${r.workers} workers × ${r.runs} runs: ${((r.killCost ?? 0) / 1000).toFixed(1)} s): ${(r.killCost ?? 0) <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`,
-      ),
+    ...rows.flatMap((r) =>
+      r.kill
+        ? [
+            `a SIGKILLed worker costs its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s (${r.workers} workers × ${r.runs} runs, ${r.kill.victims} victims: ${sec(killCost(r.kill).worst)} worst against the other runs' worst turn then, ${sec(killCost(r.kill).p50)} at p50): ${killCost(r.kill).worst <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`,
+          ]
+        : [],
+    ),
   ];
   return { markdown, goals };
 }
