@@ -61,7 +61,11 @@ const worker = await createAgentWorker({
   workflowBundle: { codePath: env("SCALE_BUNDLE") },
   ...(process.env.SCALE_CACHE_BYTES ? { contextCacheBytes: Number(process.env.SCALE_CACHE_BYTES) } : {}),
   routeModelCalls: process.env.SCALE_ROUTE !== "off",
-  workerOptions: { maxConcurrentWorkflowTaskExecutions: 40, maxConcurrentActivityTaskExecutions: 200 },
+  workerOptions: {
+    maxConcurrentWorkflowTaskExecutions: 40,
+    maxConcurrentActivityTaskExecutions: 200,
+    ...(process.env.SCALE_STICKY ? { stickyQueueScheduleToStartTimeout: process.env.SCALE_STICKY } : {}),
+  },
 });
 
 process.on("message", (msg: { type: string }) => {

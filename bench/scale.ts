@@ -183,6 +183,7 @@ async function runConfig(
     SCALE_HEARTBEAT: HEARTBEAT,
     ...(flag("scale-cache-mb") ? { SCALE_CACHE_BYTES: String(Number(flag("scale-cache-mb")) * 1024 * 1024) } : {}),
     ...(flag("scale-route") ? { SCALE_ROUTE: flag("scale-route") } : {}),
+    ...(flag("scale-sticky") ? { SCALE_STICKY: flag("scale-sticky") } : {}),
   };
   const workers = await Promise.all(Array.from({ length: workersN }, () => startWorker(env)));
   await poll(workers);
