@@ -44,7 +44,11 @@ const lookForApprovals = async () => {
 };
 // Approvals are state, not events: while a tool call runs, look for calls waiting for a person.
 const running = new Set<string>();
-const poll = setInterval(() => void (running.size > 0 ? lookForApprovals() : undefined), 300);
+// The lookup in flight, awaited before the connection closes (a call started on a closed channel throws uncaught).
+let looking: Promise<void> = Promise.resolve();
+const poll = setInterval(() => {
+  if (running.size > 0) looking = looking.then(lookForApprovals);
+}, 300);
 const print = eventPrinter();
 let cursor: string | undefined;
 try {
@@ -56,6 +60,7 @@ try {
   }
 } finally {
   clearInterval(poll);
+  await looking;
 }
 const state = await handle.state().catch(() => undefined);
 if (state)
