@@ -151,45 +151,45 @@ async function sendUpdate<R>(
   }
 }
 
+/** The gRPC status under a ServiceError (code and details), if any. */
+function grpcCause(err: unknown): { code?: unknown; details?: unknown } | undefined {
+  return (err as { cause?: { code?: unknown; details?: unknown } } | undefined)?.cause;
+}
+
 /** The SDK's "Workflow Update failed" says nothing of why: name the server's status and reason in the message. */
 function withServerReason(err: unknown): unknown {
-  const cause = (err as { cause?: { code?: unknown; details?: unknown } } | undefined)?.cause;
+  const cause = grpcCause(err);
   if (err instanceof ServiceError && typeof cause?.code === "number" && cause.details)
     err.message = `${err.message}: ${grpcStatus[cause.code] ?? cause.code} ${String(cause.details)}`;
   return err;
 }
 
-/** gRPC FAILED_PRECONDITION: how the server answers an update whose workflow task failed under it. */
-const FAILED_PRECONDITION = 9;
 /** Attempts at one update when its workflow task keeps failing under it (about 10 s in all). */
 const UPDATE_ATTEMPTS = 8;
 
 /**
- * True for the server's "update aborted because its workflow task failed" (WorkflowNotReady): the update
- * reached a workflow task that failed while completing (a worker shutting down, a lost sticky queue), so
- * nothing of it was recorded. The server retries the task but leaves the update to the caller.
+ * True for the server's "update aborted because its workflow task failed" (FAILED_PRECONDITION,
+ * WorkflowNotReady): the update reached a workflow task that failed while completing (a worker shutting
+ * down, a lost sticky queue), so nothing of it was recorded. The server retries the task but leaves the
+ * update to the caller.
  */
-export function isUpdateTaskFailure(err: unknown): boolean {
-  const cause = (err as { cause?: { code?: unknown; details?: unknown } } | undefined)?.cause;
-  return cause?.code === FAILED_PRECONDITION && /workflow task failure/i.test(String(cause.details ?? ""));
+function isUpdateTaskFailure(err: unknown): boolean {
+  const cause = grpcCause(err);
+  return cause?.code === grpcStatus.FAILED_PRECONDITION && /workflow task failure/i.test(String(cause.details ?? ""));
 }
 
 /**
- * executeUpdate under one update ID, sent again while the server reports that the workflow task carrying it
+ * `send` under one update ID, sent again while the server reports that the workflow task carrying it
  * failed. The fixed ID makes a repeat safe: an update the run did accept is answered from history, never
  * applied twice.
  */
-export async function deliverUpdate<R>(
-  workflow: WorkflowHandle,
-  send: (options: { updateId: string }) => Promise<R>,
-  attempts = UPDATE_ATTEMPTS,
-): Promise<R> {
+async function deliverUpdate<R>(send: (options: { updateId: string }) => Promise<R>): Promise<R> {
   const updateId = randomUUID();
   for (let attempt = 1; ; attempt++) {
     try {
       return await send({ updateId });
     } catch (err) {
-      if (attempt >= attempts || !isUpdateTaskFailure(err)) throw err;
+      if (attempt >= UPDATE_ATTEMPTS || !isUpdateTaskFailure(err)) throw err;
       await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt)));
     }
   }
@@ -324,35 +324,30 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     },
     steer: async (message) =>
       sendUpdate(workflow, "steer", [checked("steer", message)], () =>
-        deliverUpdate(workflow, (o) => workflow.executeUpdate(steerUpdate, { ...o, args: [message] })),
+        deliverUpdate((o) => workflow.executeUpdate(steerUpdate, { ...o, args: [message] })),
       ),
     followUp: async (message) =>
       sendUpdate(workflow, "followUp", [checked("followUp", message)], () =>
-        deliverUpdate(workflow, (o) => workflow.executeUpdate(followUpUpdate, { ...o, args: [message] })),
+        deliverUpdate((o) => workflow.executeUpdate(followUpUpdate, { ...o, args: [message] })),
       ),
     prompt: async (message) =>
       sendUpdate(workflow, "prompt", [checked("prompt", message)], async () => {
-        let answer = await deliverUpdate(workflow, (o) =>
-          workflow.executeUpdate(promptUpdate, { ...o, args: [message] }),
-        );
+        let answer = await deliverUpdate((o) => workflow.executeUpdate(promptUpdate, { ...o, args: [message] }));
         // The run continued as new before answering: the newest run of the chain has the answer.
         while ("continuedAsNew" in answer) {
           const { promptId } = answer;
-          answer = await deliverUpdate(workflow, (o) =>
-            workflow.executeUpdate(promptAnswerUpdate, { ...o, args: [promptId] }),
-          );
+          answer = await deliverUpdate((o) => workflow.executeUpdate(promptAnswerUpdate, { ...o, args: [promptId] }));
         }
         return answer;
       }),
-    close: () =>
-      sendUpdate(workflow, "close", [], () => deliverUpdate(workflow, (o) => workflow.executeUpdate(closeUpdate, o))),
+    close: () => sendUpdate(workflow, "close", [], () => deliverUpdate((o) => workflow.executeUpdate(closeUpdate, o))),
     approve: (toolCallId) =>
       sendUpdate(workflow, "approve", [toolCallId], () =>
-        deliverUpdate(workflow, (o) => workflow.executeUpdate(approveUpdate, { ...o, args: [toolCallId] })),
+        deliverUpdate((o) => workflow.executeUpdate(approveUpdate, { ...o, args: [toolCallId] })),
       ),
     deny: (toolCallId, reason) =>
       sendUpdate(workflow, "deny", [toolCallId, reason ?? ""], () =>
-        deliverUpdate(workflow, (o) => workflow.executeUpdate(denyUpdate, { ...o, args: [toolCallId, reason ?? ""] })),
+        deliverUpdate((o) => workflow.executeUpdate(denyUpdate, { ...o, args: [toolCallId, reason ?? ""] })),
       ),
   };
 }
