@@ -76,6 +76,17 @@ export function withoutDetails(message: AgentMessage): AgentMessage {
 /** Turns between upserts of the search-attribute counters when the status does not change. */
 const COUNTER_EVERY = 10;
 
+/** The search attributes that follow the run's state (status, counters, outcome). */
+function stateAttributes(s: AgentRunState): SearchAttributeUpdatePair[] {
+  return [
+    { key: AgentStatus, value: s.status },
+    { key: AgentTurns, value: s.turn },
+    { key: AgentTotalTokens, value: s.usage.totalTokens },
+    { key: AgentCostUsd, value: s.usage.cost.total },
+    ...(s.stopReason !== undefined ? [{ key: AgentStopReasonKey, value: s.stopReason }] : []),
+  ];
+}
+
 /** Where a run shows itself to operators: Temporal's current details and search attributes (no-ops in the loop's in-process tests). */
 export interface RunPublisher {
   details(text: string): void;
@@ -294,6 +305,8 @@ export class RunState {
    * From now on the run keeps its search attributes up to date (the caller
    * checked the patch and that the namespace has them): model and tools once,
    * the rest whenever it changes. Each upsert is a command, so only changes are sent.
+   * `oneUpsert`: the first upsert carries model, tools and state together (runs since the baseline patch;
+   * runs recorded before it sent model and tools apart).
    */
   enableSearchAttributes(model: string, tools: string[], summary: string, oneUpsert = true): void {
     this.searchAttributes = new Map();
@@ -302,23 +315,16 @@ export class RunState {
       { key: AgentTools, value: tools },
       ...(summary ? [{ key: AgentSummary, value: summary }] : []),
     ];
-    if (oneUpsert) return this.publishSearchAttributes(this.snapshot(), fixed);
+    // Nothing is sent yet, so every pair of the state goes with them.
+    if (oneUpsert) return this.publisher.searchAttributes([...fixed, ...this.record(stateAttributes(this.snapshot()))]);
     this.publisher.searchAttributes(fixed);
     this.publishSearchAttributes(this.snapshot());
   }
 
-  private publishSearchAttributes(s: AgentRunState, fixed: SearchAttributeUpdatePair[] = []): void {
+  private publishSearchAttributes(s: AgentRunState): void {
     const sent = this.searchAttributes;
     if (!sent) return;
-    const wanted: SearchAttributeUpdatePair[] = [
-      { key: AgentStatus, value: s.status },
-      { key: AgentTurns, value: s.turn },
-      { key: AgentTotalTokens, value: s.usage.totalTokens },
-      { key: AgentCostUsd, value: s.usage.cost.total },
-      ...(s.stopReason !== undefined ? [{ key: AgentStopReasonKey, value: s.stopReason }] : []),
-    ];
-    const changed = wanted.filter((pair) => sent.get(pair.key.name) !== pair.value);
-    if (fixed.length > 0) return this.publisher.searchAttributes([...fixed, ...this.record(changed)]);
+    const changed = stateAttributes(s).filter((pair) => sent.get(pair.key.name) !== pair.value);
     if (changed.length === 0) return;
     // Each upsert is an event: the counters (turns, tokens, cost) ride along with a status change, and on
     // their own only every COUNTER_EVERY turns, so a long run adds one event per ten turns, not one per turn.
