@@ -10,9 +10,8 @@ import { fauxAssistantMessage, fauxText, fauxToolCall, Type, type Context } from
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import type { AgentTool } from "../src/types.js";
 import { replayHistory } from "../src/replay.js";
-import { createAgentWorker } from "../src/worker.js";
 import { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs } from "../src/workflows/model-call.js";
-import { deferred, fauxModel, openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
+import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -56,13 +55,7 @@ describe("model-call routing", () => {
     // (Several worker processes on one queue: `npm run bench -- scale`; Temporal allows one worker per queue per process.)
     const taskQueue = uniqueId("route");
     const faux = fauxModel(Array.from({ length: TURNS + 1 }, () => answer));
-    const worker = await createAgentWorker({
-      connection: env.connection,
-      taskQueue,
-      tools: [pageTool()],
-      models: [faux.getModel()],
-      workflowBundle: env.bundle,
-    });
+    const { worker } = await testWorker(env, [pageTool()], { taskQueue, models: [faux.getModel()] });
     expect(worker.ownTaskQueue).toMatch(new RegExp(`^${taskQueue}@`));
     const handle = await startAgentRun(env.client, {
       taskQueue,
@@ -91,13 +84,7 @@ describe("model-call routing", () => {
       reached.resolve();
       await released.promise;
     };
-    const worker = await createAgentWorker({
-      connection: env.connection,
-      taskQueue,
-      tools: [pageTool(gate)],
-      models: [faux.getModel()],
-      workflowBundle: env.bundle,
-    });
+    const { worker } = await testWorker(env, [pageTool(gate)], { taskQueue, models: [faux.getModel()] });
     const handle = await startAgentRun(env.client, {
       taskQueue,
       workflowId: uniqueId("route-lost"),
@@ -143,12 +130,9 @@ describe("model-call routing", () => {
       Array.from({ length: 3 * 4 }, () => slowAnswer),
       { tokensPerSecond: 60 },
     );
-    const worker = await createAgentWorker({
-      connection: env.connection,
+    const { worker } = await testWorker(env, [pageTool()], {
       taskQueue,
-      tools: [pageTool()],
       models: [faux.getModel()],
-      workflowBundle: env.bundle,
       workerOptions: { maxConcurrentActivityTaskExecutions: 1 },
     });
     const handles = await Promise.all(
@@ -194,12 +178,9 @@ describe("model-call routing", () => {
   it("routing off: every model call stays on the shared queue", async () => {
     const taskQueue = uniqueId("route-off");
     const faux = fauxModel(Array.from({ length: TURNS + 1 }, () => answer));
-    const worker = await createAgentWorker({
-      connection: env.connection,
+    const { worker } = await testWorker(env, [pageTool()], {
       taskQueue,
-      tools: [pageTool()],
       models: [faux.getModel()],
-      workflowBundle: env.bundle,
       routeModelCalls: false,
     });
     expect(worker.ownTaskQueue).toBeUndefined();
