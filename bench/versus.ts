@@ -5,6 +5,7 @@
  * with regular tool activities, ours with the tool marked fast, the peer, in
  * rotating order) so machine load hits all three alike.
  */
+import { readFileSync } from "node:fs";
 import { Client } from "@temporalio/client";
 import type proto from "@temporalio/proto";
 import type { Api, Model } from "@jai/ai";
@@ -71,6 +72,16 @@ function shape(events: Event[], modelActivity: string) {
   });
   bytesBefore.push(bytes);
   return { perTurn: median(at.slice(1).map((x, i) => x - at[i])), bytesBefore };
+}
+
+/** CPU seconds (user + system) a process has used so far; NaN where /proc cannot tell. */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
 }
 
 const p99 = (values: number[]) => {
@@ -214,6 +225,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
       for (let round = 0; round < TP_ROUNDS; round++) {
         for (let k = 0; k < contenders.length; k++) {
           const c = (round + k) % contenders.length;
+          const serverCpu = cpuSeconds(bench.server.pid);
           const out = await contenders[c].tp.many(`vs-tp-${c}-${round}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
           const ok = out.runs.filter(
             (r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS,
@@ -224,8 +236,10 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
             lost: TP_RUNS - ok.length,
             wall: out.ms,
           });
+          // Where a turn's work goes: the dev server's CPU per 1,000 turns (turns are bound by its persistence).
+          const serverPerK = ((cpuSeconds(bench.server.pid) - serverCpu) / (ok.length * TP_TURNS)) * 1000;
           console.error(
-            `versus: throughput round ${round} ${contenders[c].small.name}: ${batches[c].at(-1)!.turnsPerS.toFixed(1)} turns/s`,
+            `versus: throughput round ${round} ${contenders[c].small.name}: ${batches[c].at(-1)!.turnsPerS.toFixed(1)} turns/s, server CPU ${serverPerK.toFixed(1)} s per 1,000 turns`,
           );
         }
       }

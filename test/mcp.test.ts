@@ -16,6 +16,7 @@ import { fauxAssistantMessage, fauxToolCall } from "@jai/ai";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { defineSearchAttributeKey } from "@temporalio/common";
 import { MockActivityEnvironment } from "@temporalio/testing";
 import { createActivities } from "../src/activities/index.js";
 import { startAgentRun } from "../src/client.js";
@@ -137,9 +138,11 @@ describe("filesystem MCP server over stdio", () => {
     // The deny list keeps the tool from the run altogether.
     expect(denied.isError).toBe(true);
     expect(textOf(denied)).toMatch(/not found/);
-    const memo = (await handle.workflow.describe()).memo as { tools: string[] };
-    expect(memo.tools).toContain("fs__read_text_file");
-    expect(memo.tools).not.toContain("fs__write_file");
+    const tools = (await handle.workflow.describe()).typedSearchAttributes.get(
+      defineSearchAttributeKey("AgentTools", "KEYWORD_LIST"),
+    );
+    expect(tools).toContain("fs__read_text_file");
+    expect(tools).not.toContain("fs__write_file");
   });
 
   it("a worker that did not set the run up lists the server before running the call", async () => {

@@ -6,8 +6,9 @@
  * waiting for approval. Real dev server (registered with the attributes), faux model.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { WorkflowFailedError } from "@temporalio/client";
+import { Client, WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure, defineSearchAttributeKey } from "@temporalio/common";
+import { msToTs } from "@temporalio/common/lib/time.js";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { getAgentRun, startAgentRun } from "../src/client.js";
 import { searchAttributeCheck } from "../src/activities/search-attributes.js";
@@ -46,6 +47,15 @@ const danger: AgentTool = {
   requiresApproval: true,
   async execute(_id, args: any) {
     return { content: [{ type: "text", text: `deleted ${args.path}` }] };
+  },
+};
+
+const echo: AgentTool = {
+  name: "echo",
+  description: "Echoes its text",
+  parameters: Type.Object({ text: Type.String() }),
+  async execute(_id, args: any) {
+    return { content: [{ type: "text", text: args.text }] };
   },
 };
 
@@ -189,10 +199,54 @@ describe("finding runs", () => {
     const description = await handle.workflow.describe();
     expect(await description.staticSummary()).toBe("nightly triage");
     expect(await description.staticDetails()).toBe("started by the **scheduler**");
-    expect(description.memo).toMatchObject({ ticket: "OPS-1", stopReason: "stop" });
+    // The caller's memo as it was: model, tools and outcome are in the search attributes, not repeated here.
+    expect(description.memo).toEqual({ ticket: "OPS-1" });
     expect(description.typedSearchAttributes.get(tenant)).toBe("acme");
     expect(description.typedSearchAttributes.get(key("AgentStatus", "KEYWORD"))).toBe("completed");
+    expect(description.typedSearchAttributes.get(key("AgentStopReason", "KEYWORD"))).toBe("stop");
+    // Neither at the start nor at the end: no memo command in the run's history.
+    const { events } = await handle.workflow.fetchHistory();
+    expect(events?.filter((e) => e.workflowPropertiesModifiedEventAttributes)).toEqual([]);
   });
+
+  it("a namespace without the agent search attributes still serves runs, and the memo carries model, tools and outcome", async () => {
+    const namespace = uniqueId("plain");
+    const service = env.client.connection.workflowService;
+    await service.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs("1 day") });
+    const client = new Client({ connection: env.client.connection, namespace });
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("echo", { text: "x" }, { id: "e1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("done"),
+    ]);
+    const { worker, taskQueue } = await testWorker(env, [echo], { namespace });
+    // A new namespace reaches every service of the server within its namespace-cache refresh.
+    const deadline = Date.now() + 30000;
+    let handle: Awaited<ReturnType<typeof startAgentRun>> | undefined;
+    while (!handle) {
+      try {
+        handle = await startAgentRun(client, {
+          taskQueue,
+          workflowId: uniqueId("plain"),
+          model: faux.getModel(),
+          prompt: "go",
+        });
+      } catch (err) {
+        if (!/namespace/i.test((err as Error).message) || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    const result = await worker.runUntil(handle.result());
+    expect(result.stopReason).toBe("stop");
+    const description = await handle.workflow.describe();
+    expect(description.memo).toEqual({
+      model: `${faux.getModel().provider}/${faux.getModel().id}`,
+      tools: ["echo"],
+      stopReason: "stop",
+      turns: 2,
+      totalTokens: result.usage.totalTokens,
+    });
+    expect(description.typedSearchAttributes.get(key("AgentStatus", "KEYWORD"))).toBeUndefined();
+  }, 90000);
 
   it("a namespace without the attributes: the check says so and warns once", async () => {
     const warnings: string[] = [];

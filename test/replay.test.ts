@@ -13,7 +13,7 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
 import { readHistoryFile, replayHistory, replayOptions } from "../src/replay.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
-import { BASELINE_PATCH, LOCAL_ACTIVITIES_PATCH, MEMO_PATCH } from "../src/workflows/patches.js";
+import { BASELINE_PATCH, BASELINE_V2_PATCH, LOCAL_ACTIVITIES_PATCH, MEMO_PATCH } from "../src/workflows/patches.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, type TestEnv } from "./helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -130,6 +130,18 @@ describe("golden histories", () => {
     expect(await hasPatchMarker("fast-tools.json", BASELINE_PATCH)).toBe(true);
   });
 
+  it(`keeps histories recorded with "${BASELINE_V2_PATCH}" (a memo next to the search attributes) replayable`, async () => {
+    const memoEvents = async (file: string) =>
+      ((await readHistoryFile(path.join(fixturesDir, file))).events ?? []).filter(
+        (e) => e.workflowPropertiesModifiedEventAttributes,
+      ).length;
+    // Replayed with the others above: the v2 run wrote the memo at its start and end, the v3 run does not.
+    expect(await hasPatchMarker("frozen/baseline-v2-fast-tools.json", BASELINE_V2_PATCH)).toBe(true);
+    expect(await memoEvents("frozen/baseline-v2-fast-tools.json")).toBe(2);
+    expect(await hasPatchMarker("fast-tools.json", BASELINE_V2_PATCH)).toBe(false);
+    expect(await memoEvents("fast-tools.json")).toBe(0);
+  });
+
   it("catches a changed loop: replaying against it reports nondeterminism and the event", async () => {
     const changed = await bundleAgentWorkflows(path.join(root, "test/fixtures/changed-workflow.ts"));
     const outcome = await replayHistory(
@@ -138,10 +150,10 @@ describe("golden histories", () => {
       changed,
     );
     expect(outcome.error?.nondeterminism).toBe(true);
-    expect(outcome.error?.message).toMatch(/auditRun|resolveRunSetup/);
-    // The first command of the first workflow task: the setup activity the changed loop no longer schedules first.
+    expect(outcome.error?.message).toMatch(/auditRun|jai-baseline-v3/);
+    // The first command of the first workflow task: the baseline's patch marker, which the changed loop no longer records first.
     expect(outcome.error?.eventId).toBe(5);
-    expect(outcome.error?.event).toBe("activityTaskScheduled resolveRunSetup");
+    expect(outcome.error?.event).toBe("markerRecorded");
   }, 60000);
 });
 
@@ -155,7 +167,7 @@ describe("npm run replay / npm run show", () => {
     const bad = cli("replay.ts", ["--file", file, "--workflows", "test/fixtures/changed-workflow.ts"]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(
-      /replay of \d+ events diverged at event 5 \(activityTaskScheduled resolveRunSetup\) \(nondeterminism\)/,
+      /replay of \d+ events diverged at event 5 \(markerRecorded\) \(nondeterminism\)/,
     );
     expect(cli("replay.ts", []).code).toBe(2);
   }, 120000);

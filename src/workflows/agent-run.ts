@@ -34,7 +34,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  patched,
   proxySinks,
   upsertMemo,
 } from "@temporalio/workflow";
@@ -65,7 +64,7 @@ import {
   LOCAL_ACTIVITIES_PATCH,
   MEMO_PATCH,
   SEARCH_ATTRIBUTES_PATCH,
-  BASELINE_PATCH,
+  baseline,
   hasChange,
 } from "./patches.js";
 import { runPrompt, type LoopEffects } from "./prompt-loop.js";
@@ -97,7 +96,8 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   try {
     const setup = carried ? carried.setup : await resolveSetup(input);
     // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
-    memo = hasChange(MEMO_PATCH);
+    // Since baseline v3 only where the namespace lacks the search attributes, which carry the same model, tools and outcome.
+    memo = hasChange(MEMO_PATCH) && !(setup.searchAttributes && baseline() === 3);
     if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
     modelLabel = `${setup.model.provider}/${setup.model.id}`;
     if (!carried) metrics.runStarted(modelLabel);
@@ -109,8 +109,8 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
         `${setup.model.provider}/${setup.model.id}`,
         setup.tools.map((t) => t.name),
         summary,
-        // One upsert for all of them since the baseline; runs recorded before it upserted twice.
-        patched(BASELINE_PATCH),
+        // One upsert for all of them since baseline v2; runs recorded before it upserted twice.
+        baseline() >= 2,
       );
     }
 

@@ -19,13 +19,20 @@ export const LOCAL_ACTIVITIES_PATCH = "jai-local-activities-v1" as const;
 
 /**
  * One marker for every change above, for runs started since: each patch costs a run a marker and a
- * TemporalChangeVersion upsert in its first workflow task, and with it the run's first search-attribute
- * upserts (model and tools, then status and counters) are one command. Runs recorded before it keep their
- * own markers and replay as they were.
+ * TemporalChangeVersion upsert in its first workflow task. Runs recorded before a baseline keep the
+ * markers they have and replay as they were.
+ *
+ * - v2: the changes above; with it the run's first search-attribute upserts (model and tools, then status
+ *   and counters) are one command.
+ * - v3: v2, and a run whose namespace has the agent search attributes writes no memo: the model, tools
+ *   and outcome the memo repeated are in those attributes, and each memo upsert cost the run an event
+ *   and a visibility write at its start and at its end.
  */
-export const BASELINE_PATCH = "jai-baseline-v2";
+export const BASELINE_PATCH = "jai-baseline-v3";
+/** The baseline before: runs recorded with it write the memo next to the search attributes. */
+export const BASELINE_V2_PATCH = "jai-baseline-v2";
 
-/** The changes the baseline covers: exactly those made before it. */
+/** The changes the baselines cover: exactly those made before them. */
 type BaselineChange =
   | typeof MEMO_PATCH
   | typeof SEARCH_ATTRIBUTES_PATCH
@@ -34,12 +41,19 @@ type BaselineChange =
   | typeof LOCAL_ACTIVITIES_PATCH;
 
 /**
- * Whether this run takes the path of `change` from here on: any run that recorded the baseline does; an
- * older run when it recorded that change's own marker. Like `patched`, a running run switches at its next
- * new workflow task.
- * Contract: only for the changes the baseline covers. A later change is a plain `patched(itsId)`: runs
- * recorded with the baseline did not take it.
+ * The newest baseline this run recorded: 3, 2, or 0 for a run recorded before both. Like `patched`, a
+ * running run takes the newest at its next new workflow task.
+ */
+export function baseline(): 0 | 2 | 3 {
+  return patched(BASELINE_PATCH) ? 3 : patched(BASELINE_V2_PATCH) ? 2 : 0;
+}
+
+/**
+ * Whether this run takes the path of `change` from here on: any run that recorded a baseline does; an
+ * older run when it recorded that change's own marker.
+ * Contract: only for the changes the baselines cover. A later change is a plain `patched(itsId)`: runs
+ * recorded with a baseline did not take it.
  */
 export function hasChange(change: BaselineChange): boolean {
-  return patched(BASELINE_PATCH) || patched(change);
+  return baseline() >= 2 || patched(change);
 }
