@@ -166,9 +166,7 @@ describe("npm run replay / npm run show", () => {
     expect(ok.stdout).toMatch(/^replayed \d+ events: deterministic$/m);
     const bad = cli("replay.ts", ["--file", file, "--workflows", "test/fixtures/changed-workflow.ts"]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(
-      /replay of \d+ events diverged at event 5 \(markerRecorded\) \(nondeterminism\)/,
-    );
+    expect(bad.stderr).toMatch(/replay of \d+ events diverged at event 5 \(markerRecorded\) \(nondeterminism\)/);
     expect(cli("replay.ts", []).code).toBe(2);
   }, 120000);
 
