@@ -50,15 +50,6 @@ const danger: AgentTool = {
   },
 };
 
-const echo: AgentTool = {
-  name: "echo",
-  description: "Echoes its text",
-  parameters: Type.Object({ text: Type.String() }),
-  async execute(_id, args: any) {
-    return { content: [{ type: "text", text: args.text }] };
-  },
-};
-
 describe("truthful status", () => {
   it("a run that ends with stopReason error is Failed in Temporal, and handle.result() still returns its result", async () => {
     const faux = fauxModel([fauxAssistantMessage([], { stopReason: "error", errorMessage: "invalid x-api-key" })]);
@@ -214,11 +205,8 @@ describe("finding runs", () => {
     const service = env.client.connection.workflowService;
     await service.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs("1 day") });
     const client = new Client({ connection: env.client.connection, namespace });
-    const faux = fauxModel([
-      fauxAssistantMessage([fauxToolCall("echo", { text: "x" }, { id: "e1" })], { stopReason: "toolUse" }),
-      fauxAssistantMessage("done"),
-    ]);
-    const { worker, taskQueue } = await testWorker(env, [echo], { namespace });
+    const faux = fauxModel([fauxAssistantMessage("done")]);
+    const { worker, taskQueue } = await testWorker(env, [danger], { namespace });
     // A new namespace reaches every service of the server within its namespace-cache refresh.
     const deadline = Date.now() + 30000;
     let handle: Awaited<ReturnType<typeof startAgentRun>> | undefined;
@@ -240,9 +228,9 @@ describe("finding runs", () => {
     const description = await handle.workflow.describe();
     expect(description.memo).toEqual({
       model: `${faux.getModel().provider}/${faux.getModel().id}`,
-      tools: ["echo"],
+      tools: ["delete_all"],
       stopReason: "stop",
-      turns: 2,
+      turns: 1,
       totalTokens: result.usage.totalTokens,
     });
     expect(description.typedSearchAttributes.get(key("AgentStatus", "KEYWORD"))).toBeUndefined();

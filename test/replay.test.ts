@@ -150,7 +150,7 @@ describe("golden histories", () => {
       changed,
     );
     expect(outcome.error?.nondeterminism).toBe(true);
-    expect(outcome.error?.message).toMatch(/auditRun|jai-baseline-v3/);
+    expect(outcome.error?.message).toMatch(new RegExp(`auditRun|${BASELINE_PATCH}`));
     // The first command of the first workflow task: the baseline's patch marker, which the changed loop no longer records first.
     expect(outcome.error?.eventId).toBe(5);
     expect(outcome.error?.event).toBe("markerRecorded");
