@@ -18,7 +18,7 @@ import {
   type Model,
 } from "@jai/ai";
 import { createActivities } from "../src/activities/index.js";
-import { startDevServer, type DevServer } from "../src/dev-server.js";
+import { freePort, startDevServer, type DevServer } from "../src/dev-server.js";
 import type { AgentTool } from "../src/types.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
 import type { AgentSinks } from "../src/workflows/definitions.js";
@@ -47,7 +47,12 @@ export async function openBench(): Promise<Bench> {
     dynamicConfig[key] =
       value === "true" ? true : value === "false" ? false : Number.isNaN(Number(value)) ? value : Number(value);
   });
-  const server = await startDevServer({ dbFile: path.join(dir, "bench.db"), uiPort: false, dynamicConfig });
+  const server = await startDevServer({
+    dbFile: path.join(dir, "bench.db"),
+    uiPort: false,
+    dynamicConfig,
+    metricsPort: await freePort(),
+  });
   const connection = await NativeConnection.connect({ address: server.address });
   // The naive loop's history pages exceed gRPC's default 4 MB message size.
   const clientConnection = await Connection.connect({
@@ -168,3 +173,42 @@ export function table(headers: string[], rows: (string | number)[][]): string {
 }
 
 export const mb = (n: number) => `${(n / 1024 / 1024).toFixed(2)} MB`;
+
+/**
+ * The server's persistence requests so far, by operation (`persistence_requests` and
+ * `visibility_persistence_requests` summed over its services): what a batch of turns costs its database.
+ */
+export async function persistenceRequests(server: DevServer): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  if (!server.metricsUrl) return counts;
+  const text = await (await fetch(server.metricsUrl)).text();
+  for (const line of text.split("\n")) {
+    const m = /^(visibility_)?persistence_requests\{[^}]*operation="([^"]+)"[^}]*\} ([0-9.e+]+)$/.exec(line);
+    if (!m) continue;
+    const op = `${m[1] ? "visibility " : ""}${m[2]}`;
+    counts.set(op, (counts.get(op) ?? 0) + Number(m[3]));
+  }
+  return counts;
+}
+
+/** Requests by operation between two `persistenceRequests` readings. */
+export function requestsBetween(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
+  return new Map([...after].map(([op, n]) => [op, n - (before.get(op) ?? 0)] as const));
+}
+
+/** Whether a persistence operation writes (the rest read): what a disk-backed server pays an fsync for. */
+export const isWrite = (op: string) =>
+  /^(visibility )?(Create|Update|Upsert|Record|Complete|RangeComplete|Delete|Append|Put|Save|Insert)/.test(op);
+
+/** Requests per turn by operation, largest first: "writes w, all n: op 1.23, ...". */
+export function perTurnRequests(requests: Map<string, number>, turns: number): string {
+  const rows = [...requests].map(([op, n]) => [op, n / turns] as const).filter(([, n]) => n >= 0.01);
+  const sum = (f: (op: string) => boolean) => rows.reduce((a, [op, n]) => a + (f(op) ? n : 0), 0);
+  return [
+    `writes ${sum(isWrite).toFixed(2)}, all ${sum(() => true).toFixed(2)}: `,
+    rows
+      .sort((a, b) => b[1] - a[1])
+      .map(([op, n]) => `${op} ${n.toFixed(2)}`)
+      .join(", "),
+  ].join("");
+}

@@ -62,7 +62,10 @@ const worker = await createAgentWorker({
   ...(process.env.SCALE_CACHE_BYTES ? { contextCacheBytes: Number(process.env.SCALE_CACHE_BYTES) } : {}),
   routeModelCalls: process.env.SCALE_ROUTE !== "off",
   workerOptions: {
-    maxConcurrentWorkflowTaskExecutions: 40,
+    maxConcurrentWorkflowTaskExecutions: Number(process.env.SCALE_WORKFLOW_TASKS ?? 40),
+    ...(process.env.SCALE_WORKFLOW_POLLS
+      ? { maxConcurrentWorkflowTaskPolls: Number(process.env.SCALE_WORKFLOW_POLLS) }
+      : {}),
     maxConcurrentActivityTaskExecutions: 200,
     ...(process.env.SCALE_STICKY ? { stickyQueueScheduleToStartTimeout: process.env.SCALE_STICKY } : {}),
   },

@@ -122,13 +122,25 @@ interface Row {
   lost: number;
   seconds: number;
   /** Turns across the kill: of its victims and, at the same moment, of the other runs. */
-  kill?: { victims: number; victimP50: number; victimMax: number; controlP50: number; controlMax: number };
+  kill?: {
+    victims: number;
+    victimP50: number;
+    victimP90: number;
+    victimP99: number;
+    victimMax: number;
+    controlP50: number;
+    controlP90: number;
+    controlP99: number;
+    controlMax: number;
+  };
 }
 
 /** What the kill added to its victims' turn, over the other runs' turn at the same moment (worst against worst, p50 against p50). */
 const killCost = (k: NonNullable<Row["kill"]>) => ({
   worst: k.victimMax - k.controlMax,
   p50: k.victimP50 - k.controlP50,
+  p90: k.victimP90 - k.controlP90,
+  p99: k.victimP99 - k.controlP99,
 });
 
 /** Where the bench's runs go: the bench's dev server, or (`--scale-cluster`) a Temporal server on PostgreSQL. */
@@ -184,6 +196,8 @@ async function runConfig(
     ...(flag("scale-cache-mb") ? { SCALE_CACHE_BYTES: String(Number(flag("scale-cache-mb")) * 1024 * 1024) } : {}),
     ...(flag("scale-route") ? { SCALE_ROUTE: flag("scale-route") } : {}),
     ...(flag("scale-sticky") ? { SCALE_STICKY: flag("scale-sticky") } : {}),
+    ...(flag("scale-workflow-tasks") ? { SCALE_WORKFLOW_TASKS: flag("scale-workflow-tasks") } : {}),
+    ...(flag("scale-workflow-polls") ? { SCALE_WORKFLOW_POLLS: flag("scale-workflow-polls") } : {}),
   };
   const workers = await Promise.all(Array.from({ length: workersN }, () => startWorker(env)));
   await poll(workers);
@@ -234,6 +248,24 @@ async function runConfig(
     s.status === "fulfilled" && s.value.stopReason === "stop" && s.value.turns === turns ? [s.value] : [],
   );
   const transcriptBytes = ok.reduce((n, r) => n + JSON.stringify(r.messages).length, 0);
+  // Why turns stall at saturation: retried attempts in a sample of the runs' histories, by activity and failure.
+  const retried = new Map<string, number>();
+  for (const h of handles.slice(0, 40)) {
+    for (const e of (await h.workflow.fetchHistory()).events ?? []) {
+      const started = e.activityTaskStartedEventAttributes;
+      if (started && (started.attempt ?? 1) > 1) {
+        const why = `attempt ${started.attempt}: ${(started.lastFailure?.message ?? "?").slice(0, 90)}`;
+        retried.set(why, (retried.get(why) ?? 0) + 1);
+      }
+      const why = e.workflowTaskTimedOutEventAttributes
+        ? `workflow task timed out (${["?", "start-to-close", "schedule-to-start", "schedule-to-close", "heartbeat"][e.workflowTaskTimedOutEventAttributes.timeoutType ?? 0]})`
+        : e.workflowTaskFailedEventAttributes
+          ? `workflow task failed (${e.workflowTaskFailedEventAttributes.cause})`
+          : undefined;
+      if (why) retried.set(why, (retried.get(why) ?? 0) + 1);
+    }
+  }
+  console.error(`  retries in 40 runs' histories: ${[...retried].map(([k, n]) => `${n}× ${k}`).join("; ") || "none"}`);
 
   // Turn latency: from one model call of a run to its next (a tool call and three workflow tasks in between).
   const byRun = new Map<string, Map<number, number>>();
@@ -269,6 +301,16 @@ async function runConfig(
   const sum = (f: (s: ContextCacheStats) => number) => stats.reduce((n, s) => n + f(s), 0);
   const hits = sum((s) => s.hits);
   const misses = sum((s) => s.misses);
+  if (killedAt !== undefined) {
+    // The fleet's pace around the kill: model calls per 5 s, by the worker that served them (the killed one last).
+    const at = killedAt;
+    const buckets = Array.from({ length: 24 }, (_, b) =>
+      workers.map((w) => w.calls.filter(([, , t]) => t >= at + (b - 4) * 5000 && t < at + (b - 3) * 5000).length),
+    );
+    console.error(
+      `  model calls per 5 s around the kill (per worker): ${buckets.map((b, i) => `${(i - 4) * 5}s ${b.join("/")}`).join(", ")}`,
+    );
+  }
   const row: Row = {
     workers: workersN,
     runs,
@@ -291,8 +333,12 @@ async function runConfig(
           kill: {
             victims: victims.length,
             victimP50: percentile(victims, 50),
+            victimP90: percentile(victims, 90),
+            victimP99: percentile(victims, 99),
             victimMax: Math.max(0, ...victims),
             controlP50: percentile(control, 50),
+            controlP90: percentile(control, 90),
+            controlP99: percentile(control, 99),
             controlMax: Math.max(0, ...control),
           },
         }
@@ -334,7 +380,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     "",
     "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next." +
       (kill
-        ? " SIGKILL (`--scale-kill`): the last worker is killed halfway through; its victims are the runs whose last model call before it ran there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, worst against worst): what the kill added to what load did then."
+        ? " SIGKILL (`--scale-kill`): the last worker is killed halfway through; its victims are the runs whose last model call before it ran there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then."
         : ""),
     "",
     table(
@@ -352,7 +398,9 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
         "calls off their worker",
         "runs lost",
         "wall time",
-        ...(kill ? ["SIGKILL: victims, turn across it p50 / max (others then)", "SIGKILL cost p50 / worst"] : []),
+        ...(kill
+          ? ["SIGKILL: victims, turn across it p50 / max (others then)", "SIGKILL cost p50 / p90 / p99 / worst"]
+          : []),
       ],
       rows.map((r) => [
         r.workers,
@@ -372,7 +420,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
           ? r.kill
             ? [
                 `${r.kill.victims}: ${sec(r.kill.victimP50)} / ${sec(r.kill.victimMax)} (${sec(r.kill.controlP50)} / ${sec(r.kill.controlMax)})`,
-                `${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).worst)}`,
+                `${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).p90)} / ${sec(killCost(r.kill).p99)} / ${sec(killCost(r.kill).worst)}`,
               ]
             : ["-", "-"]
           : []),
@@ -391,7 +439,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     ...rows.flatMap((r) =>
       r.kill
         ? [
-            `a SIGKILLed worker costs its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s (${r.workers} workers × ${r.runs} runs, ${r.kill.victims} victims: ${sec(killCost(r.kill).worst)} worst against the other runs' worst turn then, ${sec(killCost(r.kill).p50)} at p50): ${killCost(r.kill).worst <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`,
+            `a SIGKILLed worker costs its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s (${r.workers} workers × ${r.runs} runs, ${r.kill.victims} victims: ${sec(killCost(r.kill).worst)} worst against the other runs' worst turn then; ${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).p90)} / ${sec(killCost(r.kill).p99)} at p50 / p90 / p99): ${killCost(r.kill).worst <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`,
           ]
         : [],
     ),

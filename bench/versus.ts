@@ -12,7 +12,18 @@ import type { Api, Model } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
 import { createAgentWorker } from "../src/worker.js";
 import type { AgentTool } from "../src/types.js";
-import { eventBytes, mb, median, pageScript, table, type Bench } from "./common.js";
+import {
+  eventBytes,
+  isWrite,
+  mb,
+  median,
+  pageScript,
+  perTurnRequests,
+  persistenceRequests,
+  requestsBetween,
+  table,
+  type Bench,
+} from "./common.js";
 import { openAiSdkPeer, type Peer } from "./peers.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
@@ -181,7 +192,16 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   ];
   const rows: Row[] = contenders.map(() => ({ ms: [], first: [], events: [] }));
   const growth: number[][] = [];
-  const through: { turnsPerS: number; all: number[]; p99: number; lost: number; wall: number }[] = [];
+  const through: {
+    turnsPerS: number;
+    all: number[];
+    p99: number;
+    lost: number;
+    wall: number;
+    /** The dev server's database requests per turn in the throughput rounds (median), writes and reads. */
+    writes: number;
+    reads: number;
+  }[] = [];
 
   const phase = async (label: "small" | "big" | "tp", set: ReturnType<typeof scripts>, body: () => Promise<void>) => {
     if (!wantPhase(label)) return;
@@ -221,11 +241,19 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
     console.error("versus: throughput...");
     await phase("tp", tp, async () => {
       // Rounds in rotating order, like the turn timing, so a slow spell of the shared machine hits all alike.
-      const batches: { turnsPerS: number; gaps: number[]; lost: number; wall: number }[][] = contenders.map(() => []);
+      const batches: {
+        turnsPerS: number;
+        gaps: number[];
+        lost: number;
+        wall: number;
+        writes?: number;
+        reads?: number;
+      }[][] = contenders.map(() => []);
       for (let round = 0; round < TP_ROUNDS; round++) {
         for (let k = 0; k < contenders.length; k++) {
           const c = (round + k) % contenders.length;
           const serverCpu = cpuSeconds(bench.server.pid);
+          const requestsBefore = await persistenceRequests(bench.server);
           const out = await contenders[c].tp.many(`vs-tp-${c}-${round}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
           const ok = out.runs.filter(
             (r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS,
@@ -241,6 +269,12 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
           console.error(
             `versus: throughput round ${round} ${contenders[c].small.name}: ${batches[c].at(-1)!.turnsPerS.toFixed(1)} turns/s, server CPU ${serverPerK.toFixed(1)} s per 1,000 turns`,
           );
+          // And what it asked of its database per turn, by operation (on disk, each write waits for an fsync).
+          const requests = requestsBetween(requestsBefore, await persistenceRequests(bench.server));
+          const turnsDone = ok.length * TP_TURNS;
+          batches[c].at(-1)!.writes = [...requests].reduce((a, [op, n]) => a + (isWrite(op) ? n : 0), 0) / turnsDone;
+          batches[c].at(-1)!.reads = [...requests].reduce((a, [op, n]) => a + (isWrite(op) ? 0 : n), 0) / turnsDone;
+          console.error(`  database requests per turn: ${perTurnRequests(requests, turnsDone)}`);
         }
       }
       for (const b of batches)
@@ -250,6 +284,8 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
           p99: p99(b.flatMap((x) => x.gaps)),
           lost: b.reduce((n, x) => n + x.lost, 0),
           wall: median(b.map((x) => x.wall)),
+          writes: median(b.map((x) => x.writes ?? NaN)),
+          reads: median(b.map((x) => x.reads ?? NaN)),
         });
     });
   } finally {
@@ -261,7 +297,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   const msOf = (c: number) => median(rows[c].ms);
   const firstOf = (c: number) => median(rows[c].first);
   const at = (c: number, t: number) => (growth[c]?.[t] !== undefined ? mb(growth[c][t]) : "—");
-  const none = { turnsPerS: NaN, all: [], p99: NaN, lost: NaN, wall: NaN };
+  const none = { turnsPerS: NaN, all: [], p99: NaN, lost: NaN, wall: NaN, writes: NaN, reads: NaN };
   while (through.length < contenders.length) through.push(none);
   const markdown = [
     `### Side by side with Temporal's AI SDK integration (\`npm run bench -- --peers\`)`,
@@ -279,6 +315,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
         "turns/s (200 runs; median of 3 rounds)",
         "p99 turn latency",
         "runs lost",
+        "server database writes / reads per turn",
       ],
       contenders.map((_, c) => [
         names[c],
@@ -290,6 +327,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
         `${through[c].turnsPerS.toFixed(1)} (${through[c].all.map((t) => t.toFixed(1)).join(", ")})`,
         `${through[c].p99.toFixed(0)} ms`,
         through[c].lost,
+        `${through[c].writes.toFixed(1)} / ${through[c].reads.toFixed(1)}`,
       ]),
     ),
   ].join("\n");

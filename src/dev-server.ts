@@ -121,6 +121,8 @@ export interface DevServerOptions {
    * (on this dev server it halves the time of a tool turn: docs/benchmarks.md).
    */
   dynamicConfig?: Record<string, string | number | boolean>;
+  /** Port of the server's Prometheus `/metrics` listener (`--metrics-port`), e.g. persistence requests by operation. Default: none. */
+  metricsPort?: number;
 }
 
 export interface DevServer {
@@ -130,6 +132,8 @@ export interface DevServer {
   uiUrl?: string;
   /** The SQLite file. */
   dbFile: string;
+  /** The Prometheus endpoint, when started with `metricsPort`. */
+  metricsUrl?: string;
   /** OS process id (undefined for the @temporalio/testing fallback). */
   pid?: number;
   /** Stops the server and waits for it to exit. */
@@ -215,6 +219,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   if (uiPort === undefined) args.push("--headless");
   else args.push("--ui-port", String(uiPort));
   if (options.uiCodecEndpoint && uiPort !== undefined) args.push("--ui-codec-endpoint", options.uiCodecEndpoint);
+  if (options.metricsPort !== undefined) args.push("--metrics-port", String(options.metricsPort));
   const child = spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
@@ -233,6 +238,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     address,
     uiUrl: uiPort === undefined ? undefined : `http://${ip === "0.0.0.0" ? "localhost" : ip}:${uiPort}`,
     dbFile,
+    metricsUrl: options.metricsPort === undefined ? undefined : `http://${ip}:${options.metricsPort}/metrics`,
     pid: child.pid,
     stop: () => stopChild(child),
   };

@@ -614,4 +614,10 @@ export interface ExecuteToolOutput {
   result: AgentToolResult;
   /** True when the call failed validation or `execute` threw. */
   isError: boolean;
+  /**
+   * The activity attempt that produced this output, when it was not the first: an earlier attempt's
+   * worker stopped or froze (a tool's own errors are results, never retried), so the run stops sending its
+   * model calls to the worker it last knew (which may be that one).
+   */
+  attempt?: number;
 }

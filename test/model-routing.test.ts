@@ -114,8 +114,51 @@ describe("model-call routing", () => {
     expect(replayed.error).toBeUndefined();
   });
 
+  it("a tool call run again after its worker stopped: the run's next model call goes to the shared queue, not to a worker that may be gone", async () => {
+    const taskQueue = uniqueId("route-retried-tool");
+    const faux = fauxModel(Array.from({ length: TURNS + 2 }, () => answer));
+    let frozen = false;
+    const freezeOnce = async (n: number) => {
+      if (n !== 2 || frozen) return;
+      frozen = true;
+      // The worker freezes past the tool's heartbeat timeout (no timer, no heartbeat): the server runs the call again.
+      const until = Date.now() + 3500;
+      while (Date.now() < until) {
+        /* frozen */
+      }
+    };
+    const tool = { ...pageTool(freezeOnce), activity: { heartbeatTimeout: "1s" } };
+    const { worker } = await testWorker(env, [tool], { taskQueue, models: [faux.getModel()] });
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("route-retried-tool"),
+      model: faux.getModel(),
+      prompt: "go",
+    });
+    const result = await worker.runUntil(() => handle.result());
+    expect(textOf(result.messages.at(-1))).toBe(`read ${TURNS}`);
+    const history = await handle.workflow.fetchHistory();
+    const page2 = (history.events ?? []).find(
+      (e) => e.activityTaskStartedEventAttributes && (e.activityTaskStartedEventAttributes.attempt ?? 1) > 1,
+    );
+    expect(page2).toBeDefined();
+    const model = (await scheduledQueues(handle))
+      .filter((q) => q.type === "streamAssistantMessage")
+      .map((q) => q.queue);
+    // Call 1 shared, call 2 routed; tool call 2 ran twice, so call 3 goes to the shared queue; its worker is the home again.
+    expect(model.slice(0, 4)).toEqual([taskQueue, worker.ownTaskQueue, taskQueue, worker.ownTaskQueue]);
+    const replayed = await replayHistory(history, "route-retried-tool", env.bundle);
+    expect(replayed.error).toBeUndefined();
+  });
+
   it("a busy worker keeps its runs' calls: a routed call waits 2w + 1 s for it when the last one waited w in its queue", async () => {
-    expect([undefined, 0, 400, 1500, 60_000].map(routedScheduleToStartMs)).toEqual([2000, 2000, 2000, 4000, 30_000]);
+    expect([undefined, 0, 400, 1500, 60_000].map((w) => routedScheduleToStartMs(w))).toEqual([
+      2000, 2000, 2000, 4000, 30_000,
+    ]);
+    // Never longer than the call's heartbeat timeout (a started call on a dead worker is given up after it), nor under 2 s.
+    expect([undefined, 1500, 60_000].map((w) => routedScheduleToStartMs(w, 5000))).toEqual([2000, 4000, 5000]);
+    expect(routedScheduleToStartMs(60_000, 1000)).toBe(2000);
+    expect(routedScheduleToStartMs(60_000, 600_000)).toBe(30_000);
     // One activity slot per poller and three runs whose model calls stream for ~0.5 s: calls queue behind each other.
     const taskQueue = uniqueId("route-busy");
     const slowAnswer = (context: Context) => {
@@ -142,12 +185,14 @@ describe("model-call routing", () => {
           workflowId: uniqueId(`busy-${i}`),
           model: faux.getModel(),
           prompt: "go",
+          // The third run's calls give up on their worker after its 2.5 s heartbeat timeout at most.
+          ...(i === 3 ? { modelActivity: { heartbeatTimeout: "2500ms" } } : {}),
         }),
       ),
     );
     await worker.runUntil(() => Promise.all(handles.map((h) => h.result())));
-    const checked: { waitMs: number; timeoutMs: number }[] = [];
-    for (const handle of handles) {
+    const checked: { waitMs: number; timeoutMs: number; heartbeatMs?: number }[] = [];
+    for (const [i, handle] of handles.entries()) {
       const events = (await handle.workflow.fetchHistory()).events ?? [];
       let lastWait: number | undefined;
       for (const e of events) {
@@ -160,6 +205,7 @@ describe("model-call routing", () => {
           checked.push({
             waitMs: lastWait!,
             timeoutMs: Number(t.seconds ?? 0) * 1000 + Math.round((t.nanos ?? 0) / 1e6),
+            heartbeatMs: i === 2 ? 2500 : undefined,
           });
         }
         const done = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
@@ -170,7 +216,8 @@ describe("model-call routing", () => {
       }
     }
     expect(checked.length).toBeGreaterThan(0);
-    for (const c of checked) expect(c.timeoutMs).toBe(routedScheduleToStartMs(c.waitMs));
+    for (const c of checked) expect(c.timeoutMs).toBe(routedScheduleToStartMs(c.waitMs, c.heartbeatMs));
+    expect(checked.filter((c) => c.heartbeatMs).every((c) => c.timeoutMs <= 2500)).toBe(true);
     // Some calls did wait behind the others, and got more than the 2 s a dead worker gets.
     expect(checked.some((c) => c.timeoutMs > 2000)).toBe(true);
   });

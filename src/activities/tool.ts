@@ -111,7 +111,9 @@ export function createToolActivities(
   async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolOutput> {
     const output = await runTool(input);
     onOutput(input, output);
-    return output;
+    // A retried call says so: an earlier attempt's worker stopped, and it may be the one holding the run's context.
+    const { attempt } = Context.current().info;
+    return attempt > 1 ? { ...output, attempt } : output;
   }
 
   /** A fast tool's call as a local activity: the same execution, its output naming the call (see ExecuteFastToolOutput). */

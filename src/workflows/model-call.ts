@@ -9,6 +9,7 @@ import {
   TimeoutFailure,
   type ActivityOptions,
 } from "@temporalio/workflow";
+import { msToNumber } from "@temporalio/common";
 import type { AssistantMessage } from "@jai/ai";
 import type { AgentRunInput, ModelReply, RunSetup } from "../types.js";
 import { modelContextRef } from "./context-ref.js";
@@ -16,7 +17,7 @@ import { fitContext, modelTools } from "./context-fit.js";
 import type { AgentSinks } from "./definitions.js";
 import type { RunState } from "./run-state.js";
 import { modelSummary } from "./summary.js";
-import { activityOverrides, streamAssistantMessage } from "./activities.js";
+import { MODEL_DEFAULTS, activityOverrides, streamAssistantMessage } from "./activities.js";
 import { emptyUsage } from "../common/usage.js";
 import { FailureType } from "../common/failure-types.js";
 import { MODEL_ROUTE_PATCH, hasChange } from "./patches.js";
@@ -30,16 +31,29 @@ const ROUTED_SCHEDULE_TO_START_MS = 2000;
 export const ROUTED_SCHEDULE_TO_START = `${ROUTED_SCHEDULE_TO_START_MS / 1000}s`;
 /**
  * A busy worker is not a dead one: when the last call waited `w` ms in its
- * queue, the next one waits up to 2w + 1 s (at least the 2 s above, at most
- * this) before it gives up on the worker that holds its context. Otherwise,
- * once a saturated fleet's queues take longer than 2 s, calls leave their
- * worker and miss its cache exactly when load is highest.
+ * queue, the next one waits up to 2w + 1 s (at least the 2 s above) before it
+ * gives up on the worker that holds its context. Otherwise, once a saturated
+ * fleet's queues take longer than 2 s, calls leave their worker and miss its
+ * cache exactly when load is highest.
+ *
+ * But never longer than the call's heartbeat timeout (and never over this
+ * bound): that is how long a started call on a dead worker takes to be given
+ * up, and a call still queued for that worker must not cost its run more. At
+ * saturation the 2w + 1 s wait otherwise grew to this bound, and a SIGKILLed
+ * worker cost the runs queued on it up to 31 s with a 5 s heartbeat.
  */
 export const ROUTED_SCHEDULE_TO_START_MAX_MS = 30_000;
 
-/** The schedule-to-start timeout of a routed call, from how long the run's last call waited in its worker's queue. */
-export function routedScheduleToStartMs(lastWaitMs: number | undefined): number {
-  return Math.min(ROUTED_SCHEDULE_TO_START_MAX_MS, Math.max(ROUTED_SCHEDULE_TO_START_MS, 2 * (lastWaitMs ?? 0) + 1000));
+/**
+ * The schedule-to-start timeout of a routed call, from how long the run's last call waited in its worker's
+ * queue and the call's heartbeat timeout (default the model activity's).
+ */
+export function routedScheduleToStartMs(
+  lastWaitMs: number | undefined,
+  heartbeatMs = msToNumber(MODEL_DEFAULTS.heartbeatTimeout!),
+): number {
+  const cap = Math.min(ROUTED_SCHEDULE_TO_START_MAX_MS, Math.max(ROUTED_SCHEDULE_TO_START_MS, heartbeatMs));
+  return Math.min(cap, Math.max(ROUTED_SCHEDULE_TO_START_MS, 2 * (lastWaitMs ?? 0) + 1000));
 }
 /** A routed call whose worker stopped heartbeating is not retried there: it goes to the shared queue at once. */
 const HEARTBEAT_TIMEOUT_TYPE = "TemporalTimeout:Heartbeat";
@@ -66,9 +80,23 @@ function routedOptions(input: AgentRunInput, taskQueue: string, lastWaitMs: numb
   const retry = input.modelActivity?.retry;
   return {
     taskQueue,
-    scheduleToStartTimeout: routedScheduleToStartMs(lastWaitMs),
+    scheduleToStartTimeout: routedScheduleToStartMs(
+      lastWaitMs,
+      input.modelActivity?.heartbeatTimeout === undefined
+        ? undefined
+        : msToNumber(input.modelActivity.heartbeatTimeout),
+    ),
     retry: { ...retry, nonRetryableErrorTypes: [...(retry?.nonRetryableErrorTypes ?? []), HEARTBEAT_TIMEOUT_TYPE] },
   } as ActivityOptions;
+}
+
+/**
+ * The run's next model call goes to the shared queue rather than the worker that answered its last one: a
+ * tool call of the run was run again after its worker stopped, and that worker may be the one (a call queued
+ * for a dead worker would wait out its schedule-to-start timeout). Costs a live worker one cache miss.
+ */
+export function leaveModelWorker(run: RunState): void {
+  run.modelQueue = undefined;
 }
 
 const isReply = (answer: AssistantMessage | ModelReply): answer is ModelReply =>

@@ -31,6 +31,7 @@ import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";
+import { leaveModelWorker } from "./model-call.js";
 import { LOCAL_ACTIVITIES_PATCH, hasChange } from "./patches.js";
 
 export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
@@ -163,7 +164,7 @@ async function processCall(
     }
   }
   if (spec.subAgent) return runSubAgent(spec, spec.subAgent, call, run, index);
-  return executeCall(spec, call, run.turn, index, input.toolResultLimits, run.fromActivity);
+  return executeCall(spec, call, run, index, input.toolResultLimits);
 }
 
 /** Asks the tool's approval predicate in the worker; its failure is the call's error result, never the run's. */
@@ -241,26 +242,29 @@ async function executeFast(
 async function executeCall(
   spec: ToolSpec,
   call: ToolCall,
-  turn: number,
+  run: RunState,
   index: number,
   limits: ToolResultLimits | undefined,
-  fromActivity: Map<unknown, string>,
 ): Promise<ExecuteToolOutput> {
   const options = activityOverrides(spec.activity, toolSummary(spec.name, call.arguments));
   // Tool-call ids are the model's; the turn and position keep them unique within the run.
-  options.activityId = `tool-${turn}-${index}-${call.id}`.slice(0, 200);
+  options.activityId = `tool-${run.turn}-${index}-${call.id}`.slice(0, 200);
   try {
     const args = { toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) };
     if (spec.local && hasChange(LOCAL_ACTIVITIES_PATCH))
-      return await executeFast(spec, { ...args, outputKey: options.activityId }, fromActivity);
+      return await executeFast(spec, { ...args, outputKey: options.activityId }, run.fromActivity);
     const output = await executeTool.executeWithOptions(options, [args]);
-    fromActivity.set(output.result.content, options.activityId!);
+    run.fromActivity.set(output.result.content, options.activityId!);
+    // Run again after its worker stopped: that worker may be the one the next model call would be sent to, and a
+    // call queued for a dead worker waits out its schedule-to-start timeout on top of this call's heartbeat timeout.
+    if ((output.attempt ?? 1) > 1) leaveModelWorker(run);
     return output;
   } catch (err) {
     // A cancel whose tool worker is dead ends in a timeout: still a cancel.
     if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled)
       throw err;
     if (err.cause instanceof TimeoutFailure) {
+      leaveModelWorker(run);
       const attempts = spec.activity?.retry?.maximumAttempts;
       const why =
         attempts === 1
