@@ -63,6 +63,9 @@ const worker = await createAgentWorker({
   routeModelCalls: process.env.SCALE_ROUTE !== "off",
   workerOptions: {
     maxConcurrentWorkflowTaskExecutions: Number(process.env.SCALE_WORKFLOW_TASKS ?? 40),
+    ...(process.env.SCALE_NONSTICKY_RATIO
+      ? { nonStickyToStickyPollRatio: Number(process.env.SCALE_NONSTICKY_RATIO) }
+      : {}),
     ...(process.env.SCALE_WORKFLOW_POLLS
       ? { maxConcurrentWorkflowTaskPolls: Number(process.env.SCALE_WORKFLOW_POLLS) }
       : {}),

@@ -197,6 +197,7 @@ async function runConfig(
     ...(flag("scale-route") ? { SCALE_ROUTE: flag("scale-route") } : {}),
     ...(flag("scale-sticky") ? { SCALE_STICKY: flag("scale-sticky") } : {}),
     ...(flag("scale-workflow-tasks") ? { SCALE_WORKFLOW_TASKS: flag("scale-workflow-tasks") } : {}),
+    ...(flag("scale-nonsticky-ratio") ? { SCALE_NONSTICKY_RATIO: flag("scale-nonsticky-ratio") } : {}),
     ...(flag("scale-workflow-polls") ? { SCALE_WORKFLOW_POLLS: flag("scale-workflow-polls") } : {}),
   };
   const workers = await Promise.all(Array.from({ length: workersN }, () => startWorker(env)));
@@ -288,13 +289,16 @@ async function runConfig(
         if (at <= killedAt && at >= (lastBefore.get(id)?.at ?? 0)) lastBefore.set(id, { at, onKilled: w === killed });
   const victims: number[] = [];
   const control: number[] = [];
+  const victimGaps: [string, number][] = [];
   for (const [id, turnsOf] of byRun) {
     const times = [...turnsOf.entries()].sort((a, b) => a[0] - b[0]).map(([, at]) => at);
     for (let i = 1; i < times.length; i++) {
       const gap = times[i] - times[i - 1];
       gaps.push(gap);
-      if (killedAt !== undefined && times[i - 1] <= killedAt && times[i] > killedAt)
+      if (killedAt !== undefined && times[i - 1] <= killedAt && times[i] > killedAt) {
         (lastBefore.get(id)?.onKilled ? victims : control).push(gap);
+        if (lastBefore.get(id)?.onKilled) victimGaps.push([id, gap]);
+      }
     }
   }
   const stats = workers.flatMap((w) => (w.last ? [w.last.cache] : []));
@@ -310,6 +314,28 @@ async function runConfig(
     console.error(
       `  model calls per 5 s around the kill (per worker): ${buckets.map((b, i) => `${(i - 4) * 5}s ${b.join("/")}`).join(", ")}`,
     );
+  }
+  if (killedAt !== undefined && victimGaps.length > 0) {
+    // Where the slowest and a median victim spent their turn across the kill: their history from the kill on.
+    victimGaps.sort((a, b) => b[1] - a[1]);
+    const picks = [...victimGaps.slice(0, 4), victimGaps[Math.floor(victimGaps.length / 2)]];
+    for (const [id, gap] of picks) {
+      const events = (await target.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+      const trace = events
+        .map((e) => ({ e, at: Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6) }))
+        .filter(({ at }) => at >= killedAt! - 2000 && at <= killedAt! + gap + 2000)
+        .slice(0, 30)
+        .map(({ e, at }) => {
+          const kind = String(e.eventType);
+          const q = e.activityTaskScheduledEventAttributes?.taskQueue?.name;
+          const t =
+            e.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType ??
+            e.workflowTaskTimedOutEventAttributes?.timeoutType;
+          const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+          return `${((at - killedAt!) / 1000).toFixed(1)}s ${kind}${name ? ` ${name}` : ""}${q ? (q === taskQueue ? " shared" : " routed") : ""}${t ? ` t${t}` : ""}`;
+        });
+      console.error(`  victim ${id} (turn across the kill ${(gap / 1000).toFixed(1)} s): ${trace.join(", ")}`);
+    }
   }
   const row: Row = {
     workers: workersN,
