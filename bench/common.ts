@@ -197,18 +197,27 @@ export function requestsBetween(before: Map<string, number>, after: Map<string, 
 }
 
 /** Whether a persistence operation writes (the rest read): what a disk-backed server pays an fsync for. */
-export const isWrite = (op: string) =>
+const isWrite = (op: string) =>
   /^(visibility )?(Create|Update|Upsert|Record|Complete|RangeComplete|Delete|Append|Put|Save|Insert)/.test(op);
+
+/** Writes and reads among requests by operation (per turn when given per-turn counts). */
+export function writesAndReads(requests: Map<string, number>): { writes: number; reads: number } {
+  let writes = 0;
+  let reads = 0;
+  for (const [op, n] of requests) {
+    if (isWrite(op)) writes += n;
+    else reads += n;
+  }
+  return { writes, reads };
+}
 
 /** Requests per turn by operation, largest first: "writes w, all n: op 1.23, ...". */
 export function perTurnRequests(requests: Map<string, number>, turns: number): string {
-  const rows = [...requests].map(([op, n]) => [op, n / turns] as const).filter(([, n]) => n >= 0.01);
-  const sum = (f: (op: string) => boolean) => rows.reduce((a, [op, n]) => a + (f(op) ? n : 0), 0);
-  return [
-    `writes ${sum(isWrite).toFixed(2)}, all ${sum(() => true).toFixed(2)}: `,
-    rows
-      .sort((a, b) => b[1] - a[1])
-      .map(([op, n]) => `${op} ${n.toFixed(2)}`)
-      .join(", "),
-  ].join("");
+  const perTurn = new Map([...requests].map(([op, n]) => [op, n / turns] as const));
+  const { writes, reads } = writesAndReads(perTurn);
+  return `writes ${writes.toFixed(2)}, all ${(writes + reads).toFixed(2)}: ${[...perTurn]
+    .filter(([, n]) => n >= 0.01)
+    .sort((a, b) => b[1] - a[1])
+    .map(([op, n]) => `${op} ${n.toFixed(2)}`)
+    .join(", ")}`;
 }

@@ -287,8 +287,8 @@ async function runConfig(
     for (const w of workers)
       for (const [id, , at] of w.calls)
         if (at <= killedAt && at >= (lastBefore.get(id)?.at ?? 0)) lastBefore.set(id, { at, onKilled: w === killed });
-  const victims: number[] = [];
   const control: number[] = [];
+  /** Each victim's turn across the kill, with its run's id. */
   const victimGaps: [string, number][] = [];
   for (const [id, turnsOf] of byRun) {
     const times = [...turnsOf.entries()].sort((a, b) => a[0] - b[0]).map(([, at]) => at);
@@ -296,11 +296,12 @@ async function runConfig(
       const gap = times[i] - times[i - 1];
       gaps.push(gap);
       if (killedAt !== undefined && times[i - 1] <= killedAt && times[i] > killedAt) {
-        (lastBefore.get(id)?.onKilled ? victims : control).push(gap);
         if (lastBefore.get(id)?.onKilled) victimGaps.push([id, gap]);
+        else control.push(gap);
       }
     }
   }
+  const victims = victimGaps.map(([, gap]) => gap);
   const stats = workers.flatMap((w) => (w.last ? [w.last.cache] : []));
   const sum = (f: (s: ContextCacheStats) => number) => stats.reduce((n, s) => n + f(s), 0);
   const hits = sum((s) => s.hits);

@@ -14,7 +14,6 @@ import { createAgentWorker } from "../src/worker.js";
 import type { AgentTool } from "../src/types.js";
 import {
   eventBytes,
-  isWrite,
   mb,
   median,
   pageScript,
@@ -22,6 +21,7 @@ import {
   persistenceRequests,
   requestsBetween,
   table,
+  writesAndReads,
   type Bench,
 } from "./common.js";
 import { openAiSdkPeer, type Peer } from "./peers.js";
@@ -272,8 +272,8 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
           // And what it asked of its database per turn, by operation (on disk, each write waits for an fsync).
           const requests = requestsBetween(requestsBefore, await persistenceRequests(bench.server));
           const turnsDone = ok.length * TP_TURNS;
-          batches[c].at(-1)!.writes = [...requests].reduce((a, [op, n]) => a + (isWrite(op) ? n : 0), 0) / turnsDone;
-          batches[c].at(-1)!.reads = [...requests].reduce((a, [op, n]) => a + (isWrite(op) ? 0 : n), 0) / turnsDone;
+          const { writes, reads } = writesAndReads(requests);
+          Object.assign(batches[c].at(-1)!, { writes: writes / turnsDone, reads: reads / turnsDone });
           console.error(`  database requests per turn: ${perTurnRequests(requests, turnsDone)}`);
         }
       }

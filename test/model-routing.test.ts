@@ -50,6 +50,10 @@ async function scheduledQueues(handle: AgentRunHandle) {
     .map((a) => ({ type: a!.activityType?.name as string, queue: a!.taskQueue?.name as string }));
 }
 
+/** Starts a run of the scripted model on `taskQueue` (its workflow id named after the queue, which is unique). */
+const startRun = (taskQueue: string, faux: ReturnType<typeof fauxModel>) =>
+  startAgentRun(env.client, { taskQueue, workflowId: `${taskQueue}-run`, model: faux.getModel(), prompt: "go" });
+
 describe("model-call routing", () => {
   it("after the first call, every model call goes to the own queue of the worker that holds the context, and hits its cache", async () => {
     // (Several worker processes on one queue: `npm run bench -- scale`; Temporal allows one worker per queue per process.)
@@ -57,12 +61,7 @@ describe("model-call routing", () => {
     const faux = fauxModel(Array.from({ length: TURNS + 1 }, () => answer));
     const { worker } = await testWorker(env, [pageTool()], { taskQueue, models: [faux.getModel()] });
     expect(worker.ownTaskQueue).toMatch(new RegExp(`^${taskQueue}@`));
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId: uniqueId("route"),
-      model: faux.getModel(),
-      prompt: "go",
-    });
+    const handle = await startRun(taskQueue, faux);
     const result = await worker.runUntil(() => handle.result());
     expect(textOf(result.messages.at(-1))).toBe(`read ${TURNS}`);
 
@@ -85,12 +84,7 @@ describe("model-call routing", () => {
       await released.promise;
     };
     const { worker } = await testWorker(env, [pageTool(gate)], { taskQueue, models: [faux.getModel()] });
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId: uniqueId("route-lost"),
-      model: faux.getModel(),
-      prompt: "go",
-    });
+    const handle = await startRun(taskQueue, faux);
     const result = await worker.runUntil(async () => {
       await reached.promise;
       // The worker's own poller stops (as if that worker died); its shared one keeps serving workflow tasks and tools.
@@ -129,12 +123,7 @@ describe("model-call routing", () => {
     };
     const tool = { ...pageTool(freezeOnce), activity: { heartbeatTimeout: "1s" } };
     const { worker } = await testWorker(env, [tool], { taskQueue, models: [faux.getModel()] });
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId: uniqueId("route-retried-tool"),
-      model: faux.getModel(),
-      prompt: "go",
-    });
+    const handle = await startRun(taskQueue, faux);
     const result = await worker.runUntil(() => handle.result());
     expect(textOf(result.messages.at(-1))).toBe(`read ${TURNS}`);
     const history = await handle.workflow.fetchHistory();
@@ -231,12 +220,7 @@ describe("model-call routing", () => {
       routeModelCalls: false,
     });
     expect(worker.ownTaskQueue).toBeUndefined();
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId: uniqueId("route-off"),
-      model: faux.getModel(),
-      prompt: "go",
-    });
+    const handle = await startRun(taskQueue, faux);
     await worker.runUntil(() => handle.result());
     const model = (await scheduledQueues(handle)).filter((q) => q.type === "streamAssistantMessage");
     expect(model.every((q) => q.queue === taskQueue)).toBe(true);
