@@ -35,11 +35,11 @@ export interface Bench {
   close(): Promise<void>;
 }
 
-export async function openBench(): Promise<Bench> {
-  Runtime.install({ logger: new DefaultLogger("ERROR") });
-  const dir = await mkdtemp(path.join(os.tmpdir(), "jai-bench-"));
-  // `--server-config key=value` (repeatable): dynamic config of the bench's dev server, e.g.
-  // `--server-config system.enableActivityEagerExecution=true`.
+/**
+ * `--server-config key=value` (repeatable): dynamic config of the bench's Temporal server (the dev server, or the
+ * scale bench's cluster), e.g. `--server-config system.enableActivityEagerExecution=true`.
+ */
+export function serverConfig(): Record<string, string | number | boolean> {
   const dynamicConfig: Record<string, string | number | boolean> = {};
   process.argv.forEach((arg, i) => {
     if (arg !== "--server-config") return;
@@ -47,10 +47,16 @@ export async function openBench(): Promise<Bench> {
     dynamicConfig[key] =
       value === "true" ? true : value === "false" ? false : Number.isNaN(Number(value)) ? value : Number(value);
   });
+  return dynamicConfig;
+}
+
+export async function openBench(): Promise<Bench> {
+  Runtime.install({ logger: new DefaultLogger("ERROR") });
+  const dir = await mkdtemp(path.join(os.tmpdir(), "jai-bench-"));
   const server = await startDevServer({
     dbFile: path.join(dir, "bench.db"),
     uiPort: false,
-    dynamicConfig,
+    dynamicConfig: serverConfig(),
     metricsPort: await freePort(),
   });
   const connection = await NativeConnection.connect({ address: server.address });

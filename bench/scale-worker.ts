@@ -66,8 +66,14 @@ const worker = await createAgentWorker({
     ...(process.env.SCALE_NONSTICKY_RATIO
       ? { nonStickyToStickyPollRatio: Number(process.env.SCALE_NONSTICKY_RATIO) }
       : {}),
-    ...(process.env.SCALE_WORKFLOW_POLLS
-      ? { maxConcurrentWorkflowTaskPolls: Number(process.env.SCALE_WORKFLOW_POLLS) }
+    // "autoscaling": Temporal's poller autoscaling (the server's backlog hints), else a number of pollers.
+    ...(process.env.SCALE_WORKFLOW_POLLS === "autoscaling"
+      ? { workflowTaskPollerBehavior: { type: "autoscaling" as const } }
+      : process.env.SCALE_WORKFLOW_POLLS
+        ? { maxConcurrentWorkflowTaskPolls: Number(process.env.SCALE_WORKFLOW_POLLS) }
+        : {}),
+    ...(process.env.SCALE_ACTIVITY_POLLS === "autoscaling"
+      ? { activityTaskPollerBehavior: { type: "autoscaling" as const } }
       : {}),
     maxConcurrentActivityTaskExecutions: 200,
     ...(process.env.SCALE_STICKY ? { stickyQueueScheduleToStartTimeout: process.env.SCALE_STICKY } : {}),

@@ -8,6 +8,9 @@
  * Sizes by flag: `npm run bench -- scale --scale-workers=1,3 --scale-runs=100,500
  * --scale-turns=20 --scale-kb=8 --scale-cache-mb=256 --scale-kill --scale-route=off`; `--scale-cluster` runs them
  * on a Temporal server on PostgreSQL (the cluster suite's, built on first use) instead of the dev server.
+ * Tuning tried at saturation: `--scale-sticky=3s`, `--scale-workflow-tasks=200`, `--scale-workflow-polls=40` (or
+ * `autoscaling`), `--scale-activity-polls=autoscaling`, `--scale-nonsticky-ratio=1`, `--scale-wft-timeout=10s`, and
+ * the server's dynamic config with `--server-config key=value` (e.g. `matching.numTaskqueueReadPartitions=1`).
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
@@ -17,14 +20,22 @@ import { fileURLToPath } from "node:url";
 import type { ContextCacheStats } from "../src/activities/index.js";
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import { Client, Connection } from "@temporalio/client";
+import { Worker as ReplayWorker } from "@temporalio/worker";
+import { replayOptions, type History } from "../src/replay.js";
 import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/cluster/temporal-server.js";
-import { mb, table, type Bench } from "./common.js";
+import { mb, serverConfig, table, type Bench } from "./common.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const HEARTBEAT = "5s";
 const HEARTBEAT_MS = 5000;
+/**
+ * The runs' workflow task timeout: a workflow task the killed worker had taken is given up after it (Temporal's
+ * default, 10 s, alone exceeds the 5 s heartbeat + 3 s goal), so the runs are started as the README says for fast
+ * failover, with it equal to the heartbeat timeout. `--scale-wft-timeout=10s` measures Temporal's default.
+ */
+const WORKFLOW_TASK_TIMEOUT = flag("scale-wft-timeout") ?? HEARTBEAT;
 
 function flag(name: string): string | undefined {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`) || a === `--${name}`);
@@ -128,6 +139,8 @@ interface Row {
     victimP90: number;
     victimP99: number;
     victimMax: number;
+    /** Replaying one victim's history up to the kill, ms (idle machine). */
+    replayMs: number;
     controlP50: number;
     controlP90: number;
     controlP99: number;
@@ -157,7 +170,7 @@ async function clusterTarget(): Promise<Target> {
   const pg = startPostgres(await freeLowPort(new Set()));
   try {
     setupSchema(tools, pg.port);
-    const server = await createTemporalServer(tools, pg.port);
+    const server = await createTemporalServer(tools, pg.port, serverConfig());
     const connection = await Connection.connect({ address: server.address });
     return {
       kind: "a Temporal server (v1.29.1) on PostgreSQL 15",
@@ -176,8 +189,37 @@ async function clusterTarget(): Promise<Target> {
   }
 }
 
+/**
+ * The replay a kill hands to the survivors: its victims' histories up to the kill (to the last workflow task
+ * completed before it), replayed here after the bench, when the machine is idle. Returns ms per victim.
+ */
+async function victimReplayMs(client: Client, bundle: { code: string }, ids: string[], killedAt: number) {
+  const histories: { workflowId: string; history: History }[] = [];
+  for (const workflowId of ids) {
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    let cut = -1;
+    events.forEach((e, i) => {
+      if (e.workflowTaskCompletedEventAttributes && eventMs(e) <= killedAt) cut = i;
+    });
+    if (cut > 0) histories.push({ workflowId, history: { events: events.slice(0, cut + 1) } });
+  }
+  if (histories.length === 0) return 0;
+  const started = performance.now();
+  async function* all() {
+    yield* histories;
+  }
+  for await (const result of ReplayWorker.runReplayHistories(replayOptions(bundle), all())) {
+    if (result.error) throw result.error;
+  }
+  return (performance.now() - started) / histories.length;
+}
+
+const eventMs = (e: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) =>
+  Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
+
 async function runConfig(
   target: Target,
+  bundle: { code: string },
   bundlePath: string,
   workersN: number,
   runs: number,
@@ -199,6 +241,7 @@ async function runConfig(
     ...(flag("scale-workflow-tasks") ? { SCALE_WORKFLOW_TASKS: flag("scale-workflow-tasks") } : {}),
     ...(flag("scale-nonsticky-ratio") ? { SCALE_NONSTICKY_RATIO: flag("scale-nonsticky-ratio") } : {}),
     ...(flag("scale-workflow-polls") ? { SCALE_WORKFLOW_POLLS: flag("scale-workflow-polls") } : {}),
+    ...(flag("scale-activity-polls") ? { SCALE_ACTIVITY_POLLS: flag("scale-activity-polls") } : {}),
   };
   const workers = await Promise.all(Array.from({ length: workersN }, () => startWorker(env)));
   await poll(workers);
@@ -216,6 +259,7 @@ async function runConfig(
             prompt: "go",
             maxTurns: turns + 5,
             modelActivity: { heartbeatTimeout: HEARTBEAT },
+            workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
           }),
         ),
       )),
@@ -323,7 +367,7 @@ async function runConfig(
     for (const [id, gap] of picks) {
       const events = (await target.client.workflow.getHandle(id).fetchHistory()).events ?? [];
       const trace = events
-        .map((e) => ({ e, at: Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6) }))
+        .map((e) => ({ e, at: eventMs(e) }))
         .filter(({ at }) => at >= killedAt! - 2000 && at <= killedAt! + gap + 2000)
         .slice(0, 30)
         .map(({ e, at }) => {
@@ -338,6 +382,21 @@ async function runConfig(
       console.error(`  victim ${id} (turn across the kill ${(gap / 1000).toFixed(1)} s): ${trace.join(", ")}`);
     }
   }
+  // What recovering the victims costs the survivors before any of them can go on: each victim's workflow task lands
+  // on a worker without its state, which replays its history first. Measured on 40 victims, scaled to all of them.
+  const replayMs =
+    killedAt !== undefined && victimGaps.length > 0
+      ? await victimReplayMs(
+          target.client,
+          bundle,
+          victimGaps.slice(0, 40).map(([id]) => id),
+          killedAt,
+        )
+      : 0;
+  if (replayMs > 0)
+    console.error(
+      `  the kill's replay work: ${victimGaps.length} victims × ${replayMs.toFixed(0)} ms (their histories up to the kill, replayed on an idle machine) = ${((victimGaps.length * replayMs) / 1000).toFixed(1)} s of workflow-thread time`,
+    );
   const row: Row = {
     workers: workersN,
     runs,
@@ -367,6 +426,7 @@ async function runConfig(
             controlP90: percentile(control, 90),
             controlP99: percentile(control, 99),
             controlMax: Math.max(0, ...control),
+            replayMs,
           },
         }
       : {}),
@@ -395,7 +455,9 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     for (const runs of runCounts) {
       for (const workersN of workerCounts) {
         console.error(`  scale: ${workersN} worker process(es), ${runs} runs × ${turns} turns on ${target.kind}...`);
-        rows.push(await runConfig(target, bundlePath, workersN, runs, turns, resultBytes, kill && workersN > 1));
+        rows.push(
+          await runConfig(target, bench.bundle, bundlePath, workersN, runs, turns, resultBytes, kill && workersN > 1),
+        );
       }
     }
   } finally {
@@ -407,7 +469,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     "",
     "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next." +
       (kill
-        ? " SIGKILL (`--scale-kill`): the last worker is killed halfway through; its victims are the runs whose last model call before it ran there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then."
+        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call before it ran there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
         : ""),
     "",
     table(
@@ -426,7 +488,11 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
         "runs lost",
         "wall time",
         ...(kill
-          ? ["SIGKILL: victims, turn across it p50 / max (others then)", "SIGKILL cost p50 / p90 / p99 / worst"]
+          ? [
+              "SIGKILL: victims, turn across it p50 / max (others then)",
+              "SIGKILL cost p50 / p90 / p99 / worst",
+              "victims' replay (idle machine)",
+            ]
           : []),
       ],
       rows.map((r) => [
@@ -448,8 +514,9 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
             ? [
                 `${r.kill.victims}: ${sec(r.kill.victimP50)} / ${sec(r.kill.victimMax)} (${sec(r.kill.controlP50)} / ${sec(r.kill.controlMax)})`,
                 `${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).p90)} / ${sec(killCost(r.kill).p99)} / ${sec(killCost(r.kill).worst)}`,
+                `${r.kill.victims} × ${r.kill.replayMs.toFixed(0)} ms = ${sec(r.kill.victims * r.kill.replayMs)}`,
               ]
-            : ["-", "-"]
+            : ["-", "-", "-"]
           : []),
       ]),
     ),

@@ -11,17 +11,35 @@ const IMAGE_TOKENS = 1200;
 /** Characters kept from a shortened tool result, so the model remembers what it was. */
 const KEEP_CHARS = 200;
 
+// Messages are never changed in place (shortening and compaction make new ones), so what one weighs is computed
+// once: the workflow estimates its whole context before every model call, and a replay does it again for every turn.
+const weights = new WeakMap<object, { chars: number; images: number }>();
+const toolChars = new WeakMap<object, number>();
+
+function weigh(m: AgentMessage): { chars: number; images: number } {
+  let weight = weights.get(m);
+  if (weight) return weight;
+  weight = { chars: 0, images: 0 };
+  if (typeof m.content === "string") weight.chars = m.content.length;
+  else
+    for (const c of m.content) {
+      if (c.type === "image") weight.images++;
+      else weight.chars += JSON.stringify(c).length;
+    }
+  weights.set(m, weight);
+  return weight;
+}
+
 /** A rough estimate (4 characters a token), good enough to act before the provider refuses. */
 export function estimateTokens(messages: AgentMessage[], systemPrompt = "", tools: Tool[] = []): number {
-  let chars = systemPrompt.length + JSON.stringify(tools).length;
+  let toolsLength = toolChars.get(tools);
+  if (toolsLength === undefined) toolChars.set(tools, (toolsLength = JSON.stringify(tools).length));
+  let chars = systemPrompt.length + toolsLength;
   let images = 0;
   for (const m of messages) {
-    if (typeof m.content === "string") chars += m.content.length;
-    else
-      for (const c of m.content) {
-        if (c.type === "image") images++;
-        else chars += JSON.stringify(c).length;
-      }
+    const weight = weigh(m);
+    chars += weight.chars;
+    images += weight.images;
   }
   return Math.ceil(chars / 4) + images * IMAGE_TOKENS;
 }

@@ -55,7 +55,7 @@ export function setupSchema(tools: TemporalServerTools, pgPort: number): void {
   }
 }
 
-function configYaml(pgPort: number, p: Record<string, number>): string {
+function configYaml(pgPort: number, p: Record<string, number>, dynamicConfigFile?: string): string {
   const store = (db: string, conns: number) => `
       sql:
         pluginName: "postgres12"
@@ -101,7 +101,7 @@ clusterMetadata:
       rpcAddress: "127.0.0.1:${p.frontendGrpc}"
 dcRedirectionPolicy:
   policy: "noop"
-`;
+${dynamicConfigFile ? `dynamicConfigClient:\n  filepath: "${dynamicConfigFile}"\n  pollInterval: "60s"\n` : ""}`;
 }
 
 /** Registers a namespace and waits until the frontend serves it (its namespace cache refreshes every ~10 s). */
@@ -145,7 +145,15 @@ export async function freeLowPort(taken: Set<number>): Promise<number> {
   }
 }
 
-export async function createTemporalServer(tools: TemporalServerTools, pgPort: number): Promise<TemporalServer> {
+/**
+ * @param dynamicConfig Dynamic config values for every namespace and task queue, e.g.
+ *   `{ "matching.numTaskqueueReadPartitions": 1 }` (the bench's `--scale-server-config`).
+ */
+export async function createTemporalServer(
+  tools: TemporalServerTools,
+  pgPort: number,
+  dynamicConfig: Record<string, string | number | boolean> = {},
+): Promise<TemporalServer> {
   const ports: Record<string, number> = {};
   const taken = new Set<number>();
   for (const name of [
@@ -163,7 +171,14 @@ export async function createTemporalServer(tools: TemporalServerTools, pgPort: n
   }
   const root = mkdtempSync(path.join(os.tmpdir(), "jai-temporal-server-"));
   mkdirSync(path.join(root, "config"));
-  writeFileSync(path.join(root, "config", "development.yaml"), configYaml(pgPort, ports));
+  const keys = Object.keys(dynamicConfig);
+  const dynamicConfigFile = keys.length > 0 ? path.join(root, "config", "dynamicconfig.yaml") : undefined;
+  if (dynamicConfigFile)
+    writeFileSync(
+      dynamicConfigFile,
+      keys.map((key) => `${key}:\n  - value: ${JSON.stringify(dynamicConfig[key])}\n`).join(""),
+    );
+  writeFileSync(path.join(root, "config", "development.yaml"), configYaml(pgPort, ports, dynamicConfigFile));
   const address = `127.0.0.1:${ports.frontendGrpc}`;
   let child: ChildProcess | undefined;
   let output = "";
