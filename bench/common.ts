@@ -43,7 +43,11 @@ export function serverConfig(): Record<string, string | number | boolean> {
   const dynamicConfig: Record<string, string | number | boolean> = {};
   process.argv.forEach((arg, i) => {
     if (arg !== "--server-config") return;
-    const [key, value = "true"] = (process.argv[i + 1] ?? "").split("=");
+    const setting = process.argv[i + 1] ?? "";
+    const at = setting.indexOf("=");
+    const key = at < 0 ? setting : setting.slice(0, at);
+    const value = at < 0 ? "true" : setting.slice(at + 1);
+    if (!key) throw new Error("--server-config needs key=value");
     dynamicConfig[key] =
       value === "true" ? true : value === "false" ? false : Number.isNaN(Number(value)) ? value : Number(value);
   });

@@ -101,7 +101,7 @@ clusterMetadata:
       rpcAddress: "127.0.0.1:${p.frontendGrpc}"
 dcRedirectionPolicy:
   policy: "noop"
-${dynamicConfigFile ? `dynamicConfigClient:\n  filepath: "${dynamicConfigFile}"\n  pollInterval: "60s"\n` : ""}`;
+${dynamicConfigFile ? `dynamicConfigClient:\n  filepath: ${JSON.stringify(dynamicConfigFile)}\n  pollInterval: "60s"\n` : ""}`;
 }
 
 /** Registers a namespace and waits until the frontend serves it (its namespace cache refreshes every ~10 s). */
@@ -147,7 +147,7 @@ export async function freeLowPort(taken: Set<number>): Promise<number> {
 
 /**
  * @param dynamicConfig Dynamic config values for every namespace and task queue, e.g.
- *   `{ "matching.numTaskqueueReadPartitions": 1 }` (the bench's `--scale-server-config`).
+ *   `{ "matching.numTaskqueueReadPartitions": 1 }` (the bench's `--server-config`).
  */
 export async function createTemporalServer(
   tools: TemporalServerTools,
