@@ -21,6 +21,7 @@ import type { ContextCacheStats } from "../src/activities/index.js";
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import { Client, Connection } from "@temporalio/client";
 import { Worker as ReplayWorker } from "@temporalio/worker";
+import { eventMs } from "../src/history-story.js";
 import { replayOptions, type History } from "../src/replay.js";
 import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/cluster/postgres.js";
@@ -220,9 +221,6 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
   }
   return (done[done.length - 1] - done[0]) / histories.length;
 }
-
-const eventMs = (e: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) =>
-  Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
 
 async function runConfig(
   target: Target,

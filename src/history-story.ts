@@ -82,8 +82,8 @@ const CLOSE: [keyof Event, RunStory["status"]][] = [
   ["workflowExecutionContinuedAsNewEventAttributes", "continued"],
 ];
 
-/** Date.now() inside a workflow task is the task's start time, in whole milliseconds. */
-function eventMs(event: Event | undefined): number {
+/** An event's time in whole milliseconds (Date.now() inside a workflow task is its start event's). */
+export function eventMs(event: Event | undefined): number {
   const t = event?.eventTime;
   return t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
 }
