@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import type { ContextCacheStats } from "../src/activities/index.js";
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import { Client, Connection } from "@temporalio/client";
+import proto from "@temporalio/proto";
 import { Worker as ReplayWorker } from "@temporalio/worker";
 import { eventMs } from "../src/history-story.js";
 import { replayOptions, type History } from "../src/replay.js";
@@ -131,6 +132,8 @@ interface Row {
   p50: number;
   p99: number;
   fallbacks: number;
+  /** The shared workflow task queue, sampled every 3 s: where sticky misses and a dead worker's runs wait. */
+  sharedQueue: SharedQueue;
   lost: number;
   seconds: number;
   /** Turns across the kill: of its victims and, at the same moment, of the other runs. */
@@ -146,6 +149,49 @@ interface Row {
     controlP90: number;
     controlP99: number;
     controlMax: number;
+  };
+}
+
+/** The shared workflow task queue over a bench: its backlog (mean and most) and its oldest task's age (most), seconds. */
+interface SharedQueue {
+  backlogMean: number;
+  backlogMax: number;
+  oldestMaxS: number;
+}
+
+/**
+ * Samples the shared workflow task queue (Temporal's approximate backlog count and age) until `stop()`: at
+ * saturation the runs whose sticky workflow task timed out, and a dead worker's runs, wait there.
+ */
+function sampleSharedQueue(client: Client, taskQueue: string) {
+  const backlogs: number[] = [];
+  let oldestMaxS = 0;
+  let stopped = false;
+  const done = (async () => {
+    while (!stopped) {
+      try {
+        const { stats } = await client.workflowService.describeTaskQueue({
+          namespace: "default",
+          taskQueue: { name: taskQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+          taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+          reportStats: true,
+        });
+        backlogs.push(Number(stats?.approximateBacklogCount ?? 0));
+        oldestMaxS = Math.max(oldestMaxS, Number(stats?.approximateBacklogAge?.seconds ?? 0));
+      } catch {
+        // A sample lost to a busy server: the next one counts.
+      }
+      await new Promise((r) => setTimeout(r, 3000));
+    }
+  })();
+  return async (): Promise<SharedQueue> => {
+    stopped = true;
+    await done;
+    return {
+      backlogMean: backlogs.length ? backlogs.reduce((a, b) => a + b, 0) / backlogs.length : 0,
+      backlogMax: Math.max(0, ...backlogs),
+      oldestMaxS,
+    };
   };
 }
 
@@ -270,6 +316,7 @@ async function runConfig(
       )),
     );
   }
+  const sharedQueue = sampleSharedQueue(target.client, taskQueue);
   let killedAt: number | undefined;
   let finished = false;
   const sampler = (async () => {
@@ -293,6 +340,7 @@ async function runConfig(
   const seconds = (Date.now() - started) / 1000;
   finished = true;
   await sampler;
+  const shared = await sharedQueue();
   await poll(workers);
   const ok = settled.flatMap((s) =>
     s.status === "fulfilled" && s.value.stopReason === "stop" && s.value.turns === turns ? [s.value] : [],
@@ -421,6 +469,7 @@ async function runConfig(
     p50: percentile(gaps, 50),
     p99: percentile(gaps, 99),
     fallbacks: workers.reduce((n, w) => n + w.calls.filter(([, turn, , shared]) => turn > 1 && shared === 1).length, 0),
+    sharedQueue: shared,
     lost: runs - ok.length,
     seconds,
     ...(killedAt !== undefined
@@ -476,7 +525,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
   const markdown = [
     `### Scale (concurrent runs of ${turns} turns, ${resultBytes / 1024} KB tool results, scripted model answering at once; worker processes on ${target.kind}, 2 cores; context cache ${cacheMb} MB${flag("scale-route") === "off" ? ", routing off" : ""})`,
     "",
-    "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next." +
+    "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s; a workflow task that waited past its worker's sticky timeout (1 s) and a dead worker's runs wait there, and the worker that takes one replays the run's history first." +
       (kill
         ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call before it ran there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
         : ""),
@@ -494,6 +543,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
         "cache (max)",
         "turn p50 / p99",
         "calls off their worker",
+        "shared workflow queue: backlog mean / most, oldest",
         "runs lost",
         "wall time",
         ...(kill
@@ -516,6 +566,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
         mb(r.cacheBytes),
         `${r.p50} / ${r.p99} ms`,
         r.fallbacks,
+        `${r.sharedQueue.backlogMean.toFixed(0)} / ${r.sharedQueue.backlogMax}, ${r.sharedQueue.oldestMaxS} s`,
         r.lost,
         `${r.seconds.toFixed(0)} s`,
         ...(kill
