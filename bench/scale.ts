@@ -365,7 +365,7 @@ async function runConfig(
   }
   console.error(`  retries in 40 runs' histories: ${[...retried].map(([k, n]) => `${n}× ${k}`).join("; ") || "none"}`);
 
-  // Turn latency: from one model call of a run to its next (a tool call and three workflow tasks in between).
+  // Turn latency: from one model call of a run to its next (a tool call and two workflow tasks in between).
   const byRun = new Map<string, Map<number, number>>();
   for (const w of workers) {
     for (const [id, turn, at] of w.calls) {
