@@ -154,14 +154,16 @@ interface Row {
 
 /** The shared workflow task queue over a bench: its backlog (mean and most) and its oldest task's age (most), seconds. */
 interface SharedQueue {
+  /** Samples the server answered (0: the figures below mean nothing). */
+  samples: number;
   backlogMean: number;
   backlogMax: number;
   oldestMaxS: number;
 }
 
 /**
- * Samples the shared workflow task queue (Temporal's approximate backlog count and age) until `stop()`: at
- * saturation the runs whose sticky workflow task timed out, and a dead worker's runs, wait there.
+ * Samples the shared workflow task queue (Temporal's approximate backlog count and age) until the function it
+ * returns is called: at saturation the runs whose sticky workflow task timed out, and a dead worker's runs, wait there.
  */
 function sampleSharedQueue(client: Client, taskQueue: string) {
   const backlogs: number[] = [];
@@ -188,6 +190,7 @@ function sampleSharedQueue(client: Client, taskQueue: string) {
     stopped = true;
     await done;
     return {
+      samples: backlogs.length,
       backlogMean: backlogs.length ? backlogs.reduce((a, b) => a + b, 0) / backlogs.length : 0,
       backlogMax: Math.max(0, ...backlogs),
       oldestMaxS,
@@ -525,7 +528,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
   const markdown = [
     `### Scale (concurrent runs of ${turns} turns, ${resultBytes / 1024} KB tool results, scripted model answering at once; worker processes on ${target.kind}, 2 cores; context cache ${cacheMb} MB${flag("scale-route") === "off" ? ", routing off" : ""})`,
     "",
-    "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s; a workflow task that waited past its worker's sticky timeout (1 s) and a dead worker's runs wait there, and the worker that takes one replays the run's history first." +
+    "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s; a workflow task that waited past its worker's sticky timeout (1 s unless `--scale-sticky`) and a dead worker's runs wait there, and the worker that takes one replays the run's history first." +
       (kill
         ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call before it ran there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
         : ""),
@@ -566,7 +569,9 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
         mb(r.cacheBytes),
         `${r.p50} / ${r.p99} ms`,
         r.fallbacks,
-        `${r.sharedQueue.backlogMean.toFixed(0)} / ${r.sharedQueue.backlogMax}, ${r.sharedQueue.oldestMaxS} s`,
+        r.sharedQueue.samples === 0
+          ? "-"
+          : `${r.sharedQueue.backlogMean.toFixed(0)} / ${r.sharedQueue.backlogMax}, ${r.sharedQueue.oldestMaxS} s`,
         r.lost,
         `${r.seconds.toFixed(0)} s`,
         ...(kill
