@@ -16,6 +16,7 @@ import { historyGrowth } from "./history-growth.js";
 import { observability } from "./observability.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
+import { replayCost } from "./replay.js";
 import { scale } from "./scale.js";
 import { streaming } from "./streaming.js";
 import { throughput } from "./throughput.js";
@@ -32,6 +33,7 @@ const SECTIONS = {
   throughput,
   finished: finishedChain,
   codec: codecCost,
+  replay: replayCost,
   scale,
   streaming,
   peers: versus,

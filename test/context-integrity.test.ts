@@ -123,7 +123,20 @@ describe("the context digest", () => {
   ];
 
   it("is the same in the workflow (plain JavaScript) and the worker (Node's SHA-256), whatever the key order", () => {
-    for (const text of ["", "abc", "a".repeat(55), "a".repeat(64), "é🌍\udc00", "z".repeat(100_000)]) {
+    // Every padding boundary (55/56 and 119/120 bytes), UTF-8 of 2-4 bytes, and texts past the reused scratch
+    // space (over 1 MB) before and after short ones: nothing of a longer text may leak into a shorter one's digest.
+    const lengths = [0, 1, 55, 56, 63, 64, 65, 119, 120, 128];
+    const texts = [
+      ...lengths.map((n) => "a".repeat(n)),
+      "abc",
+      "é🌍\udc00",
+      "z".repeat(100_000),
+      "y".repeat(1_200_000),
+      "b".repeat(56),
+      "é".repeat(40_000) + "🌍".repeat(20_000),
+      "c".repeat(3),
+    ];
+    for (const text of texts) {
       expect(sha256Hex(text)).toBe(createHash("sha256").update(text, "utf8").digest("hex"));
     }
     const reordered = messages.map((m) => Object.fromEntries(Object.entries(m).reverse())) as AgentMessage[];

@@ -32,6 +32,11 @@ export function canonicalJson(value: unknown): string {
 /** UTF-8 bytes of a string; a lone surrogate becomes U+FFFD, as TextEncoder and Node do. */
 export function utf8(text: string): Uint8Array {
   const out = new Uint8Array(text.length * 3);
+  return out.subarray(0, encodeUtf8(text, out));
+}
+
+/** Writes `text` as UTF-8 into `out` (room for 3 bytes per UTF-16 unit) and returns the byte count. */
+function encodeUtf8(text: string, out: Uint8Array): number {
   let n = 0;
   for (let i = 0; i < text.length; i++) {
     let c = text.charCodeAt(i);
@@ -60,10 +65,10 @@ export function utf8(text: string): Uint8Array {
       out[n++] = 0x80 | (c & 63);
     }
   }
-  return out.subarray(0, n);
+  return n;
 }
 
-const K = [
+const K = Int32Array.from([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
   0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
   0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
@@ -72,56 +77,86 @@ const K = [
   0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
   0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
   0xc67178f2,
-];
+]);
+
+// Scratch space reused by every digest up to 1 MB of text (a replay digests every message of a run again, so it
+// should not allocate a padded copy of each); digests are synchronous, so no two ever share it at once.
+const SCRATCH_MAX = 3 << 20;
+let scratch = new Uint8Array(64 * 1024);
+const w = new Int32Array(64);
 
 /** SHA-256 (FIPS 180-4) of a UTF-8 string, in plain JavaScript. */
 export const sha256Hex: Sha256Hex = (text) => {
-  const bytes = utf8(text);
-  const bitLength = bytes.length * 8;
-  const padded = new Uint8Array((((bytes.length + 9 + 63) >> 6) << 6) >>> 0);
-  padded.set(bytes);
-  padded[bytes.length] = 0x80;
-  const view = new DataView(padded.buffer);
-  view.setUint32(padded.length - 8, Math.floor(bitLength / 0x100000000));
-  view.setUint32(padded.length - 4, bitLength >>> 0);
-  const h = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
-  const w = new Uint32Array(64);
-  for (let offset = 0; offset < padded.length; offset += 64) {
-    for (let t = 0; t < 16; t++) w[t] = view.getUint32(offset + t * 4);
+  // UTF-8 takes at most 3 bytes per UTF-16 unit; then the 0x80 byte, zeros, and the 8-byte bit length.
+  const room = ((text.length * 3 + 9 + 63) >> 6) << 6;
+  if (scratch.length < room && room <= SCRATCH_MAX) scratch = new Uint8Array(room);
+  const bytes = scratch.length >= room ? scratch : new Uint8Array(room);
+  const length = encodeUtf8(text, bytes);
+  const blocks = (length + 9 + 63) >> 6;
+  const end = blocks << 6;
+  bytes[length] = 0x80;
+  bytes.fill(0, length + 1, end - 8);
+  const bitsHigh = Math.floor(length / 0x20000000);
+  const bitsLow = (length << 3) >>> 0;
+  bytes[end - 8] = bitsHigh >>> 24;
+  bytes[end - 7] = bitsHigh >>> 16;
+  bytes[end - 6] = bitsHigh >>> 8;
+  bytes[end - 5] = bitsHigh;
+  bytes[end - 4] = bitsLow >>> 24;
+  bytes[end - 3] = bitsLow >>> 16;
+  bytes[end - 2] = bitsLow >>> 8;
+  bytes[end - 1] = bitsLow;
+  let h0 = 0x6a09e667 | 0;
+  let h1 = 0xbb67ae85 | 0;
+  let h2 = 0x3c6ef372 | 0;
+  let h3 = 0xa54ff53a | 0;
+  let h4 = 0x510e527f | 0;
+  let h5 = 0x9b05688c | 0;
+  let h6 = 0x1f83d9ab | 0;
+  let h7 = 0x5be0cd19 | 0;
+  for (let offset = 0; offset < end; offset += 64) {
+    for (let t = 0, i = offset; t < 16; t++, i += 4)
+      w[t] = (bytes[i] << 24) | (bytes[i + 1] << 16) | (bytes[i + 2] << 8) | bytes[i + 3];
     for (let t = 16; t < 64; t++) {
-      const a = w[t - 15];
-      const b = w[t - 2];
-      const s0 = ((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3);
-      const s1 = ((b >>> 17) | (b << 15)) ^ ((b >>> 19) | (b << 13)) ^ (b >>> 10);
-      w[t] = (w[t - 16] + s0 + w[t - 7] + s1) >>> 0;
+      const x = w[t - 15];
+      const y = w[t - 2];
+      const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+      const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
+      w[t] = (w[t - 16] + s0 + w[t - 7] + s1) | 0;
     }
-    let [a, b, c, d, e, f, g, hh] = h;
+    let a = h0;
+    let b = h1;
+    let c = h2;
+    let d = h3;
+    let e = h4;
+    let f = h5;
+    let g = h6;
+    let h = h7;
     for (let t = 0; t < 64; t++) {
       const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
       const ch = (e & f) ^ (~e & g);
-      const t1 = (hh + S1 + ch + K[t] + w[t]) >>> 0;
+      const t1 = (h + S1 + ch + K[t] + w[t]) | 0;
       const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
       const maj = (a & b) ^ (a & c) ^ (b & c);
-      const t2 = (S0 + maj) >>> 0;
-      hh = g;
+      h = g;
       g = f;
       f = e;
-      e = (d + t1) >>> 0;
+      e = (d + t1) | 0;
       d = c;
       c = b;
       b = a;
-      a = (t1 + t2) >>> 0;
+      a = (t1 + S0 + maj) | 0;
     }
-    h[0] = (h[0] + a) >>> 0;
-    h[1] = (h[1] + b) >>> 0;
-    h[2] = (h[2] + c) >>> 0;
-    h[3] = (h[3] + d) >>> 0;
-    h[4] = (h[4] + e) >>> 0;
-    h[5] = (h[5] + f) >>> 0;
-    h[6] = (h[6] + g) >>> 0;
-    h[7] = (h[7] + hh) >>> 0;
+    h0 = (h0 + a) | 0;
+    h1 = (h1 + b) | 0;
+    h2 = (h2 + c) | 0;
+    h3 = (h3 + d) | 0;
+    h4 = (h4 + e) | 0;
+    h5 = (h5 + f) | 0;
+    h6 = (h6 + g) | 0;
+    h7 = (h7 + h) | 0;
   }
-  return h.map((x) => x.toString(16).padStart(8, "0")).join("");
+  return [h0, h1, h2, h3, h4, h5, h6, h7].map((x) => (x >>> 0).toString(16).padStart(8, "0")).join("");
 };
 
 /** The digest of one message. */
