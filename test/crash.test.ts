@@ -218,3 +218,15 @@ describe("a worker paused past its heartbeat timeout (issue 9, row 5)", () => {
     }
   }, 180000);
 });
+
+describe("the crash harness's execution log", () => {
+  it("holds only complete entries while a worker is still appending one", async () => {
+    const file = path.join(dir, "partial.log");
+    const entry = { event: "model_call", turn: 1, pid: 1, at: 1 };
+    // A reader racing the writer of a long line sees its first bytes only (as CI once did: a JSON SyntaxError).
+    await writeFile(file, `${JSON.stringify(entry)}\n${JSON.stringify({ ...entry, turn: 2 }).slice(0, 20)}`);
+    expect(readLog(file)).toEqual([entry]);
+    await writeFile(file, `${JSON.stringify(entry)}\n`);
+    expect(readLog(file)).toEqual([entry]);
+  });
+});

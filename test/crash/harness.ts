@@ -28,12 +28,15 @@ export interface LogEntry {
   at: number;
 }
 
+/**
+ * The complete entries of an execution log. A worker may be appending a line (a model call's context runs to
+ * kilobytes) while this reads: the text after the last newline is not an entry yet.
+ */
 export function readLog(file: string): LogEntry[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as LogEntry);
+  const lines = readFileSync(file, "utf8").split("\n");
+  lines.pop();
+  return lines.filter(Boolean).map((line) => JSON.parse(line) as LogEntry);
 }
 
 /** Polls an observation (a log file, a history) until it holds; fails with `what` after `ms`. */
