@@ -178,8 +178,11 @@ function sampleSharedQueue(client: Client, taskQueue: string) {
           taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
           reportStats: true,
         });
-        backlogs.push(Number(stats?.approximateBacklogCount ?? 0));
-        oldestMaxS = Math.max(oldestMaxS, Number(stats?.approximateBacklogAge?.seconds ?? 0));
+        // A server that does not report statistics answers without them: no sample.
+        if (stats) {
+          backlogs.push(Number(stats.approximateBacklogCount ?? 0));
+          oldestMaxS = Math.max(oldestMaxS, Number(stats.approximateBacklogAge?.seconds ?? 0));
+        }
       } catch {
         // A sample lost to a busy server: the next one counts.
       }
@@ -528,7 +531,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
   const markdown = [
     `### Scale (concurrent runs of ${turns} turns, ${resultBytes / 1024} KB tool results, scripted model answering at once; worker processes on ${target.kind}, 2 cores; context cache ${cacheMb} MB${flag("scale-route") === "off" ? ", routing off" : ""})`,
     "",
-    "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s; a workflow task that waited past its worker's sticky timeout (1 s unless `--scale-sticky`) and a dead worker's runs wait there, and the worker that takes one replays the run's history first." +
+    "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s once all runs have started; a workflow task that waited past its worker's sticky timeout (1 s unless `--scale-sticky`), a dead worker's runs and a run's next task after a workflow task timeout wait there, and the worker that takes one replays the run's history first." +
       (kill
         ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call before it ran there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
         : ""),

@@ -123,13 +123,15 @@ describe("the context digest", () => {
   ];
 
   it("is the same in the workflow (plain JavaScript) and the worker (Node's SHA-256), whatever the key order", () => {
-    // Every padding boundary (55/56 and 119/120 bytes), UTF-8 of 2-4 bytes, and texts past the reused scratch
-    // space (over 1 MB) before and after short ones: nothing of a longer text may leak into a shorter one's digest.
+    // Every padding boundary (55/56 and 119/120 bytes), UTF-8 of 2-4 bytes, lone surrogates (U+FFFD, 3 bytes) at
+    // either end and before a non-surrogate, and long texts before and after short ones.
     const lengths = [0, 1, 55, 56, 63, 64, 65, 119, 120, 128];
     const texts = [
       ...lengths.map((n) => "a".repeat(n)),
       "abc",
       "é🌍\udc00",
+      "x\ud800",
+      "\ud800x\udc00\ud83c",
       "z".repeat(100_000),
       "y".repeat(1_200_000),
       "b".repeat(56),

@@ -35,6 +35,25 @@ export function utf8(text: string): Uint8Array {
   return out.subarray(0, encodeUtf8(text, out));
 }
 
+/** The UTF-8 length of `text`, as {@link encodeUtf8} writes it (a lone surrogate is U+FFFD, 3 bytes). */
+function utf8Length(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      // A pair: two units, four bytes. A lone high surrogate: U+FFFD.
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n += 2;
+        i++;
+      } else n += 2;
+    } else n += 2;
+  }
+  return n;
+}
+
 /** Writes `text` as UTF-8 into `out` (room for 3 bytes per UTF-16 unit) and returns the byte count. */
 function encodeUtf8(text: string, out: Uint8Array): number {
   let n = 0;
@@ -79,23 +98,20 @@ const K = Int32Array.from([
   0xc67178f2,
 ]);
 
-// Scratch space reused by every digest up to 1 MB of text (a replay digests every message of a run again, so it
-// should not allocate a padded copy of each); digests are synchronous, so no two ever share it at once.
-const SCRATCH_MAX = 3 << 20;
-let scratch = new Uint8Array(64 * 1024);
+// The message schedule, reused by every digest (digests are synchronous). No byte buffer is kept between calls:
+// in Temporal's sandbox each workflow has its own copy of this module, so a retained buffer would cost every
+// cached run its size.
 const w = new Int32Array(64);
 
 /** SHA-256 (FIPS 180-4) of a UTF-8 string, in plain JavaScript. */
 export const sha256Hex: Sha256Hex = (text) => {
-  // UTF-8 takes at most 3 bytes per UTF-16 unit; then the 0x80 byte, zeros, and the 8-byte bit length.
-  const room = ((text.length * 3 + 9 + 63) >> 6) << 6;
-  if (scratch.length < room && room <= SCRATCH_MAX) scratch = new Uint8Array(room);
-  const bytes = scratch.length >= room ? scratch : new Uint8Array(room);
-  const length = encodeUtf8(text, bytes);
-  const blocks = (length + 9 + 63) >> 6;
-  const end = blocks << 6;
+  // One buffer of exactly the UTF-8 bytes and the padding after them: 0x80, zeros (a new buffer is zeroed), the
+  // 8-byte bit length.
+  const length = utf8Length(text);
+  const end = ((length + 9 + 63) >> 6) << 6;
+  const bytes = new Uint8Array(end);
+  encodeUtf8(text, bytes);
   bytes[length] = 0x80;
-  bytes.fill(0, length + 1, end - 8);
   const bitsHigh = Math.floor(length / 0x20000000);
   const bitsLow = (length << 3) >>> 0;
   bytes[end - 8] = bitsHigh >>> 24;
