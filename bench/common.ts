@@ -5,6 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, Worker, type InjectedSinks } from "@temporalio/worker";
+import { replayOptions, type History } from "../src/replay.js";
 import { Context as ActivityContext } from "@temporalio/activity";
 import proto from "@temporalio/proto";
 import {
@@ -230,4 +231,24 @@ export function perTurnRequests(requests: Map<string, number>, turns: number): s
     .sort((a, b) => b[1] - a[1])
     .map(([op, n]) => `${op} ${n.toFixed(2)}`)
     .join(", ")}`;
+}
+
+/**
+ * Ms per replay of `histories`, replayed one after another in one replay worker, after a warm-up replay of the
+ * first (that one also builds the worker: bundle, V8 context). Throws the first replay that fails.
+ */
+export async function replayMsEach(
+  bundle: { code: string },
+  histories: { workflowId: string; history: History }[],
+): Promise<number> {
+  async function* warmedUp() {
+    yield histories[0];
+    yield* histories;
+  }
+  const done: number[] = [];
+  for await (const result of Worker.runReplayHistories(replayOptions(bundle), warmedUp())) {
+    if (result.error) throw new Error(`replaying ${result.workflowId} failed: ${String(result.error)}`);
+    done.push(performance.now());
+  }
+  return (done[done.length - 1] - done[0]) / histories.length;
 }

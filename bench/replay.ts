@@ -5,28 +5,21 @@
  * 8 KB tool results, against a bare workflow with the same activities (Temporal's floor), and the context digest
  * the workflow computes for every message (pure JavaScript: workflow code cannot use Node's crypto).
  */
-import { Worker as ReplayWorker } from "@temporalio/worker";
 import { startAgentRun } from "../src/client.js";
-import { replayOptions, type History } from "../src/replay.js";
+import type { History } from "../src/replay.js";
 import { sha256Hex } from "../src/workflows/context-digest.js";
-import { benchWorker, median, pageScript, table, type Bench } from "./common.js";
+import { benchWorker, median, pageScript, replayMsEach, table, type Bench } from "./common.js";
 
 const TURNS = [2, 10, 20];
 const REPLAYS = 20;
 const ROUNDS = 3;
 
-/** ms per replay of `history`, replayed `REPLAYS` times after one warm-up replay in the same replay worker. */
-async function replayMs(bundle: { code: string }, history: History): Promise<number> {
-  async function* copies() {
-    for (let i = 0; i <= REPLAYS; i++) yield { workflowId: `replay-${i}`, history };
-  }
-  const done: number[] = [];
-  for await (const result of ReplayWorker.runReplayHistories(replayOptions(bundle), copies())) {
-    if (result.error) throw result.error;
-    done.push(performance.now());
-  }
-  return (done[REPLAYS] - done[0]) / REPLAYS;
-}
+/** ms per replay of `history`, replayed `REPLAYS` times after a warm-up. */
+const replayMs = (bundle: { code: string }, history: History) =>
+  replayMsEach(
+    bundle,
+    Array.from({ length: REPLAYS }, (_, i) => ({ workflowId: `replay-${i}`, history })),
+  );
 
 export async function replayCost(bench: Bench): Promise<{ markdown: string; goals: string[] }> {
   const queue = `bench-replay-${Date.now()}`;

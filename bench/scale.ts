@@ -21,13 +21,12 @@ import type { ContextCacheStats } from "../src/activities/index.js";
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import { Client, Connection } from "@temporalio/client";
 import proto from "@temporalio/proto";
-import { Worker as ReplayWorker } from "@temporalio/worker";
 import { eventMs } from "../src/history-story.js";
-import { replayOptions, type History } from "../src/replay.js";
+import type { History } from "../src/replay.js";
 import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/cluster/temporal-server.js";
-import { mb, serverConfig, table, type Bench } from "./common.js";
+import { mb, replayMsEach, serverConfig, table, type Bench } from "./common.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const HEARTBEAT = "5s";
@@ -258,20 +257,12 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
     if (cut > 0) histories.push({ workflowId, history: { events: events.slice(0, cut + 1) } });
   }
   if (histories.length < 2) return 0;
-  // The first replay also builds the replay worker (bundle, V8 context): time only the ones after it.
-  async function* all() {
-    yield histories[0];
-    yield* histories;
+  try {
+    return await replayMsEach(bundle, histories);
+  } catch (err) {
+    console.error(`  ${String(err)}`);
+    return 0;
   }
-  const done: number[] = [];
-  for await (const result of ReplayWorker.runReplayHistories(replayOptions(bundle), all())) {
-    if (result.error) {
-      console.error(`  replaying victim ${result.workflowId} failed: ${String(result.error)}`);
-      return 0;
-    }
-    done.push(performance.now());
-  }
-  return (done[done.length - 1] - done[0]) / histories.length;
 }
 
 async function runConfig(

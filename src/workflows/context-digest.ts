@@ -29,33 +29,28 @@ export function canonicalJson(value: unknown): string {
   return `{${parts.join(",")}}`;
 }
 
-/** UTF-8 bytes of a string; a lone surrogate becomes U+FFFD, as TextEncoder and Node do. */
-export function utf8(text: string): Uint8Array {
-  const out = new Uint8Array(text.length * 3);
-  return out.subarray(0, encodeUtf8(text, out));
-}
-
 /** The UTF-8 length of `text`, as {@link encodeUtf8} writes it (a lone surrogate is U+FFFD, 3 bytes). */
 function utf8Length(text: string): number {
   let n = text.length;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c < 0x80) continue;
-    if (c < 0x800) n += 1;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+    if (c < 0x800) {
+      n += 1;
+      continue;
+    }
+    // Three bytes for one unit, or four for a surrogate pair's two; a lone surrogate is U+FFFD, three bytes.
+    n += 2;
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
       const next = text.charCodeAt(i + 1);
-      // A pair: two units, four bytes. A lone high surrogate: U+FFFD.
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        n += 2;
-        i++;
-      } else n += 2;
-    } else n += 2;
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
   }
   return n;
 }
 
-/** Writes `text` as UTF-8 into `out` (room for 3 bytes per UTF-16 unit) and returns the byte count. */
-function encodeUtf8(text: string, out: Uint8Array): number {
+/** Writes `text` as UTF-8 (a lone surrogate becomes U+FFFD, as TextEncoder and Node do) into `out`, which has room for {@link utf8Length} bytes. */
+function encodeUtf8(text: string, out: Uint8Array): void {
   let n = 0;
   for (let i = 0; i < text.length; i++) {
     let c = text.charCodeAt(i);
@@ -84,7 +79,6 @@ function encodeUtf8(text: string, out: Uint8Array): number {
       out[n++] = 0x80 | (c & 63);
     }
   }
-  return n;
 }
 
 const K = Int32Array.from([
