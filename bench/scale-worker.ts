@@ -62,6 +62,8 @@ const worker = await createAgentWorker({
   ...(process.env.SCALE_CACHE_BYTES ? { contextCacheBytes: Number(process.env.SCALE_CACHE_BYTES) } : {}),
   routeModelCalls: process.env.SCALE_ROUTE !== "off",
   workerOptions: {
+    // The bench names its workers so that it can tell, from a run's history, which one last ran its workflow task.
+    identity: `scale-worker-${process.pid}`,
     maxConcurrentWorkflowTaskExecutions: Number(process.env.SCALE_WORKFLOW_TASKS ?? 40),
     ...(process.env.SCALE_NONSTICKY_RATIO
       ? { nonStickyToStickyPollRatio: Number(process.env.SCALE_NONSTICKY_RATIO) }

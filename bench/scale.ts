@@ -138,6 +138,10 @@ interface Row {
   /** Turns across the kill: of its victims and, at the same moment, of the other runs. */
   kill?: {
     victims: number;
+    /** Victims whose last model call before the kill ran on the killed worker. */
+    byModelCall: number;
+    /** Victims whose last workflow task before the kill ran there. */
+    byWorkflowTask: number;
     victimP50: number;
     victimP90: number;
     victimP99: number;
@@ -265,6 +269,27 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
   }
 }
 
+/**
+ * The runs whose last workflow task started before `killedAt` was taken by the worker named `identity` (from their
+ * histories, fetched after the bench, a few at a time).
+ */
+async function lastWorkflowTaskOn(client: Client, ids: string[], killedAt: number, identity: string) {
+  const on = new Set<string>();
+  let next = 0;
+  const fetchOne = async (): Promise<void> => {
+    while (next < ids.length) {
+      const id = ids[next++];
+      let last: string | undefined;
+      for (const e of (await client.workflow.getHandle(id).fetchHistory()).events ?? [])
+        if (e.workflowTaskStartedEventAttributes && eventMs(e) <= killedAt)
+          last = e.workflowTaskStartedEventAttributes.identity ?? undefined;
+      if (last === identity) on.add(id);
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, fetchOne));
+  return on;
+}
+
 async function runConfig(
   target: Target,
   bundle: { code: string },
@@ -373,14 +398,19 @@ async function runConfig(
   }
   const gaps: number[] = [];
   // A kill's victims: runs whose last model call before it was served by the killed worker (its context cache,
-  // its own queue, most likely its sticky workflow cache). The others, over the same moment, are the control:
-  // what load alone did to a turn then.
+  // its own queue), and runs whose last workflow task before it ran there (its sticky queue and workflow cache:
+  // a run's workflow tasks and its model calls need not be on the same worker). The others, over the same moment,
+  // are the control: what load alone did to a turn then.
   const killed = workers[workersN - 1];
   const lastBefore = new Map<string, { at: number; onKilled: boolean }>();
   if (killedAt !== undefined)
     for (const w of workers)
       for (const [id, , at] of w.calls)
         if (at <= killedAt && at >= (lastBefore.get(id)?.at ?? 0)) lastBefore.set(id, { at, onKilled: w === killed });
+  const stickyOnKilled =
+    killedAt !== undefined
+      ? await lastWorkflowTaskOn(target.client, [...byRun.keys()], killedAt, `scale-worker-${killed.child.pid}`)
+      : new Set<string>();
   const control: number[] = [];
   /** Each victim's turn across the kill, with its run's id. */
   const victimGaps: [string, number][] = [];
@@ -390,7 +420,7 @@ async function runConfig(
       const gap = times[i] - times[i - 1];
       gaps.push(gap);
       if (killedAt !== undefined && times[i - 1] <= killedAt && times[i] > killedAt) {
-        if (lastBefore.get(id)?.onKilled) victimGaps.push([id, gap]);
+        if (lastBefore.get(id)?.onKilled || stickyOnKilled.has(id)) victimGaps.push([id, gap]);
         else control.push(gap);
       }
     }
@@ -473,6 +503,8 @@ async function runConfig(
       ? {
           kill: {
             victims: victims.length,
+            byModelCall: victimGaps.filter(([id]) => lastBefore.get(id)?.onKilled).length,
+            byWorkflowTask: victimGaps.filter(([id]) => stickyOnKilled.has(id)).length,
             victimP50: percentile(victims, 50),
             victimP90: percentile(victims, 90),
             victimP99: percentile(victims, 99),
@@ -524,7 +556,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     "",
     "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s once all runs have started; a workflow task that waited past its worker's sticky timeout (1 s unless `--scale-sticky`), a dead worker's runs and a run's next task after a workflow task timeout wait there, and the worker that takes one replays the run's history first." +
       (kill
-        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call before it ran there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
+        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call or whose last workflow task before it ran there (the two counts in brackets); the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
         : ""),
     "",
     table(
@@ -571,7 +603,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
         ...(kill
           ? r.kill
             ? [
-                `${r.kill.victims}: ${sec(r.kill.victimP50)} / ${sec(r.kill.victimMax)} (${sec(r.kill.controlP50)} / ${sec(r.kill.controlMax)})`,
+                `${r.kill.victims} (${r.kill.byModelCall}, ${r.kill.byWorkflowTask}): ${sec(r.kill.victimP50)} / ${sec(r.kill.victimMax)} (${sec(r.kill.controlP50)} / ${sec(r.kill.controlMax)})`,
                 `${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).p90)} / ${sec(killCost(r.kill).p99)} / ${sec(killCost(r.kill).worst)}`,
                 `${r.kill.victims} × ${r.kill.replayMs.toFixed(0)} ms = ${sec(r.kill.victims * r.kill.replayMs)}`,
               ]
