@@ -426,6 +426,24 @@ async function runConfig(
     }
   }
   const victims = victimGaps.map(([, gap]) => gap);
+  if (victimGaps.length > 0) {
+    // Which victims pay most: those that lost their model context, their workflow task, or both, each against
+    // the control's turn at the same quantile.
+    const kinds = {
+      "model call only": victimGaps.filter(([id]) => lastBefore.get(id)?.onKilled && !stickyOnKilled.has(id)),
+      "workflow task only": victimGaps.filter(([id]) => !lastBefore.get(id)?.onKilled && stickyOnKilled.has(id)),
+      both: victimGaps.filter(([id]) => lastBefore.get(id)?.onKilled && stickyOnKilled.has(id)),
+    };
+    const over = (gaps: number[], q: number) => ((percentile(gaps, q) - percentile(control, q)) / 1000).toFixed(1);
+    console.error(
+      `  kill cost by what the victim lost (p50 / max over the others'): ${Object.entries(kinds)
+        .map(([kind, list]) => {
+          const gaps = list.map(([, gap]) => gap);
+          return `${kind} ${list.length}: ${gaps.length ? `${over(gaps, 50)} / ${((Math.max(...gaps) - Math.max(0, ...control)) / 1000).toFixed(1)} s` : "-"}`;
+        })
+        .join("; ")}`,
+    );
+  }
   const stats = workers.flatMap((w) => (w.last ? [w.last.cache] : []));
   const sum = (f: (s: ContextCacheStats) => number) => stats.reduce((n, s) => n + f(s), 0);
   const hits = sum((s) => s.hits);
