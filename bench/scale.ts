@@ -411,6 +411,9 @@ async function runConfig(
     killedAt !== undefined
       ? await lastWorkflowTaskOn(target.client, [...byRun.keys()], killedAt, `scale-worker-${killed.child.pid}`)
       : new Set<string>();
+  /** What a run lost with the killed worker: its model context (and own queue), its workflow task (sticky queue). */
+  const lostModel = (id: string) => lastBefore.get(id)?.onKilled === true;
+  const lostTask = (id: string) => stickyOnKilled.has(id);
   const control: number[] = [];
   /** Each victim's turn across the kill, with its run's id. */
   const victimGaps: [string, number][] = [];
@@ -420,7 +423,7 @@ async function runConfig(
       const gap = times[i] - times[i - 1];
       gaps.push(gap);
       if (killedAt !== undefined && times[i - 1] <= killedAt && times[i] > killedAt) {
-        if (lastBefore.get(id)?.onKilled || stickyOnKilled.has(id)) victimGaps.push([id, gap]);
+        if (lostModel(id) || lostTask(id)) victimGaps.push([id, gap]);
         else control.push(gap);
       }
     }
@@ -430,9 +433,9 @@ async function runConfig(
     // Which victims pay most: those that lost their model context, their workflow task, or both, each against
     // the control's turn at the same quantile.
     const kinds = {
-      "model call only": victimGaps.filter(([id]) => lastBefore.get(id)?.onKilled && !stickyOnKilled.has(id)),
-      "workflow task only": victimGaps.filter(([id]) => !lastBefore.get(id)?.onKilled && stickyOnKilled.has(id)),
-      both: victimGaps.filter(([id]) => lastBefore.get(id)?.onKilled && stickyOnKilled.has(id)),
+      "model call only": victimGaps.filter(([id]) => lostModel(id) && !lostTask(id)),
+      "workflow task only": victimGaps.filter(([id]) => !lostModel(id) && lostTask(id)),
+      both: victimGaps.filter(([id]) => lostModel(id) && lostTask(id)),
     };
     const over = (gaps: number[], q: number) => ((percentile(gaps, q) - percentile(control, q)) / 1000).toFixed(1);
     console.error(
@@ -521,8 +524,8 @@ async function runConfig(
       ? {
           kill: {
             victims: victims.length,
-            byModelCall: victimGaps.filter(([id]) => lastBefore.get(id)?.onKilled).length,
-            byWorkflowTask: victimGaps.filter(([id]) => stickyOnKilled.has(id)).length,
+            byModelCall: victimGaps.filter(([id]) => lostModel(id)).length,
+            byWorkflowTask: victimGaps.filter(([id]) => lostTask(id)).length,
             victimP50: percentile(victims, 50),
             victimP90: percentile(victims, 90),
             victimP99: percentile(victims, 99),
