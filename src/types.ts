@@ -491,6 +491,8 @@ export interface ModelReply {
   taskQueue?: string;
   /** How long this call waited in its queue before the worker picked it up (the worker's clock against the server's schedule time). */
   queueWaitMs?: number;
+  /** When the call finished, on the worker's clock (epoch ms): see `ExecuteToolOutput.doneAtMs`. */
+  doneAtMs?: number;
 }
 
 /**
@@ -620,4 +622,10 @@ export interface ExecuteToolOutput {
    * model calls to the worker it last knew (which may be that one).
    */
   attempt?: number;
+  /**
+   * When the call finished, on the worker's clock (epoch ms). The workflow task that took this output started
+   * `Date.now() - doneAtMs` later; when that is past the workflow task timeout, the task was lost with the worker
+   * that held the run, and that worker may be the one the run's next model call would be sent to.
+   */
+  doneAtMs?: number;
 }

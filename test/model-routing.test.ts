@@ -10,7 +10,7 @@ import { fauxAssistantMessage, fauxText, fauxToolCall, Type, type Context } from
 import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import type { AgentTool } from "../src/types.js";
 import { replayHistory } from "../src/replay.js";
-import { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs } from "../src/workflows/model-call.js";
+import { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs, taskLost } from "../src/workflows/model-call.js";
 import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
@@ -137,6 +137,51 @@ describe("model-call routing", () => {
     // Call 1 shared, call 2 routed; tool call 2 ran twice, so call 3 goes to the shared queue; its worker is the home again.
     expect(model.slice(0, 4)).toEqual([taskQueue, worker.ownTaskQueue, taskQueue, worker.ownTaskQueue]);
     const replayed = await replayHistory(history, "route-retried-tool", env.bundle);
+    expect(replayed.error).toBeUndefined();
+  });
+
+  it("a workflow task that starts past its timeout after a tool finished (its worker died holding the run): the next model call goes to the shared queue at once", async () => {
+    // Lost: past the task timeout, and well past the run's last lag (a saturated fleet's lags grow on their own).
+    expect(taskLost(1200, 50, 1000)).toBe(true);
+    expect(taskLost(1200, undefined, 1000)).toBe(true);
+    expect(taskLost(900, 50, 1000)).toBe(false);
+    expect(taskLost(6000, 3000, 5000)).toBe(false);
+    expect(taskLost(7001, 3000, 5000)).toBe(true);
+    const taskQueue = uniqueId("route-task-lost");
+    const faux = fauxModel(Array.from({ length: TURNS + 2 }, () => answer));
+    const reached = deferred();
+    const released = deferred();
+    const gate = async (n: number) => {
+      if (n !== 2) return;
+      reached.resolve();
+      await released.promise;
+    };
+    const first = (await testWorker(env, [pageTool(gate)], { taskQueue, models: [faux.getModel()] })).worker;
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: `${taskQueue}-run`,
+      model: faux.getModel(),
+      prompt: "go",
+      workflowTaskTimeout: "1s",
+    });
+    // The first worker finishes tool call 2 and stops before it takes the workflow task that follows: that task
+    // (and the worker's own queue, where the run's model calls go) waits for a worker that is not there.
+    await first.runUntil(async () => {
+      await reached.promise;
+      setTimeout(() => released.resolve(), 100);
+    });
+    await new Promise((r) => setTimeout(r, 2000));
+    const second = (await testWorker(env, [pageTool()], { taskQueue, models: [faux.getModel()] })).worker;
+    const result = await second.runUntil(() => handle.result());
+    expect(textOf(result.messages.at(-1))).toBe(`read ${TURNS}`);
+    const history = await handle.workflow.fetchHistory();
+    const model = (await scheduledQueues(handle))
+      .filter((q) => q.type === "streamAssistantMessage")
+      .map((q) => q.queue);
+    // Call 3 does not wait out a schedule-to-start timeout on the first worker's queue: it goes to the shared one.
+    expect(model.slice(0, 4)).toEqual([taskQueue, first.ownTaskQueue, taskQueue, second.ownTaskQueue]);
+    expect((history.events ?? []).filter((e) => e.activityTaskTimedOutEventAttributes)).toHaveLength(0);
+    const replayed = await replayHistory(history, "route-task-lost", env.bundle);
     expect(replayed.error).toBeUndefined();
   });
 

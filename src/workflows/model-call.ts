@@ -7,6 +7,7 @@ import {
   isCancellation,
   proxySinks,
   TimeoutFailure,
+  workflowInfo,
   type ActivityOptions,
 } from "@temporalio/workflow";
 import { msToNumber } from "@temporalio/common";
@@ -99,6 +100,26 @@ export function leaveModelWorker(run: RunState): void {
   run.modelQueue = undefined;
 }
 
+/**
+ * Takes note of how late the workflow task that took an activity's output started (`doneAtMs`, the worker's
+ * finish time; `Date.now()` here is the task's start, from history: replays decide the same). Later than the
+ * workflow task timeout, and well past the run's last such lag (a saturated fleet's lags grow on their own), the
+ * task was taken by a worker that died with it, or its sticky worker is gone: that worker may be the one the run's
+ * next model call would be sent to, and a call queued for a dead worker waits out its schedule-to-start timeout.
+ * Costs a live worker one cache miss. Outputs recorded before `doneAtMs` existed change nothing.
+ */
+export function noteTaskLag(run: RunState, doneAtMs: number | undefined): void {
+  if (doneAtMs === undefined) return;
+  const lag = Math.max(0, Date.now() - doneAtMs);
+  if (taskLost(lag, run.taskLagMs, workflowInfo().taskTimeoutMs)) leaveModelWorker(run);
+  run.taskLagMs = lag;
+}
+
+/** Whether a workflow task that started `lagMs` after its output, the run's last one `lastLagMs`, was lost with a worker. */
+export function taskLost(lagMs: number, lastLagMs: number | undefined, taskTimeoutMs: number): boolean {
+  return lagMs >= taskTimeoutMs && (lastLagMs === undefined || lagMs > 2 * lastLagMs + 1000);
+}
+
 const isReply = (answer: AssistantMessage | ModelReply): answer is ModelReply =>
   (answer as AssistantMessage).role !== "assistant";
 
@@ -141,6 +162,7 @@ export async function callModel(
     if (route) {
       run.modelQueue = reply.taskQueue;
       run.modelQueueWaitMs = reply.queueWaitMs;
+      noteTaskLag(run, reply.doneAtMs);
     }
     const message = reply.message;
     // The worker that answered cached the context and its reply.

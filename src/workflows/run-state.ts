@@ -109,6 +109,8 @@ export class RunState {
   modelQueue?: string;
   /** How long the last model call waited in its queue: a busy worker gets longer before its calls give up on it. */
   modelQueueWaitMs?: number;
+  /** How late the workflow task that took the run's last activity output started (see `noteTaskLag`). */
+  taskLagMs?: number;
   /**
    * Tool results that are exactly their activity's output, by their content
    * (the very array the activity returned), with that activity's id: model

@@ -31,7 +31,7 @@ import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";
-import { leaveModelWorker } from "./model-call.js";
+import { leaveModelWorker, noteTaskLag } from "./model-call.js";
 import { LOCAL_ACTIVITIES_PATCH, hasChange } from "./patches.js";
 
 export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
@@ -258,6 +258,7 @@ async function executeCall(
     // Run again after its worker stopped: that worker may be the one the next model call would be sent to, and a
     // call queued for a dead worker waits out its schedule-to-start timeout on top of this call's heartbeat timeout.
     if ((output.attempt ?? 1) > 1) leaveModelWorker(run);
+    noteTaskLag(run, output.doneAtMs);
     return output;
   } catch (err) {
     // A cancel whose tool worker is dead ends in a timeout: still a cancel.
