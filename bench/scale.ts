@@ -9,7 +9,8 @@
  * --scale-turns=20 --scale-kb=8 --scale-cache-mb=256 --scale-kill --scale-route=off`; `--scale-cluster` runs them
  * on a Temporal server on PostgreSQL (the cluster suite's, built on first use) instead of the dev server.
  * Tuning tried at saturation: `--scale-sticky=3s`, `--scale-workflow-tasks=200`, `--scale-workflow-polls=40` (or
- * `autoscaling`), `--scale-activity-polls=autoscaling`, `--scale-nonsticky-ratio=1`, `--scale-wft-timeout=10s`, and
+ * `autoscaling`), `--scale-activity-polls=autoscaling`, `--scale-nonsticky-ratio=1`, `--scale-wft-timeout=10s`,
+ * `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two), and
  * the server's dynamic config with `--server-config key=value` (e.g. `matching.numTaskqueueReadPartitions=1`).
  */
 import { fork, type ChildProcess } from "node:child_process";
@@ -275,19 +276,24 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
  */
 async function lastWorkflowTaskOn(client: Client, ids: string[], killedAt: number, identity: string) {
   const on = new Set<string>();
+  /** Runs with a model call that, after the kill, waited out its schedule-to-start timeout on a worker's own queue. */
+  const waitedOnDead = new Set<string>();
   let next = 0;
   const fetchOne = async (): Promise<void> => {
     while (next < ids.length) {
       const id = ids[next++];
       let last: string | undefined;
-      for (const e of (await client.workflow.getHandle(id).fetchHistory()).events ?? [])
+      for (const e of (await client.workflow.getHandle(id).fetchHistory()).events ?? []) {
         if (e.workflowTaskStartedEventAttributes && eventMs(e) <= killedAt)
           last = e.workflowTaskStartedEventAttributes.identity ?? undefined;
+        const timeout = e.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType;
+        if (timeout === 2 && eventMs(e) > killedAt) waitedOnDead.add(id); // SCHEDULE_TO_START: only routed calls have one
+      }
       if (last === identity) on.add(id);
     }
   };
   await Promise.all(Array.from({ length: 8 }, fetchOne));
-  return on;
+  return { on, waitedOnDead };
 }
 
 async function runConfig(
@@ -312,6 +318,7 @@ async function runConfig(
     ...(flag("scale-route") ? { SCALE_ROUTE: flag("scale-route") } : {}),
     ...(flag("scale-sticky") ? { SCALE_STICKY: flag("scale-sticky") } : {}),
     ...(flag("scale-workflow-tasks") ? { SCALE_WORKFLOW_TASKS: flag("scale-workflow-tasks") } : {}),
+    ...(flag("scale-workflow-threads") ? { SCALE_WORKFLOW_THREADS: flag("scale-workflow-threads") } : {}),
     ...(flag("scale-nonsticky-ratio") ? { SCALE_NONSTICKY_RATIO: flag("scale-nonsticky-ratio") } : {}),
     ...(flag("scale-workflow-polls") ? { SCALE_WORKFLOW_POLLS: flag("scale-workflow-polls") } : {}),
     ...(flag("scale-activity-polls") ? { SCALE_ACTIVITY_POLLS: flag("scale-activity-polls") } : {}),
@@ -407,10 +414,10 @@ async function runConfig(
     for (const w of workers)
       for (const [id, , at] of w.calls)
         if (at <= killedAt && at >= (lastBefore.get(id)?.at ?? 0)) lastBefore.set(id, { at, onKilled: w === killed });
-  const stickyOnKilled =
+  const { on: stickyOnKilled, waitedOnDead } =
     killedAt !== undefined
       ? await lastWorkflowTaskOn(target.client, [...byRun.keys()], killedAt, `scale-worker-${killed.child.pid}`)
-      : new Set<string>();
+      : { on: new Set<string>(), waitedOnDead: new Set<string>() };
   /** What a run lost with the killed worker: its model context (and own queue), its workflow task (sticky queue). */
   const lostModel = (id: string) => lastBefore.get(id)?.onKilled === true;
   const lostTask = (id: string) => stickyOnKilled.has(id);
@@ -446,6 +453,10 @@ async function runConfig(
         })
         .join("; ")}`,
     );
+    // A model call sent to the dead worker's own queue waits out its schedule-to-start timeout before any worker
+    // takes it: what the run's routing could not tell, by what the victim lost.
+    const waited = Object.entries(kinds).map(([kind, list]) => `${kind} ${list.filter(([id]) => waitedOnDead.has(id)).length}`);
+    console.error(`  victims whose model call waited out a dead worker's queue: ${waited.join("; ")}`);
   }
   const stats = workers.flatMap((w) => (w.last ? [w.last.cache] : []));
   const sum = (f: (s: ContextCacheStats) => number) => stats.reduce((n, s) => n + f(s), 0);
