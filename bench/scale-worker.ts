@@ -65,7 +65,9 @@ const worker = await createAgentWorker({
     // The bench names its workers so that it can tell, from a run's history, which one last ran its workflow task.
     identity: `scale-worker-${process.pid}`,
     maxConcurrentWorkflowTaskExecutions: Number(process.env.SCALE_WORKFLOW_TASKS ?? 40),
-    ...(process.env.SCALE_WORKFLOW_THREADS ? { workflowThreadPoolSize: Number(process.env.SCALE_WORKFLOW_THREADS) } : {}),
+    ...(process.env.SCALE_WORKFLOW_THREADS
+      ? { workflowThreadPoolSize: Number(process.env.SCALE_WORKFLOW_THREADS) }
+      : {}),
     ...(process.env.SCALE_NONSTICKY_RATIO
       ? { nonStickyToStickyPollRatio: Number(process.env.SCALE_NONSTICKY_RATIO) }
       : {}),

@@ -455,7 +455,9 @@ async function runConfig(
     );
     // A model call sent to the dead worker's own queue waits out its schedule-to-start timeout before any worker
     // takes it: what the run's routing could not tell, by what the victim lost.
-    const waited = Object.entries(kinds).map(([kind, list]) => `${kind} ${list.filter(([id]) => waitedOnDead.has(id)).length}`);
+    const waited = Object.entries(kinds).map(
+      ([kind, list]) => `${kind} ${list.filter(([id]) => waitedOnDead.has(id)).length}`,
+    );
     console.error(`  victims whose model call waited out a dead worker's queue: ${waited.join("; ")}`);
   }
   const stats = workers.flatMap((w) => (w.last ? [w.last.cache] : []));

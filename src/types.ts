@@ -483,6 +483,8 @@ export interface StreamAssistantInput {
   turn: number;
   /** Answer with a `ModelReply` naming this worker's own task queue, where the run's next model call is sent. */
   route?: boolean;
+  /** Stamp the reply with its finish time (`ModelReply.doneAtMs`); asked only by workflow code that reads it. */
+  doneAt?: boolean;
 }
 
 /** A routed model call's answer: the reply, and the task queue only the answering worker polls (absent when it has none). */
@@ -491,7 +493,7 @@ export interface ModelReply {
   taskQueue?: string;
   /** How long this call waited in its queue before the worker picked it up (the worker's clock against the server's schedule time). */
   queueWaitMs?: number;
-  /** When the call finished, on the worker's clock (epoch ms): see `ExecuteToolOutput.doneAtMs`. */
+  /** When the call finished, on the worker's clock (epoch ms), when the call asked (`doneAt`): see `ExecuteToolOutput.doneAtMs`. */
   doneAtMs?: number;
 }
 
@@ -578,6 +580,8 @@ export interface ExecuteToolInput {
   limits?: ToolResultLimits;
   /** The id model calls use to refer to this output (a local activity's own id is not known to the workflow in advance). */
   outputKey?: string;
+  /** Stamp the output with its finish time (`ExecuteToolOutput.doneAtMs`); asked only by workflow code that reads it. */
+  doneAt?: boolean;
 }
 
 /** Output of a fast tool's local activity: its marker does not record the input, so the output names its call. */
@@ -623,9 +627,11 @@ export interface ExecuteToolOutput {
    */
   attempt?: number;
   /**
-   * When the call finished, on the worker's clock (epoch ms). The workflow task that took this output started
-   * `Date.now() - doneAtMs` later; when that is past the workflow task timeout, the task was lost with the worker
-   * that held the run, and that worker may be the one the run's next model call would be sent to.
+   * When the call finished, on the worker's clock (epoch ms; the workflow compares it with the server's time, so
+   * worker clocks are assumed synchronized, as for `queueWaitMs`), set when the call asked (`doneAt`): old
+   * workflow code never sees it, so the runs it recorded replay unchanged. From how late the workflow task that
+   * took the output started, the workflow guesses whether a worker took that task and died with it
+   * (`taskLost` in workflows/model-call.ts).
    */
   doneAtMs?: number;
 }

@@ -4,7 +4,7 @@ import { MockActivityEnvironment } from "@temporalio/testing";
 import { CancelledFailure } from "@temporalio/common";
 import { fauxAssistantMessage, fauxToolCall, Type, type Api, type AssistantMessage, type Model } from "@jai/ai";
 import { createActivities } from "../src/activities/index.js";
-import type { AgentEvent, AgentTool } from "../src/types.js";
+import type { AgentEvent, AgentTool, ExecuteToolOutput } from "../src/types.js";
 import { deferred, fauxModel, textOf, within } from "./helpers.js";
 
 const input = (model: Model<Api>) => ({
@@ -122,6 +122,24 @@ describe("resolveRunSetup", () => {
 });
 
 describe("executeTool", () => {
+  it("stamps its output with its finish time only when the call asks (runs recorded by older workflow code replay unchanged)", async () => {
+    const echo: AgentTool = {
+      name: "echo",
+      description: "echo",
+      parameters: Type.Object({}),
+      execute: async () => ({ content: [{ type: "text", text: "hi" }] }),
+    };
+    const { executeTool } = createActivities({ tools: [echo] });
+    const call = { toolCallId: "c1", toolName: "echo", args: {} };
+    const before = Date.now();
+    const asked: ExecuteToolOutput = await new MockActivityEnvironment().run(executeTool, { ...call, doneAt: true });
+    expect(asked.doneAtMs).toBeGreaterThanOrEqual(before);
+    expect(asked.doneAtMs).toBeLessThanOrEqual(Date.now());
+    const unasked: ExecuteToolOutput = await new MockActivityEnvironment().run(executeTool, call);
+    expect(unasked).not.toHaveProperty("doneAtMs");
+    expect(unasked.result).toEqual(asked.result);
+  });
+
   it("hands the tool a signal that fires on cancellation, and reports the cancellation", async () => {
     const entered = deferred();
     let sawAbort = false;

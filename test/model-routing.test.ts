@@ -140,23 +140,24 @@ describe("model-call routing", () => {
     expect(replayed.error).toBeUndefined();
   });
 
-  it("a workflow task that starts past its timeout after a tool finished (its worker died holding the run): the next model call goes to the shared queue at once", async () => {
+  it("a workflow task that starts just past its timeout after a tool finished (the worker that held the run is gone): the next model call goes to the shared queue at once", async () => {
     // Lost: past the task timeout, but by no more than 3 s, in a run whose last task started within 1 s.
-    expect(taskLost(1200, 50, 1000)).toBe(true);
-    expect(taskLost(1200, undefined, 1000)).toBe(true);
+    expect(taskLost(2200, 50, 2000)).toBe(true);
     expect(taskLost(6700, 500, 5000)).toBe(true);
-    expect(taskLost(900, 50, 1000)).toBe(false);
-    // A saturated fleet: a slow last task, or a task later than any death explains.
+    expect(taskLost(1900, 50, 2000)).toBe(false);
+    // A saturated fleet: a slow last task, or a task later than any death explains; and no last task, no telling.
     expect(taskLost(6000, 3000, 5000)).toBe(false);
     expect(taskLost(36_000, 500, 5000)).toBe(false);
+    expect(taskLost(6000, undefined, 5000)).toBe(false);
     const taskQueue = uniqueId("route-task-lost");
     const faux = fauxModel(Array.from({ length: TURNS + 2 }, () => answer));
     const reached = deferred();
-    const released = deferred();
+    let releasedAt = 0;
     const gate = async (n: number) => {
       if (n !== 2) return;
       reached.resolve();
-      await released.promise;
+      await new Promise((r) => setTimeout(r, 100));
+      releasedAt = Date.now();
     };
     const first = (await testWorker(env, [pageTool(gate)], { taskQueue, models: [faux.getModel()] })).worker;
     const handle = await startAgentRun(env.client, {
@@ -164,16 +165,14 @@ describe("model-call routing", () => {
       workflowId: `${taskQueue}-run`,
       model: faux.getModel(),
       prompt: "go",
-      workflowTaskTimeout: "1s",
+      workflowTaskTimeout: "2s",
     });
     // The first worker finishes tool call 2 and stops before it takes the workflow task that follows: that task
-    // (and the worker's own queue, where the run's model calls go) waits for a worker that is not there.
-    await first.runUntil(async () => {
-      await reached.promise;
-      setTimeout(() => released.resolve(), 100);
-    });
-    await new Promise((r) => setTimeout(r, 2000));
+    // starts when the second worker does, 2.5 s after the tool finished (as when a worker took it and died: its
+    // timeout, then another worker), and the first worker's own queue, where the run's model calls go, is gone.
+    await first.runUntil(() => reached.promise);
     const second = (await testWorker(env, [pageTool()], { taskQueue, models: [faux.getModel()] })).worker;
+    await new Promise((r) => setTimeout(r, Math.max(0, releasedAt + 2500 - Date.now())));
     const result = await second.runUntil(() => handle.result());
     expect(textOf(result.messages.at(-1))).toBe(`read ${TURNS}`);
     const history = await handle.workflow.fetchHistory();

@@ -51,7 +51,9 @@ export function createModelActivity(
     const message = await streamOne(input);
     if (!input.route) return message;
     const taskQueue = ownTaskQueue?.();
-    return taskQueue ? { message, taskQueue, queueWaitMs, doneAtMs: Date.now() } : { message };
+    return taskQueue
+      ? { message, taskQueue, queueWaitMs, ...(input.doneAt ? { doneAtMs: Date.now() } : {}) }
+      : { message };
   };
   return streamAssistantMessage as ModelActivity;
 

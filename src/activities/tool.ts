@@ -113,7 +113,7 @@ export function createToolActivities(
     onOutput(input, output);
     // A retried call says so: an earlier attempt's worker stopped, and it may be the one holding the run's context.
     const { attempt } = Context.current().info;
-    return { ...output, ...(attempt > 1 ? { attempt } : {}), doneAtMs: Date.now() };
+    return { ...output, ...(attempt > 1 ? { attempt } : {}), ...(input.doneAt ? { doneAtMs: Date.now() } : {}) };
   }
 
   /** A fast tool's call as a local activity: the same execution, its output naming the call (see ExecuteFastToolOutput). */

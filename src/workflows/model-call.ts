@@ -93,8 +93,9 @@ function routedOptions(input: AgentRunInput, taskQueue: string, lastWaitMs: numb
 
 /**
  * The run's next model call goes to the shared queue rather than the worker that answered its last one: a
- * tool call of the run was run again after its worker stopped, and that worker may be the one (a call queued
- * for a dead worker would wait out its schedule-to-start timeout). Costs a live worker one cache miss.
+ * tool call of the run was run again after its worker stopped, or a workflow task of it was lost with a worker
+ * (`noteTaskLag`), and that worker may be the one (a call queued for a dead worker would wait out its
+ * schedule-to-start timeout). Costs a live worker one cache miss.
  */
 export function leaveModelWorker(run: RunState): void {
   run.modelQueue = undefined;
@@ -117,7 +118,7 @@ export function noteTaskLag(run: RunState, doneAtMs: number | undefined): void {
 /**
  * Whether a workflow task that started `lagMs` after its output was lost with a worker: a worker took it and died
  * (the task timed out), and another took it up to `LOST_TASK_WINDOW_MS` later, in a run whose last task started
- * within `KEPT_PACE_MS` (`lastLagMs`) — a fleet that keeps up. Any later, or after a slow task, it is a saturated
+ * within `KEPT_PACE_MS` (`lastLagMs`; none yet: no telling) — a fleet that keeps up. Any later, or after a slow task, it is a saturated
  * fleet's queue, not a death: at 500 runs on 3 workers half the tasks start over 1 s late and a tenth over 36 s,
  * and a looser rule (lag past the timeout and past twice the last lag + 1 s) sent a tenth of the model calls to
  * the shared queue (hit rate 87% against 98%). There the routed call's schedule-to-start timeout is the only test.
@@ -126,7 +127,8 @@ export function taskLost(lagMs: number, lastLagMs: number | undefined, taskTimeo
   return (
     lagMs >= taskTimeoutMs &&
     lagMs <= taskTimeoutMs + LOST_TASK_WINDOW_MS &&
-    (lastLagMs === undefined || lastLagMs < KEPT_PACE_MS)
+    lastLagMs !== undefined &&
+    lastLagMs < KEPT_PACE_MS
   );
 }
 const LOST_TASK_WINDOW_MS = 3000;
@@ -166,7 +168,7 @@ export async function callModel(
         context: modelContextRef(run),
         tools: modelTools(setup),
         turn: run.turn,
-        ...(route ? { route: true } : {}),
+        ...(route ? { route: true, doneAt: true } : {}),
       },
     ])) as AssistantMessage | ModelReply;
     // A worker that predates routing answers with the message alone (and names no queue).

@@ -253,7 +253,7 @@ async function executeCall(
     const args = { toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) };
     if (spec.local && hasChange(LOCAL_ACTIVITIES_PATCH))
       return await executeFast(spec, { ...args, outputKey: options.activityId }, run.fromActivity);
-    const output = await executeTool.executeWithOptions(options, [args]);
+    const output = await executeTool.executeWithOptions(options, [{ ...args, doneAt: true }]);
     run.fromActivity.set(output.result.content, options.activityId!);
     // Run again after its worker stopped: that worker may be the one the next model call would be sent to, and a
     // call queued for a dead worker waits out its schedule-to-start timeout on top of this call's heartbeat timeout.
