@@ -271,12 +271,12 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
 }
 
 /**
- * The runs whose last workflow task started before `killedAt` was taken by the worker named `identity` (from their
- * histories, fetched after the bench, a few at a time).
+ * What the kill did, read from every run's history (fetched after the bench, 8 at a time): `on`, the runs whose last
+ * workflow task started before `killedAt` was taken by the worker named `identity`; `waitedOnDead`, the runs with a
+ * model call that, after the kill, waited out its schedule-to-start timeout on a worker's own queue.
  */
-async function lastWorkflowTaskOn(client: Client, ids: string[], killedAt: number, identity: string) {
+async function killFromHistories(client: Client, ids: string[], killedAt: number, identity: string) {
   const on = new Set<string>();
-  /** Runs with a model call that, after the kill, waited out its schedule-to-start timeout on a worker's own queue. */
   const waitedOnDead = new Set<string>();
   let next = 0;
   const fetchOne = async (): Promise<void> => {
@@ -416,7 +416,7 @@ async function runConfig(
         if (at <= killedAt && at >= (lastBefore.get(id)?.at ?? 0)) lastBefore.set(id, { at, onKilled: w === killed });
   const { on: stickyOnKilled, waitedOnDead } =
     killedAt !== undefined
-      ? await lastWorkflowTaskOn(target.client, [...byRun.keys()], killedAt, `scale-worker-${killed.child.pid}`)
+      ? await killFromHistories(target.client, [...byRun.keys()], killedAt, `scale-worker-${killed.child.pid}`)
       : { on: new Set<string>(), waitedOnDead: new Set<string>() };
   /** What a run lost with the killed worker: its model context (and own queue), its workflow task (sticky queue). */
   const lostModel = (id: string) => lastBefore.get(id)?.onKilled === true;
