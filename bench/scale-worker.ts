@@ -6,7 +6,14 @@
  */
 import { Context } from "@temporalio/activity";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
-import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type Context as ModelContext } from "@jai/ai";
+import {
+  fauxAssistantMessage,
+  fauxText,
+  fauxToolCall,
+  registerFauxProvider,
+  Type,
+  type Context as ModelContext,
+} from "@jai/ai";
 import type { AgentTool } from "../src/types.js";
 import { createAgentWorker } from "../src/worker.js";
 
@@ -33,17 +40,26 @@ const tool: AgentTool = {
   execute: async (_id, args: any) => ({ content: [{ type: "text", text: `page ${args.n}: ${body}` }] }),
 };
 
+/**
+ * SCALE_MODEL_MS: how long a model call streams (a provider's latency), as 100 tokens of text before the tool call
+ * at the rate that takes that long; events keep coming, as from a real stream, so no stall watchdog fires. Unset:
+ * the model answers at once and the fleet is bound by its CPU.
+ */
+const modelMs = Number(process.env.SCALE_MODEL_MS ?? 0);
+const STREAMED_TOKENS = 100;
+const preamble = modelMs > 0 ? [fauxText("t".repeat(STREAMED_TOKENS * 4))] : [];
 const faux = registerFauxProvider({
   api: "bench-scale",
   provider: "bench",
   models: [{ id: "scale", contextWindow: 100_000_000, maxTokens: 1000 }],
+  ...(modelMs > 0 ? { tokensPerSecond: (STREAMED_TOKENS * 1000) / modelMs } : {}),
 });
 const answer = (context: ModelContext) => {
   const done = context.messages.filter((m) => m.role === "toolResult").length;
   const info = Context.current().info;
   calls.push([info.workflowExecution?.workflowId ?? "?", done + 1, Date.now(), info.taskQueue === taskQueue ? 1 : 0]);
-  if (done >= turns - 1) return fauxAssistantMessage(`read ${done} pages`);
-  return fauxAssistantMessage([fauxToolCall("fetch_page", { n: done + 1 }, { id: `c${done + 1}` })], {
+  if (done >= turns - 1) return fauxAssistantMessage([...preamble, fauxText(`read ${done} pages`)]);
+  return fauxAssistantMessage([...preamble, fauxToolCall("fetch_page", { n: done + 1 }, { id: `c${done + 1}` })], {
     stopReason: "toolUse",
   });
 };

