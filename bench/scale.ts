@@ -281,12 +281,14 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
 /**
  * What the kill did, read from every run's history (fetched after the bench, 8 at a time): `on`, the runs whose last
  * workflow task started before `killedAt` was taken by the worker named `identity`; `waitedOnDead`, the runs with a
- * model call that, after the kill, waited out its schedule-to-start timeout on a worker's own queue; `stalls`, each
- * run's `stallMs`.
+ * model call that, after the kill, waited out its schedule-to-start timeout on a worker's own queue; `lostActivity`, the
+ * runs with an activity that timed out on its heartbeat after the kill or was started again then (a tool call in
+ * flight on the killed worker: Temporal retries it without an event); `stalls`, each run's `stallMs`.
  */
 async function killFromHistories(client: Client, ids: string[], killedAt: number, identity: string) {
   const on = new Set<string>();
   const waitedOnDead = new Set<string>();
+  const lostActivity = new Set<string>();
   const stalls = new Map<string, number>();
   let next = 0;
   const fetchOne = async (): Promise<void> => {
@@ -299,6 +301,8 @@ async function killFromHistories(client: Client, ids: string[], killedAt: number
           last = e.workflowTaskStartedEventAttributes.identity ?? undefined;
         const timeout = e.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType;
         if (timeout === 2 && eventMs(e) > killedAt) waitedOnDead.add(id); // SCHEDULE_TO_START: only routed calls have one
+        const retried = (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1;
+        if ((timeout === 4 || retried) && eventMs(e) > killedAt) lostActivity.add(id); // HEARTBEAT
       }
       if (last === identity) on.add(id);
       const stall = stallMs(events, killedAt);
@@ -306,7 +310,7 @@ async function killFromHistories(client: Client, ids: string[], killedAt: number
     }
   };
   await Promise.all(Array.from({ length: 8 }, fetchOne));
-  return { on, waitedOnDead, stalls };
+  return { on, waitedOnDead, lostActivity, stalls };
 }
 
 async function runConfig(
@@ -420,8 +424,8 @@ async function runConfig(
   const gaps: number[] = [];
   // A kill's victims: runs whose last model call before it was served by the killed worker (its context cache,
   // its own queue), and runs whose last workflow task before it ran there (its sticky queue and workflow cache:
-  // a run's workflow tasks and its model calls need not be on the same worker). The others, over the same moment,
-  // are the control: what load alone did to a turn then.
+  // a run's workflow tasks and its model calls need not be on the same worker), and runs whose tool call was in
+  // flight there. The others, over the same moment, are the control: what load alone did to a turn then.
   const killed = workers[workersN - 1];
   const lastBefore = new Map<string, { at: number; onKilled: boolean }>();
   if (killedAt !== undefined)
@@ -431,10 +435,16 @@ async function runConfig(
   const {
     on: stickyOnKilled,
     waitedOnDead,
+    lostActivity,
     stalls,
   } = killedAt !== undefined
     ? await killFromHistories(target.client, [...byRun.keys()], killedAt, `scale-worker-${killed.child.pid}`)
-    : { on: new Set<string>(), waitedOnDead: new Set<string>(), stalls: new Map<string, number>() };
+    : {
+        on: new Set<string>(),
+        waitedOnDead: new Set<string>(),
+        lostActivity: new Set<string>(),
+        stalls: new Map<string, number>(),
+      };
   /** What a run lost with the killed worker: its model context (and own queue), its workflow task (sticky queue). */
   const lostModel = (id: string) => lastBefore.get(id)?.onKilled === true;
   const lostTask = (id: string) => stickyOnKilled.has(id);
@@ -447,7 +457,7 @@ async function runConfig(
       const gap = times[i] - times[i - 1];
       gaps.push(gap);
       if (killedAt !== undefined && times[i - 1] <= killedAt && times[i] > killedAt) {
-        if (lostModel(id) || lostTask(id)) victimGaps.push([id, gap]);
+        if (lostModel(id) || lostTask(id) || lostActivity.has(id)) victimGaps.push([id, gap]);
         else control.push(gap);
       }
     }
@@ -466,6 +476,7 @@ async function runConfig(
       "model call only": victimGaps.filter(([id]) => lostModel(id) && !lostTask(id)),
       "workflow task only": victimGaps.filter(([id]) => !lostModel(id) && lostTask(id)),
       both: victimGaps.filter(([id]) => lostModel(id) && lostTask(id)),
+      "a tool call only": victimGaps.filter(([id]) => !lostModel(id) && !lostTask(id)),
     };
     const over = (gaps: number[], q: number) => ((percentile(gaps, q) - percentile(control, q)) / 1000).toFixed(1);
     console.error(
@@ -622,7 +633,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     "",
     "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s once all runs have started; a workflow task that waited past its worker's sticky timeout (1 s unless `--scale-sticky`), a dead worker's runs and a run's next task after a workflow task timeout wait there, and the worker that takes one replays the run's history first." +
       (kill
-        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call or whose last workflow task before it ran there (the two counts in brackets); the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Stall: from the kill (or from the end of an activity that was running on a survivor then) to the start of the run's first activity scheduled after it; it leaves out the work the kill threw away and its redo, so it is what the failover itself cost; the goal is judged on every victim's stall. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
+        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call or whose last workflow task before it ran there (the two counts in brackets), or whose tool call was in flight there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Stall: from the kill (or from the end of an activity that was running on a survivor then) to the start of the run's first activity scheduled after it; it leaves out the work the kill threw away and its redo, so it is what the failover itself cost; the goal is judged on every victim's stall. Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
         : ""),
     "",
     table(

@@ -53,6 +53,17 @@ describe("stallMs", () => {
     expect(stallMs(events, KILL)).toBe(1600);
   });
 
+  it("a model call that started on a survivor just after the kill is work too, not standing still", () => {
+    const events = [
+      scheduled(10, KILL - 100),
+      started(11, KILL + 40, 10),
+      completed(12, KILL + 5400, 11),
+      scheduled(16, KILL + 7200), // its workflow task waited out the dead sticky queue and a replay
+      started(17, KILL + 7300, 16),
+    ];
+    expect(stallMs(events, KILL)).toBe(1900);
+  });
+
   it("a tool call lost with the worker: its retry is part of the stall, up to the run's next activity", () => {
     const events = [
       scheduled(10, KILL - 500),
