@@ -2,27 +2,49 @@
 import type proto from "@temporalio/proto";
 import { eventMs } from "../src/history-story.js";
 
+type Event = proto.temporal.api.history.v1.IHistoryEvent;
+
 /**
- * How long a run stood still because of the kill, from its history: from the kill (or, if an activity scheduled
- * before it finished after it in its first attempt, from that end: the run was busy on a survivor until then) to the
- * start of the first activity the run scheduled after that. Unlike its turn across the kill, it leaves out the work
- * the kill threw away (a model call streaming on the killed worker) and the redo of a model call; a tool call's
- * retry is inside it. What the failover itself cost. Undefined when the run scheduled nothing after the kill.
+ * How long a run stood still because of the kill, from its history: the time from the kill until the run's work
+ * runs again (the start of the earliest activity it scheduled after the kill, or its end if it scheduled none),
+ * less the time activities of the run were running on survivors then (attempts that completed or failed: a run
+ * busy on a survivor was not standing still, a retried attempt of a lost call included). So it leaves out the
+ * work the kill threw away (a model call streaming on the killed worker) and its redo, and keeps every wait:
+ * timeouts, retry backoff, queues, replays. What the failover itself cost. Undefined when the run neither
+ * scheduled an activity after the kill nor ended.
  */
-export function stallMs(events: proto.temporal.api.history.v1.IHistoryEvent[], killedAt: number): number | undefined {
-  let from = killedAt;
-  const attempts = new Map<number, number>();
-  let scheduled: number | undefined;
+export function stallMs(events: Event[], killedAt: number): number | undefined {
+  const startedAt = new Map<number, number>();
+  const scheduledAfter = new Set<number>();
+  const running: [number, number][] = [];
+  let end: number | undefined;
   for (const e of events) {
     const at = eventMs(e);
     const id = Number(e.eventId);
-    if (e.activityTaskStartedEventAttributes) attempts.set(id, e.activityTaskStartedEventAttributes.attempt ?? 1);
-    if (at <= killedAt) continue;
-    const done = e.activityTaskCompletedEventAttributes;
-    if (done && scheduled === undefined && attempts.get(Number(done.startedEventId)) === 1) from = Math.max(from, at);
-    if (e.activityTaskScheduledEventAttributes && scheduled === undefined) scheduled = id;
     const started = e.activityTaskStartedEventAttributes;
-    if (started && scheduled !== undefined && Number(started.scheduledEventId) === scheduled) return at - from;
+    if (started) startedAt.set(id, at);
+    if (at <= killedAt) continue;
+    if (e.activityTaskScheduledEventAttributes) scheduledAfter.add(id);
+    const ended = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes;
+    const from = ended ? startedAt.get(Number(ended.startedEventId)) : undefined;
+    if (from !== undefined) running.push([Math.max(from, killedAt), at]);
+    // The Started event of an attempt is written when the attempt ends, with the time it started.
+    if (started && scheduledAfter.has(Number(started.scheduledEventId))) end = Math.min(end ?? at, at);
+    if (end === undefined && e.workflowExecutionCompletedEventAttributes) end = at;
   }
-  return undefined;
+  if (end === undefined) return undefined;
+  return end - killedAt - busyMs(running, end);
+}
+
+/** The time within [kill, `until`] covered by the intervals (activities of one run may run in parallel). */
+function busyMs(intervals: [number, number][], until: number): number {
+  let busy = 0;
+  let reached = -Infinity;
+  for (const [from, to] of [...intervals].sort((a, b) => a[0] - b[0])) {
+    const start = Math.max(from, reached);
+    const stop = Math.min(to, until);
+    if (stop > start) busy += stop - start;
+    reached = Math.max(reached, to);
+  }
+  return busy;
 }
