@@ -476,7 +476,8 @@ async function runConfig(
   }
   const victims = victimGaps.map(([, gap]) => gap);
   const victimStalls = victimGaps.flatMap(([id]) => (stalls.has(id) ? [stalls.get(id)!] : []));
-  const controlStalls = [...stalls].flatMap(([id, ms]) => (victimGaps.some(([v]) => v === id) ? [] : [ms]));
+  const victimIds = new Set(victimGaps.map(([id]) => id));
+  const controlStalls = [...stalls].flatMap(([id, ms]) => (victimIds.has(id) ? [] : [ms]));
   if (victimStalls.length > 0)
     console.error(
       `  stall (kill to the run's work running again) p50 / p90 / worst: victims ${[50, 90].map((q) => sec(percentile(victimStalls, q))).join(" / ")} / ${sec(Math.max(...victimStalls))}, others ${[50, 90].map((q) => sec(percentile(controlStalls, q))).join(" / ")} / ${sec(Math.max(0, ...controlStalls))}`,
