@@ -9,6 +9,7 @@ import { createActivities } from "./activities/index.js";
 import type { AgentServeOptions } from "./serving.js";
 import { agentWorkflowsPath, webpackConfigHook } from "./worker.js";
 import type { AgentSinks } from "./workflows/definitions.js";
+import { fleetSink } from "./failover/presence.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
 
 /**
@@ -52,6 +53,7 @@ export class AgentPlugin extends SimplePlugin {
         },
       },
       metrics: noMetricsSink(),
+      fleet: fleetSink(undefined),
     };
     const ownWorkflows = base.workflowsPath !== undefined || base.workflowBundle !== undefined;
     return {

@@ -7,6 +7,7 @@ import { historyFromJSON } from "@temporalio/common/lib/proto-utils.js";
 import type { temporal } from "@temporalio/proto";
 import { Worker, type InjectedSinks, type ReplayWorkerOptions } from "@temporalio/worker";
 import { AGENT_RUN_WORKFLOW, type AgentSinks } from "./workflows/definitions.js";
+import { fleetSink } from "./failover/presence.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
 import { bundleAgentWorkflows } from "./worker.js";
 
@@ -135,6 +136,7 @@ export function replayOptions(workflowBundle: { code: string }): ReplayWorkerOpt
   const sinks: InjectedSinks<AgentSinks> = {
     agent: { emit: { fn: () => {}, callDuringReplay: false } },
     metrics: noMetricsSink(),
+    fleet: fleetSink(undefined),
   };
   return { workflowBundle, sinks };
 }

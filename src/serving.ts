@@ -3,6 +3,7 @@
  * the worker process's config file all take these fields, with the same
  * meaning and defaults.
  */
+import type { Duration } from "@temporalio/common";
 import type { DataConverter } from "@temporalio/common";
 import type { WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
@@ -51,6 +52,14 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
    * run (and its context), skipping matching — a routed call cannot (README, "Eager dispatch").
    */
   routeModelCalls?: boolean;
+  /**
+   * Fast failover (needs `routeModelCalls`; default off): the worker heartbeats what it has in hand through a
+   * presence workflow on the shared queue, and when it stops for `presenceTimeout` (default 2 s) another worker
+   * fails its calls and frees its runs at once, instead of each run waiting out its own heartbeat timeout and
+   * the sticky timeout (README, "Scaling and sizing"). Contract: every worker of the queue runs this version
+   * (an older one cannot run the presence workflow or its fail-over).
+   */
+  fastFailover?: boolean | { presenceTimeout?: Duration };
   /** Any other Temporal worker option (concurrency limits, interceptors, tuning, ...). */
   workerOptions?: Partial<WorkerOptions>;
 }

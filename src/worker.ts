@@ -16,6 +16,7 @@ import type { AgentWorkerServeOptions } from "./serving.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
 import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
 import { McpToolSource } from "./mcp/source.js";
+import { fleetSink, PRESENCE_THROTTLE, presenceTimeoutMs, WorkerPresence } from "./failover/presence.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -122,6 +123,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     options.routeModelCalls === false
       ? undefined
       : `${taskQueue}@${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const failover = ownTaskQueue && options.fastFailover ? options.fastFailover : undefined;
+  const presence = failover
+    ? new WorkerPresence(ownTaskQueue!, presenceTimeoutMs(failover === true ? undefined : failover.presenceTimeout))
+    : undefined;
   const mcp = options.mcpServers?.length ? new McpToolSource(options.mcpServers) : undefined;
   const activities = createActivities({
     mcp,
@@ -136,6 +141,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     ownTaskQueue: () => (ownWorker?.getState() === "RUNNING" ? ownTaskQueue : undefined),
     compactContext: options.compactContext,
     encrypted: (dataConverter?.payloadCodecs?.length ?? 0) > 0,
+    presence,
   });
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {
@@ -145,6 +151,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       },
     },
     metrics: metrics ? metricsSink(metrics) : noMetricsSink(),
+    fleet: fleetSink(presence),
   };
   const tracing = options.tracing;
   if (tracing) (sinks as Record<string, unknown>).exporter = tracing.workflowExporter;
@@ -153,13 +160,14 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     ...(tracing?.activityInterceptors ?? []),
     ...(userInterceptors?.activity ?? []),
     ...(metrics ? [metrics.activityInterceptor] : []),
+    ...(presence ? [presence.activityInterceptor] : []),
   ];
   const workflowModules = [
     ...(userInterceptors?.workflowModules ?? []),
     ...(tracing && !options.workflowBundle ? [workflowTracingModule()] : []),
   ];
   const interceptors =
-    tracing || metrics
+    tracing || metrics || presence
       ? { ...userInterceptors, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) }
       : userInterceptors;
   let worker: Worker;
@@ -191,7 +199,9 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
         namespace,
         taskQueue: ownTaskQueue,
         activities,
-        maxHeartbeatThrottleInterval: "1s",
+        // With fast failover the presence activity beats as soon as a call starts (its report must name the call
+        // before the worker can die in it); the model calls here beat on their own ≤ 1 s timer either way.
+        maxHeartbeatThrottleInterval: presence ? PRESENCE_THROTTLE : "1s",
         ...ownWorkerOptions(options.workerOptions),
         // The same payloads and activity interceptors (traces, metrics) as the shared worker; no workflows here.
         dataConverter,
@@ -212,6 +222,12 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const runBoth = async <R>(main: Promise<R>): Promise<R> => {
     if (!own) return main;
     const ownRunning = own.run();
+    // Watched from now on: the presence activity runs on the own queue, polled from here. A worker that cannot
+    // start it still serves; it fails over the slow way.
+    if (presence)
+      await presence
+        .start(client, taskQueue)
+        .catch((err) => console.warn(`jai: no fast failover for ${ownTaskQueue}: ${String(err)}`));
     try {
       return await main;
     } finally {

@@ -13,6 +13,7 @@ import { createToolActivities } from "./tool.js";
 import type { McpToolSource } from "../mcp/source.js";
 import { createWebhookActivity, type WebhookOptions } from "../webhooks/deliver.js";
 import { FailureType } from "../common/failure-types.js";
+import { createPresenceActivities, type WorkerPresence } from "../failover/presence.js";
 
 export interface ActivityDeps {
   /** The tools runs may call, by name. */
@@ -43,6 +44,8 @@ export interface ActivityDeps {
   mcp?: McpToolSource;
   /** Completion webhooks: signing secrets by name, private hosts. */
   webhooks?: WebhookOptions;
+  /** What this worker has in hand, for fast failover; the presence activities need it (and `client`). */
+  presence?: WorkerPresence;
 }
 
 /** Shrinks a context to about `budgetTokens`. Contract: keep every tool call with its result, in order. */
@@ -126,6 +129,7 @@ export function createActivities(deps: ActivityDeps) {
     prepareToolCall: withMcpTool(toolActivities.prepareToolCall),
     executeTool: withMcpTool(toolActivities.executeTool),
     executeFastTool: withMcpTool(toolActivities.executeFastTool),
+    ...createPresenceActivities(() => deps.client, deps.presence),
   };
 }
 

@@ -45,6 +45,8 @@ export interface AgentSinks extends Sinks {
     approvalsWaiting(delta: number): void;
     compacted(model: string): void;
   };
+  /** Which worker runs which run's tasks, for fast failover (src/failover/presence.ts); called on replay too. */
+  fleet: { runSeen(): void };
 }
 
 /** A message a person sends into a run: text, or a user message. */

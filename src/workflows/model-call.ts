@@ -58,7 +58,7 @@ export function routedScheduleToStartMs(
 }
 /** A routed call whose worker stopped heartbeating is not retried there: it goes to the shared queue at once. */
 const HEARTBEAT_TIMEOUT_TYPE = "TemporalTimeout:Heartbeat";
-const { agent } = proxySinks<AgentSinks>();
+const { agent, fleet } = proxySinks<AgentSinks>();
 
 /** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
 export class CancelledDuringModelCall extends Error {
@@ -157,6 +157,8 @@ export async function callModel(
   retriedOverflow = false,
 ): Promise<AssistantMessage> {
   const { model } = setup;
+  // This worker holds the run now (a worker taking over a run replays this too): its presence names the run.
+  fleet.runSeen();
   const route = hasChange(MODEL_ROUTE_PATCH);
   const queue = route ? run.modelQueue : undefined;
   try {

@@ -50,6 +50,8 @@ export async function waitFor(check: () => boolean | Promise<boolean>, ms: numbe
 
 export interface ChildWorker {
   pid: number;
+  /** The queue only this worker polls (it prints it when ready). */
+  ownQueue: string;
   readyAt: number;
   kill(): Promise<void>;
   stop(): Promise<void>;
@@ -73,6 +75,8 @@ export interface HarnessConfig {
   tokensPerSecond?: number;
   /** Mark the idempotent tools `fast` (local activities). */
   localTools?: boolean;
+  /** Fast failover with this presence timeout (e.g. "1s"). */
+  presenceTimeout?: string;
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -97,17 +101,26 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       CRASH_SLOW_MS: String(config.slowMs ?? 3000),
       CRASH_TOKENS_PER_SECOND: String(config.tokensPerSecond ?? 60),
       CRASH_LOCAL_TOOLS: config.localTools ? "1" : "",
+      CRASH_PRESENCE_TIMEOUT: config.presenceTimeout ?? "",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-3000)));
+  let ownQueue = "";
   await new Promise<void>((resolve, reject) => {
-    child.stdout?.on("data", (d: Buffer) => d.toString().includes("ready") && resolve());
+    child.stdout?.on("data", (d: Buffer) => {
+      const ready = /ready ?(\S*)/.exec(d.toString());
+      if (ready) {
+        ownQueue = ready[1];
+        resolve();
+      }
+    });
     child.once("exit", (code) => reject(new Error(`worker process exited (${code}) before it was ready: ${stderr}`)));
   });
   return {
     pid: child.pid!,
+    ownQueue,
     readyAt: Date.now(),
     async kill() {
       child.kill("SIGKILL");

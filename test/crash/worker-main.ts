@@ -30,6 +30,9 @@ const worker = await createAgentWorker({
   tools: crashTools(logFile, Number(process.env.CRASH_SLOW_MS || 3000), tag, process.env.CRASH_LOCAL_TOOLS === "1"),
   models: [model],
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
+  ...(process.env.CRASH_PRESENCE_TIMEOUT
+    ? { fastFailover: { presenceTimeout: process.env.CRASH_PRESENCE_TIMEOUT } }
+    : {}),
   onEvent: (event) => {
     if (event.type === "message_start" && event.message.role === "assistant") announce = true;
     if (announce && event.type === "message_update" && event.assistantEvent.type === "text_delta") {
@@ -39,5 +42,5 @@ const worker = await createAgentWorker({
     if (event.type === "turn_end") logLine(logFile, { event: "turn_end", turn: ++turns });
   },
 });
-process.stdout.write("ready\n");
+process.stdout.write(`ready ${worker.ownTaskQueue ?? ""}\n`);
 await worker.run();

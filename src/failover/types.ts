@@ -1,0 +1,51 @@
+/**
+ * What a worker's presence workflow carries: plain JSON between the workflow, the worker that is watched and the
+ * worker that fails over for it. Internal wire types.
+ */
+
+/** One activity attempt running on the watched worker, by the ids Temporal fails it by. */
+export interface HeldCall {
+  workflowId: string;
+  runId: string;
+  activityId: string;
+}
+
+/** A run whose workflow tasks the watched worker ran lately (it may hold the run in its sticky cache). */
+export interface HeldRun {
+  workflowId: string;
+  runId: string;
+}
+
+/** The watched worker's last heartbeat: what it had in hand. */
+export interface PresenceReport {
+  calls: HeldCall[];
+  runs: HeldRun[];
+}
+
+/** The presence workflow's input. */
+export interface PresenceInput {
+  /** The watched worker's own task queue: its presence activity runs there, so it runs nowhere else. */
+  workerQueue: string;
+  /** No heartbeat from the worker for this long and it is taken for dead. */
+  timeoutMs: number;
+  /** The presence activity ends after this long and the workflow continues as new (keeps each history small). */
+  renewAfterMs: number;
+}
+
+/** How a presence activity ended on a live worker. */
+export type PresenceEnd = "renew" | "stopped";
+
+/** What the fail-over did for a worker taken for dead. */
+export interface FailoverResult {
+  /** Its calls failed with a heartbeat timeout (Temporal retries them, or the run sends them elsewhere). */
+  callsFailed: number;
+  /** Its runs whose sticky queue was cleared (their next workflow task goes to any worker at once). */
+  runsUnstuck: number;
+}
+
+/** The presence workflow's result. */
+export interface PresenceOutcome {
+  /** "stopped": the worker shut down; "lost": it stopped heartbeating and was failed over. */
+  worker: "stopped" | "lost";
+  failover?: FailoverResult;
+}

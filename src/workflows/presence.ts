@@ -1,0 +1,49 @@
+/**
+ * A worker's presence: one activity on the worker's own queue that heartbeats what the worker has in hand. When
+ * the heartbeats stop (the worker died), another worker fails its calls by id and clears its runs' sticky queues,
+ * so the runs go on within the presence timeout instead of each waiting out its own heartbeat timeout, then the
+ * sticky timeout, in one burst of replays. See src/failover/presence.ts.
+ */
+import {
+  ActivityFailure,
+  continueAsNew,
+  proxyActivities,
+  proxyLocalActivities,
+  TimeoutFailure,
+} from "@temporalio/workflow";
+import type { FailoverResult, PresenceEnd, PresenceInput, PresenceOutcome, PresenceReport } from "../failover/types.js";
+
+/** Workflow type name of a worker's presence. */
+export const WORKER_PRESENCE_WORKFLOW = "agentWorkerPresence";
+
+interface PresenceActivities {
+  workerPresence(input: { renewAfterMs: number }): Promise<PresenceEnd>;
+  failOverWorker(input: { workerQueue: string; report: PresenceReport }): Promise<FailoverResult>;
+}
+
+export async function agentWorkerPresence(input: PresenceInput): Promise<PresenceOutcome> {
+  const { workerPresence } = proxyActivities<PresenceActivities>({
+    taskQueue: input.workerQueue,
+    heartbeatTimeout: input.timeoutMs,
+    // A worker that never picks it up is gone already, with nothing in hand this workflow could name.
+    scheduleToStartTimeout: Math.max(10_000, 5 * input.timeoutMs),
+    startToCloseTimeout: input.renewAfterMs + 60_000,
+    retry: { maximumAttempts: 1 },
+  });
+  // Runs on whichever worker takes this task: a survivor, at once (the presence activity cleared this run's
+  // sticky queue when it started, so the task does not wait for the dead worker's).
+  const { failOverWorker } = proxyLocalActivities<PresenceActivities>({
+    startToCloseTimeout: "1 minute",
+    retry: { maximumAttempts: 3, initialInterval: "200ms" },
+  });
+  try {
+    const end = await workerPresence({ renewAfterMs: input.renewAfterMs });
+    if (end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
+    return { worker: "stopped" };
+  } catch (err) {
+    if (!(err instanceof ActivityFailure && err.cause instanceof TimeoutFailure)) throw err;
+    const report = (err.cause.lastHeartbeatDetails as PresenceReport | undefined) ?? { calls: [], runs: [] };
+    const failover = await failOverWorker({ workerQueue: input.workerQueue, report });
+    return { worker: "lost", failover };
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * Fast failover (issue 17): a worker's presence workflow heartbeats what it has in hand; when a worker is killed,
+ * a survivor fails its calls by id and clears its runs' sticky queues at once, instead of each run waiting out
+ * its own heartbeat timeout. Real worker processes, real `kill -9` and SIGSTOP; the runs use a 60 s model
+ * heartbeat, so a run that goes on within the test's time was moved by the failover, and the history says so.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import proto from "@temporalio/proto";
+import path from "node:path";
+import type { AgentRunHandle } from "../src/client.js";
+import { WorkerPresence, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
+import { bundleAgentWorkflows } from "../src/worker.js";
+import {
+  readLog,
+  startChildWorker,
+  startScenarioRun,
+  waitFor,
+  type ChildWorker,
+  type HarnessConfig,
+  type LogEntry,
+} from "./crash/harness.js";
+import { openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
+
+const FINAL =
+  "Final answer after 5 results: fast:fast(a) ok, fast:fast(b) ok, slow:slow(c) ok, write:write(d) ok, fast:fast(e) ok";
+
+let env: TestEnv;
+let dir: string;
+let bundlePath: string;
+const children: ChildWorker[] = [];
+
+beforeAll(async () => {
+  env = await openTestEnv();
+  dir = await mkdtemp(path.join(os.tmpdir(), "jai-failover-"));
+  bundlePath = path.join(dir, "workflow-bundle.js");
+  await writeFile(bundlePath, (await bundleAgentWorkflows()).code);
+}, 60000);
+
+afterAll(async () => {
+  await Promise.all(children.map((c) => c.kill().catch(() => {})));
+  await env?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function config(): HarnessConfig {
+  const taskQueue = uniqueId("failover");
+  return {
+    address: process.env.TEMPORAL_ADDRESS!,
+    bundlePath,
+    logFile: path.join(dir, `${taskQueue}.log`),
+    taskQueue,
+    variant: "main",
+    presenceTimeout: "1s",
+    // Turn 2's answer streams for several seconds: long enough to be cut.
+    tokensPerSecond: 20,
+  };
+}
+
+async function child(c: HarnessConfig): Promise<ChildWorker> {
+  const worker = await startChildWorker(c);
+  children.push(worker);
+  return worker;
+}
+
+/** The scenario's run with a model heartbeat far longer than the test waits: only a failover moves it in time. */
+const startRun = (c: HarnessConfig) =>
+  startScenarioRun(env.client, c, { heartbeatTimeout: "60s", workflowTaskTimeout: "2s" });
+
+/** Turn 2's model call has started on worker `pid` (routed there: it holds the run's context); it streams ~3 s. */
+const turn2On = (log: LogEntry[], pid: number) =>
+  log.some((e) => e.event === "model_call" && e.results === 3 && e.pid === pid);
+
+/** A started call is in its worker's next presence heartbeat (sent within ~100 ms). */
+const reported = () => new Promise((r) => setTimeout(r, 500));
+
+/** How each model call of the run ended: its queue and, when it failed, the failure. */
+async function modelCalls(handle: AgentRunHandle) {
+  const events = (await handle.workflow.fetchHistory()).events ?? [];
+  return events
+    .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "streamAssistantMessage")
+    .map((s) => {
+      const failed = events.find(
+        (e) => Number(e.activityTaskFailedEventAttributes?.scheduledEventId) === Number(s.eventId),
+      )?.activityTaskFailedEventAttributes?.failure;
+      const timedOut = events.some(
+        (e) => Number(e.activityTaskTimedOutEventAttributes?.scheduledEventId) === Number(s.eventId),
+      );
+      return {
+        queue: s.activityTaskScheduledEventAttributes!.taskQueue!.name!,
+        failure: failed ? { message: failed.message, timeout: failed.timeoutFailureInfo?.timeoutType } : undefined,
+        timedOut,
+      };
+    });
+}
+
+const presenceOf = (worker: ChildWorker, attempt = 1) =>
+  env.client.workflow.getHandle(`jai-presence-${worker.ownQueue}-${attempt}`);
+
+describe("fast failover", () => {
+  it("kill -9 mid model call: a survivor fails the dead worker's call by id and the run goes on", async () => {
+    const c = config();
+    const first = await child(c);
+    const handle = await startRun(c);
+    // The first worker alone until it holds the run's context (turn 1's answer); then the survivor joins.
+    await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
+    const second = await child(c);
+    await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
+    await reported();
+    await first.kill();
+
+    const outcome = (await presenceOf(first).result()) as PresenceOutcome;
+    expect(outcome.worker).toBe("lost");
+    expect(outcome.failover!.callsFailed).toBeGreaterThanOrEqual(1);
+    expect(outcome.failover!.runsUnstuck).toBeGreaterThanOrEqual(1);
+
+    const result = await handle.result();
+    expect(result.stopReason).toBe("stop");
+    expect(textOf(result.messages.at(-1))).toBe(FINAL);
+    // The call routed to the dead worker failed with the failover's heartbeat timeout (the server's own would
+    // take 60 s and say nothing of a worker), and its redo went to the shared queue.
+    const calls = await modelCalls(handle);
+    const lost = calls.findIndex((m) => m.queue === first.ownQueue && m.failure);
+    expect(lost).toBeGreaterThanOrEqual(0);
+    expect(calls[lost].failure).toEqual({
+      message: `worker ${first.ownQueue} stopped heartbeating`,
+      timeout: proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT,
+    });
+    expect(calls[lost + 1].queue).toBe(c.taskQueue);
+    expect(calls.some((m) => m.timedOut)).toBe(false);
+    // The survivor is still watched.
+    await expect(presenceOf(second).describe()).resolves.toMatchObject({ status: { name: "RUNNING" } });
+    await second.stop();
+  }, 90000);
+
+  it("a worker paused past its presence timeout is failed over, and watched again once it resumes", async () => {
+    const c = config();
+    const first = await child(c);
+    const handle = await startRun(c);
+    // The first worker alone until it holds the run's context (turn 1's answer); then the survivor joins.
+    await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
+    const second = await child(c);
+    await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
+    await reported();
+    first.pause();
+    const outcome = (await presenceOf(first).result()) as PresenceOutcome;
+    expect(outcome.worker).toBe("lost");
+    first.resume();
+    // Its presence is gone: it starts another, and the server refuses the result of the call it was cut off in.
+    await waitFor(
+      async () =>
+        (
+          await presenceOf(first, 2)
+            .describe()
+            .catch(() => undefined)
+        )?.status.name === "RUNNING",
+      20000,
+      "the resumed worker's new presence",
+    );
+    const result = await handle.result();
+    expect(result.stopReason).toBe("stop");
+    expect(textOf(result.messages.at(-1))).toBe(FINAL);
+    const calls = await modelCalls(handle);
+    expect(calls.some((m) => m.queue === first.ownQueue && m.failure?.message?.includes("stopped heartbeating"))).toBe(
+      true,
+    );
+    // A worker that shuts down ends its presence (the survivor runs the workflow's last task): no failover.
+    await first.stop();
+    expect(((await presenceOf(first, 2).result()) as PresenceOutcome).worker).toBe("stopped");
+    await second.stop();
+  }, 90000);
+});
+
+describe("what a worker reports", () => {
+  it("lists the calls in hand and the runs seen lately, newest kept, forgotten ones dropped", () => {
+    const presence = new WorkerPresence("q@w", 1000);
+    presence.callStarted({ workflowId: "w1", runId: "r1", activityId: "1" });
+    presence.callStarted({ workflowId: "w2", runId: "r2", activityId: "7" });
+    presence.callEnded({ workflowId: "w1", runId: "r1", activityId: "1" });
+    presence.runSeen("w1", "r1");
+    presence.runSeen("w2", "r2");
+    presence.runSeen("w1", "r1"); // seen again: now the newest
+    const now = Date.now();
+    expect(presence.report(now)).toEqual({
+      calls: [{ workflowId: "w2", runId: "r2", activityId: "7" }],
+      runs: [
+        { workflowId: "w2", runId: "r2" },
+        { workflowId: "w1", runId: "r1" },
+      ],
+    });
+    // Ten minutes on, nothing seen since: the runs have moved or wait for a person.
+    expect(presence.report(now + 11 * 60 * 1000).runs).toEqual([]);
+    expect(WORKER_PRESENCE_WORKFLOW).toBe("agentWorkerPresence");
+  });
+});
