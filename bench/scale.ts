@@ -10,7 +10,8 @@
  * on a Temporal server on PostgreSQL (the cluster suite's, built on first use) instead of the dev server.
  * Tuning tried at saturation: `--scale-sticky=3s`, `--scale-workflow-tasks=200`, `--scale-workflow-polls=40` (or
  * `autoscaling`), `--scale-activity-polls=autoscaling`, `--scale-nonsticky-ratio=1`, `--scale-wft-timeout=10s`,
- * `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two), and
+ * `--scale-failover[=2s]` (fast failover with this presence timeout; prints each failover, a live worker taken
+ * for dead included), `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two), and
  * the server's dynamic config with `--server-config key=value` (e.g. `matching.numTaskqueueReadPartitions=1`).
  */
 import { fork, type ChildProcess } from "node:child_process";
@@ -29,6 +30,7 @@ import { startPostgres } from "../test/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/cluster/temporal-server.js";
 import { mb, replayMsEach, serverConfig, table, type Bench } from "./common.js";
 import { stallMs } from "./kill-stall.js";
+import { WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const HEARTBEAT = "5s";
@@ -281,6 +283,31 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
 }
 
 /**
+ * The workers' presence workflows that ended with a failover (`--scale-failover`): one per SIGKILLed worker; any
+ * other is a live worker taken for dead (a pause past the presence timeout), which costs its runs a replay.
+ */
+async function failovers(client: Client, taskQueue: string, killedAt: number | undefined): Promise<string> {
+  const lost: string[] = [];
+  let open = 0;
+  for await (const w of client.workflow.list({
+    query: `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${taskQueue}'`,
+  })) {
+    if (w.status.name === "RUNNING") {
+      open++;
+      continue;
+    }
+    if (w.status.name !== "COMPLETED") continue;
+    const outcome = (await client.workflow.getHandle(w.workflowId, w.runId).result()) as PresenceOutcome;
+    if (outcome.worker !== "lost") continue;
+    const done = w.closeTime?.getTime() ?? 0;
+    lost.push(
+      `${outcome.failover?.callsFailed} calls failed, ${outcome.failover?.runsUnstuck} runs unstuck, done ${killedAt === undefined ? "(no kill)" : `${sec(done - killedAt)} after the kill`}`,
+    );
+  }
+  return `${lost.length} worker(s) failed over${lost.length ? `: ${lost.join("; ")}` : ""}; ${open} presence(s) still open`;
+}
+
+/**
  * What the kill did, read from every run's history (fetched after the bench, 8 at a time): `on`, the runs whose last
  * workflow task started before `killedAt` was taken by the worker named `identity`; `waitedOnDead`, the runs with a
  * model call that, after the kill, waited out its schedule-to-start timeout on a worker's own queue; `lostActivity`, the
@@ -352,6 +379,9 @@ async function runConfig(
     ...(flag("scale-workflow-polls") ? { SCALE_WORKFLOW_POLLS: flag("scale-workflow-polls") } : {}),
     ...(flag("scale-model-ms") ? { SCALE_MODEL_MS: flag("scale-model-ms") } : {}),
     ...(flag("scale-activity-polls") ? { SCALE_ACTIVITY_POLLS: flag("scale-activity-polls") } : {}),
+    ...(flag("scale-failover") !== undefined
+      ? { SCALE_FAILOVER: flag("scale-failover") === "true" ? "2s" : flag("scale-failover") }
+      : {}),
   };
   const workers = await Promise.all(Array.from({ length: workersN }, () => startWorker(env)));
   await poll(workers);
@@ -507,6 +537,8 @@ async function runConfig(
     );
     console.error(`  victims whose model call waited out a dead worker's queue: ${waited.join("; ")}`);
   }
+  if (flag("scale-failover") !== undefined)
+    console.error(`  fast failover: ${await failovers(target.client, taskQueue, killedAt)}`);
   const stats = workers.flatMap((w) => (w.last ? [w.last.cache] : []));
   const sum = (f: (s: ContextCacheStats) => number) => stats.reduce((n, s) => n + f(s), 0);
   const hits = sum((s) => s.hits);

@@ -57,7 +57,8 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
    * presence workflow on the shared queue, and when it stops for `presenceTimeout` (default 2 s) another worker
    * fails its calls and frees its runs at once, instead of each run waiting out its own heartbeat timeout and
    * the sticky timeout (README, "Scaling and sizing"). Contract: every worker of the queue runs this version
-   * (an older one cannot run the presence workflow or its fail-over).
+   * (an older one cannot run the presence workflow or its fail-over), and a bundle of your own exports
+   * `agentWorkerPresence` as `bundleAgentWorkflows()`'s does.
    */
   fastFailover?: boolean | { presenceTimeout?: Duration };
   /** Any other Temporal worker option (concurrency limits, interceptors, tuning, ...). */

@@ -21,6 +21,13 @@ import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js"
 
 export { DEFAULT_TASK_QUEUE };
 
+/**
+ * How long a worker polls a dead worker's own queue after failing it over: runs that held their context there
+ * send their next model call to it until one is answered elsewhere (a run waiting on a long tool or a person may
+ * send it later, and waits out the call's schedule-to-start timeout instead).
+ */
+const ADOPT_MS = 15 * 60 * 1000;
+
 /** How long a run's workflow task (or query) waits for the worker that holds it cached before any worker takes it. */
 export const DEFAULT_STICKY_TIMEOUT = "1s";
 
@@ -213,6 +220,34 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     if (owned) await connection.close();
     throw err;
   }
+  // Dead workers' own queues this one polls for a while (fast failover), without the presence activity (the
+  // queue's worker, alive after all, runs that).
+  const adopted = new Set<Promise<void>>();
+  const stopAdopted: (() => void)[] = [];
+  presence?.onAdopt(async (queue) => {
+    const { workerPresence: _presence, ...served } = activities;
+    const adopter = await Worker.create({
+      connection,
+      namespace,
+      taskQueue: queue,
+      activities: served,
+      maxHeartbeatThrottleInterval: "1s",
+      ...ownWorkerOptions(options.workerOptions),
+      dataConverter,
+      interceptors: { activity },
+    });
+    const stop = setTimeout(() => adopter.getState() === "RUNNING" && adopter.shutdown(), ADOPT_MS);
+    stop.unref();
+    const running: Promise<void> = adopter
+      .run()
+      .catch((err) => console.warn(`jai: polling ${queue} for a dead worker ended: ${String(err)}`))
+      .finally(() => {
+        clearTimeout(stop);
+        adopted.delete(running);
+      });
+    adopted.add(running);
+    stopAdopted.push(() => adopter.getState() === "RUNNING" && adopter.shutdown());
+  });
   const closeOwned = async () => {
     await mcp?.close();
     if (owned) await connection.close();
@@ -232,7 +267,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       return await main;
     } finally {
       if (own.getState() === "RUNNING") own.shutdown();
-      await ownRunning.catch(() => {});
+      for (const stop of stopAdopted) stop();
+      await Promise.all([ownRunning.catch(() => {}), ...adopted]);
     }
   };
   return {

@@ -44,14 +44,14 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function config(): HarnessConfig {
+function config(variant: HarnessConfig["variant"] = "main"): HarnessConfig {
   const taskQueue = uniqueId("failover");
   return {
     address: process.env.TEMPORAL_ADDRESS!,
     bundlePath,
     logFile: path.join(dir, `${taskQueue}.log`),
     taskQueue,
-    variant: "main",
+    variant,
     presenceTimeout: "1s",
     // Turn 2's answer streams for several seconds: long enough to be cut.
     tokensPerSecond: 20,
@@ -114,6 +114,7 @@ describe("fast failover", () => {
     expect(outcome.worker).toBe("lost");
     expect(outcome.failover!.callsFailed).toBeGreaterThanOrEqual(1);
     expect(outcome.failover!.runsUnstuck).toBeGreaterThanOrEqual(1);
+    expect(outcome.failover!.queueAdopted).toBe(true);
 
     const result = await handle.result();
     expect(result.stopReason).toBe("stop");
@@ -168,6 +169,37 @@ describe("fast failover", () => {
     // A worker that shuts down ends its presence (the survivor runs the workflow's last task): no failover.
     await first.stop();
     expect(((await presenceOf(first, 2).result()) as PresenceOutcome).worker).toBe("stopped");
+    await second.stop();
+  }, 90000);
+});
+
+describe("fast failover: the dead worker's queue", () => {
+  it("a run that held its context there sends its next model call there: the survivor that failed it over takes it at once", async () => {
+    const c = config("approval");
+    const first = await child(c);
+    const handle = await startRun(c);
+    await waitFor(async () => (await handle.state()).status === "waiting_for_approval", 30000, "the approval");
+    const second = await child(c);
+    await waitFor(
+      async () =>
+        (
+          await presenceOf(second)
+            .describe()
+            .catch(() => undefined)
+        )?.status.name === "RUNNING",
+      20000,
+      "the survivor's presence",
+    );
+    await first.kill();
+    const outcome = (await presenceOf(first).result()) as PresenceOutcome;
+    expect(outcome).toMatchObject({ worker: "lost", failover: { queueAdopted: true } });
+    // The run does not know: its next model call goes to the dead worker's queue, and is taken there.
+    await handle.approve("t1-g");
+    const result = await handle.result();
+    expect(result.stopReason).toBe("stop");
+    const calls = await modelCalls(handle);
+    expect(calls.map((m) => m.queue)).toEqual([c.taskQueue, first.ownQueue]);
+    expect(calls[1]).toMatchObject({ failure: undefined, timedOut: false });
     await second.stop();
   }, 90000);
 });

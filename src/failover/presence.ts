@@ -72,6 +72,8 @@ export class WorkerPresence {
   private attempt = 0;
   private started?: { client: Client; taskQueue: string };
   private wake?: () => void;
+  private adopter?: (queue: string) => Promise<void>;
+  private readonly adopted = new Set<string>();
 
   constructor(
     /** The worker's own queue (its presence activity runs there). */
@@ -115,6 +117,23 @@ export class WorkerPresence {
   /** @internal */
   callEnded(call: HeldCall): void {
     this.calls.delete(key(call));
+  }
+
+  /** Set by the worker: how it polls another worker's own queue for a while (`adopt`). */
+  onAdopt(adopter: (queue: string) => Promise<void>): void {
+    this.adopter = adopter;
+  }
+
+  /**
+   * Polls a dead worker's own queue for a while: runs whose context it held still send their next model call
+   * there (the workflow cannot know it died), and it would wait out its schedule-to-start timeout. Taken here, the
+   * call misses the cache once and names this worker's queue for the run's next one. Once per queue.
+   */
+  async adopt(queue: string): Promise<boolean> {
+    if (!this.adopter || queue === this.workerQueue || this.adopted.has(queue)) return false;
+    this.adopted.add(queue);
+    await this.adopter(queue);
+    return true;
   }
 
   /** Starts this worker's presence workflow on the shared queue `taskQueue`. */
@@ -222,6 +241,11 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       };
       const failure = () =>
         new TimeoutFailure(`worker ${input.workerQueue} stopped heartbeating`, undefined, TimeoutType.HEARTBEAT);
+      // At once, while the calls fail: a run's next call may be on its way to the dead worker's queue.
+      const adopting = (presence?.adopt(input.workerQueue) ?? Promise.resolve(false)).catch((err) => {
+        console.warn(`jai: could not poll ${input.workerQueue} for the dead worker: ${String(err)}`);
+        return false;
+      });
       let callsFailed = 0;
       let runsUnstuck = 0;
       const unstuck = new Set<string>();
@@ -245,7 +269,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
           if (await unstick(run)) runsUnstuck++;
         },
       );
-      return { callsFailed, runsUnstuck };
+      return { callsFailed, runsUnstuck, queueAdopted: await adopting };
     },
   };
 }

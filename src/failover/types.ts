@@ -41,6 +41,8 @@ export interface FailoverResult {
   callsFailed: number;
   /** Its runs whose sticky queue was cleared (their next workflow task goes to any worker at once). */
   runsUnstuck: number;
+  /** The worker that failed over polls the dead one's own queue for a while (its runs' next model calls). */
+  queueAdopted: boolean;
 }
 
 /** The presence workflow's result. */

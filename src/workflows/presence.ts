@@ -9,6 +9,7 @@ import {
   continueAsNew,
   proxyActivities,
   proxyLocalActivities,
+  sleep,
   TimeoutFailure,
 } from "@temporalio/workflow";
 import type { FailoverResult, PresenceEnd, PresenceInput, PresenceOutcome, PresenceReport } from "../failover/types.js";
@@ -41,8 +42,16 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     if (end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
     return { worker: "stopped" };
   } catch (err) {
-    if (!(err instanceof ActivityFailure && err.cause instanceof TimeoutFailure)) throw err;
-    const report = (err.cause.lastHeartbeatDetails as PresenceReport | undefined) ?? { calls: [], runs: [] };
+    if (!(err instanceof ActivityFailure)) throw err;
+    if (!(err.cause instanceof TimeoutFailure)) {
+      // Not a silence: e.g. a worker polling this queue for a dead one took the activity and has none. Again.
+      await sleep(1000);
+      await continueAsNew<typeof agentWorkerPresence>(input);
+    }
+    const report = ((err.cause as TimeoutFailure).lastHeartbeatDetails as PresenceReport | undefined) ?? {
+      calls: [],
+      runs: [],
+    };
     const failover = await failOverWorker({ workerQueue: input.workerQueue, report });
     return { worker: "lost", failover };
   }

@@ -41,7 +41,7 @@ const chatter = (turn: number, tag = "") =>
     ),
   );
 
-export type Variant = "main" | "non-idempotent" | "chaos";
+export type Variant = "main" | "non-idempotent" | "chaos" | "approval";
 
 /** Turns of the chaos variant; each but the last calls two tools, both with ids the model reuses every turn. */
 export const CHAOS_TURNS = 20;
@@ -49,6 +49,7 @@ export const CHAOS_TURNS = 20;
 /**
  * main — turn 1: three parallel calls (one slow); 2: one sequential slow call; 3: one fast call; 4: the answer.
  * chaos — turns 1-19: a fast and a slow call with the same two ids every turn; 20: the answer.
+ * approval — turn 1: one call that waits for a person's approval; 2: the answer.
  */
 export function answer(context: Context, variant: Variant, tag = "") {
   const done = results(context);
@@ -68,6 +69,10 @@ export function answer(context: Context, variant: Variant, tag = "") {
     }
     return fauxAssistantMessage(`Final answer after ${done} results: ${resultText(context)}`);
   }
+  if (variant === "approval" && done === 0)
+    return fauxAssistantMessage([chatter(1), fauxToolCall("gated", { name: "g" }, { id: "t1-g" })], {
+      stopReason: "toolUse",
+    });
   if (done === 0) {
     if (variant === "non-idempotent") {
       return fauxAssistantMessage([chatter(1), fauxToolCall("charge_card", { amount: 5 }, { id: "t1-pay" })], {
@@ -143,5 +148,6 @@ export function crashTools(logFile: string, slowMs = 3000, tag = "", local = fal
     tool("slow", slowMs),
     tool("write", slowMs, { executionMode: "sequential" }),
     tool("charge_card", slowMs, { idempotent: false }),
+    tool("gated", 0, { requiresApproval: true }),
   ];
 }
