@@ -77,8 +77,12 @@ const worker = await createAgentWorker({
   workflowBundle: { codePath: env("SCALE_BUNDLE") },
   ...(process.env.SCALE_CACHE_BYTES ? { contextCacheBytes: Number(process.env.SCALE_CACHE_BYTES) } : {}),
   routeModelCalls: process.env.SCALE_ROUTE !== "off",
-  // SCALE_FAILOVER: fast failover with this presence timeout (e.g. "2s").
-  ...(process.env.SCALE_FAILOVER ? { fastFailover: { presenceTimeout: process.env.SCALE_FAILOVER } } : {}),
+  // SCALE_FAILOVER: fast failover with this presence timeout (e.g. "2s"), or "default".
+  ...(process.env.SCALE_FAILOVER
+    ? {
+        fastFailover: process.env.SCALE_FAILOVER === "default" ? true : { presenceTimeout: process.env.SCALE_FAILOVER },
+      }
+    : {}),
   workerOptions: {
     // The bench names its workers so that it can tell, from a run's history, which one last ran its workflow task.
     identity: `scale-worker-${process.pid}`,

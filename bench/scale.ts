@@ -10,7 +10,7 @@
  * on a Temporal server on PostgreSQL (the cluster suite's, built on first use) instead of the dev server.
  * Tuning tried at saturation: `--scale-sticky=3s`, `--scale-workflow-tasks=200`, `--scale-workflow-polls=40` (or
  * `autoscaling`), `--scale-activity-polls=autoscaling`, `--scale-nonsticky-ratio=1`, `--scale-wft-timeout=10s`,
- * `--scale-failover[=2s]` (fast failover with this presence timeout; prints each failover, a live worker taken
+ * `--scale-failover[=1s]` (fast failover, with this presence timeout; prints each failover, a live worker taken
  * for dead included), `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two), and
  * the server's dynamic config with `--server-config key=value` (e.g. `matching.numTaskqueueReadPartitions=1`).
  */
@@ -380,7 +380,7 @@ async function runConfig(
     ...(flag("scale-model-ms") ? { SCALE_MODEL_MS: flag("scale-model-ms") } : {}),
     ...(flag("scale-activity-polls") ? { SCALE_ACTIVITY_POLLS: flag("scale-activity-polls") } : {}),
     ...(flag("scale-failover") !== undefined
-      ? { SCALE_FAILOVER: flag("scale-failover") === "true" ? "2s" : flag("scale-failover") }
+      ? { SCALE_FAILOVER: flag("scale-failover") === "true" ? "default" : flag("scale-failover") }
       : {}),
   };
   const workers = await Promise.all(Array.from({ length: workersN }, () => startWorker(env)));

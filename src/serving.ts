@@ -54,9 +54,10 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
   routeModelCalls?: boolean;
   /**
    * Fast failover (needs `routeModelCalls`; default off): the worker heartbeats what it has in hand through a
-   * presence workflow on the shared queue, and when it stops for `presenceTimeout` (default 2 s) another worker
-   * fails its calls and frees its runs at once, instead of each run waiting out its own heartbeat timeout and
-   * the sticky timeout (README, "Scaling and sizing"). Contract: every worker of the queue runs this version
+   * presence workflow on the shared queue; when the heartbeats stop for `presenceTimeout` (default 1 s) and a
+   * ping on its own queue goes unanswered as long, another worker fails its calls, frees its runs and polls its
+   * queue, instead of each run waiting out its own heartbeat timeout and the sticky timeout (README, "Scaling and
+   * sizing"). Contract: every worker of the queue runs this version
    * (an older one cannot run the presence workflow or its fail-over), and a bundle of your own exports
    * `agentWorkerPresence` as `bundleAgentWorkflows()`'s does.
    */

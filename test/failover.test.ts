@@ -173,6 +173,47 @@ describe("fast failover", () => {
   }, 90000);
 });
 
+describe("fast failover: a live worker", () => {
+  it("whose heartbeats stop but that answers its ping is not failed over, and is watched again", async () => {
+    const c = { ...config(), presenceTimeout: "2s" };
+    const first = await child(c);
+    const handle = await startRun(c);
+    await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
+    const second = await child(c);
+    await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
+    await reported();
+    // Frozen until its presence has given up on its heartbeats and pings it; thawed, it answers the ping.
+    first.pause();
+    const presence = presenceOf(first);
+    await waitFor(
+      async () =>
+        ((await presence.fetchHistory()).events ?? []).some(
+          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "workerPing",
+        ),
+      30000,
+      "the ping",
+    );
+    first.resume();
+    expect(((await presence.result()) as PresenceOutcome).worker).toBe("alive");
+    await waitFor(
+      async () =>
+        (
+          await presenceOf(first, 2)
+            .describe()
+            .catch(() => undefined)
+        )?.status.name === "RUNNING",
+      20000,
+      "its new presence",
+    );
+    const result = await handle.result();
+    expect(textOf(result.messages.at(-1))).toBe(FINAL);
+    // Its call was not failed: it streamed on, and the run's turn 2 answer came from it.
+    expect((await modelCalls(handle)).some((m) => m.failure)).toBe(false);
+    await first.stop();
+    await second.stop();
+  }, 90000);
+});
+
 describe("fast failover: the dead worker's queue", () => {
   it("a run that held its context there sends its next model call there: the survivor that failed it over takes it at once", async () => {
     const c = config("approval");

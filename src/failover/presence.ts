@@ -42,8 +42,12 @@ export function fleetSink(presence: WorkerPresence | undefined): FleetSink {
   };
 }
 
-/** Default presence timeout: how long after its last heartbeat a worker is taken for dead. */
-export const DEFAULT_PRESENCE_TIMEOUT = "2s";
+/**
+ * Default presence timeout: how long after its last heartbeat a worker is pinged on its own queue, and how long
+ * the ping waits before the worker is taken for dead (at 1 s with no ping, a loaded 2-core machine once took five
+ * live workers for dead in a row, and each false failover's replays loaded the others more).
+ */
+export const DEFAULT_PRESENCE_TIMEOUT = "1s";
 /** The presence activity ends after this long and its workflow continues as new. */
 const RENEW_AFTER_MS = 60 * 60 * 1000;
 /** How often the presence activity reports when nothing changes. */
@@ -224,6 +228,11 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       // Timed out while alive (the server no longer knows this attempt): be watched again.
       if (why?.notFound || why?.timedOut) presence.restart();
       throw new CancelledFailure(`presence of ${presence.workerQueue} cancelled`);
+    },
+
+    /** Answers a presence workflow that lost this worker's heartbeats: the queue it watches, when it is this one's. */
+    async workerPing(): Promise<string> {
+      return presence?.workerQueue ?? "";
     },
 
     /** Clears the dead worker's runs' sticky queues and fails its calls with a heartbeat timeout. */

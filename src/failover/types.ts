@@ -47,7 +47,10 @@ export interface FailoverResult {
 
 /** The presence workflow's result. */
 export interface PresenceOutcome {
-  /** "stopped": the worker shut down; "lost": it stopped heartbeating and was failed over. */
-  worker: "stopped" | "lost";
+  /**
+   * "stopped": the worker shut down; "lost": it stopped heartbeating and did not answer a ping on its queue, and
+   * was failed over; "alive": its heartbeats stopped but it answered (nothing was failed over).
+   */
+  worker: "stopped" | "lost" | "alive";
   failover?: FailoverResult;
 }

@@ -19,6 +19,7 @@ export const WORKER_PRESENCE_WORKFLOW = "agentWorkerPresence";
 
 interface PresenceActivities {
   workerPresence(input: { renewAfterMs: number }): Promise<PresenceEnd>;
+  workerPing(): Promise<string>;
   failOverWorker(input: { workerQueue: string; report: PresenceReport }): Promise<FailoverResult>;
 }
 
@@ -31,6 +32,20 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     startToCloseTimeout: input.renewAfterMs + 60_000,
     retry: { maximumAttempts: 1 },
   });
+  // A worker whose heartbeats were late but that answers this in time is alive (a pause, a slow server): it is
+  // not failed over, and it starts a presence of its own when it hears this one's was given up. Only the
+  // worker itself answers with its queue's name (a survivor polling that queue for it names its own).
+  const { workerPing } = proxyActivities<PresenceActivities>({
+    taskQueue: input.workerQueue,
+    scheduleToStartTimeout: input.timeoutMs,
+    startToCloseTimeout: Math.max(5000, input.timeoutMs),
+    retry: { maximumAttempts: 1 },
+  });
+  const answers = () =>
+    workerPing().then(
+      (queue) => queue === input.workerQueue,
+      () => false,
+    );
   // Runs on whichever worker takes this task: a survivor, at once (the presence activity cleared this run's
   // sticky queue when it started, so the task does not wait for the dead worker's).
   const { failOverWorker } = proxyLocalActivities<PresenceActivities>({
@@ -48,6 +63,7 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
       await sleep(1000);
       await continueAsNew<typeof agentWorkerPresence>(input);
     }
+    if (await answers()) return { worker: "alive" };
     const report = ((err.cause as TimeoutFailure).lastHeartbeatDetails as PresenceReport | undefined) ?? {
       calls: [],
       runs: [],
