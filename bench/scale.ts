@@ -289,6 +289,7 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
 async function failovers(client: Client, taskQueue: string, killedAt: number | undefined): Promise<string> {
   const lost: string[] = [];
   let open = 0;
+  let alive = 0;
   for await (const w of client.workflow.list({
     query: `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${taskQueue}'`,
   })) {
@@ -298,13 +299,14 @@ async function failovers(client: Client, taskQueue: string, killedAt: number | u
     }
     if (w.status.name !== "COMPLETED") continue;
     const outcome = (await client.workflow.getHandle(w.workflowId, w.runId).result()) as PresenceOutcome;
+    if (outcome.worker === "alive") alive++;
     if (outcome.worker !== "lost") continue;
     const done = w.closeTime?.getTime() ?? 0;
     lost.push(
       `${outcome.failover?.callsFailed} calls failed, ${outcome.failover?.runsUnstuck} runs unstuck, done ${killedAt === undefined ? "(no kill)" : `${sec(done - killedAt)} after the kill`}`,
     );
   }
-  return `${lost.length} worker(s) failed over${lost.length ? `: ${lost.join("; ")}` : ""}; ${open} presence(s) still open`;
+  return `${lost.length} worker(s) failed over${lost.length ? `: ${lost.join("; ")}` : ""}; ${alive} late but answered their ping; ${open} presence(s) still open`;
 }
 
 /**

@@ -253,6 +253,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     if (owned) await connection.close();
   };
   const own = ownWorker;
+  // A worker draining in-flight calls (a shutdown grace time) is leaving: its presence ends at once.
+  if (presence && own) presence.stopping = () => own.getState() !== "RUNNING" || worker.getState() !== "RUNNING";
   // Both pollers live and stop together; the own queue's calls fall back to the shared one when it is gone.
   const runBoth = async <R>(main: Promise<R>): Promise<R> => {
     if (!own) return main;

@@ -20,6 +20,8 @@ import { temporalTarget } from "../src/worker-process/connection.js";
 import type { AgentTool } from "../src/types.js";
 import { fauxModel, openTestEnv, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 import { repoRoot } from "./service/processes.js";
+import { waitFor } from "./crash/harness.js";
+import { WORKER_PRESENCE_WORKFLOW } from "../src/failover/presence.js";
 
 let env: TestEnv;
 let dir: string;
@@ -137,6 +139,44 @@ describe("worker process", () => {
     expect(routed.queues.slice(1).every((q) => q.startsWith(`${routed.taskQueue}@`))).toBe(true);
     const shared = await queuesOfModelCalls(["--no-route-model-calls"]);
     expect(shared.queues).toEqual(shared.queues.map(() => shared.taskQueue));
+  });
+
+  it("--fast-failover: the worker is watched through a presence on its own queue, ended when it shuts down; a bad JAI_FAST_FAILOVER is refused", async () => {
+    const taskQueue = uniqueId("presence");
+    // A 10-minute grace: a presence that waited for the end of it would hold the worker past this test's timeout.
+    const worker = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--shutdown-grace", "10m"], {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+    });
+    const presences = async () => {
+      const found = [];
+      for await (const w of env.client.workflow.list({
+        query: `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${taskQueue}'`,
+      }))
+        found.push(w);
+      return found;
+    };
+    await waitFor(async () => (await presences()).length === 1, 30000, "the worker's presence");
+    const [presence] = await presences();
+    expect(presence.workflowId).toMatch(new RegExp(`^jai-presence-${taskQueue}@`));
+    const handle = env.client.workflow.getHandle(presence.workflowId);
+    await waitFor(
+      async () => (await handle.describe()).raw.pendingActivities?.[0]?.state === 2, // STARTED: it heartbeats
+      30000,
+      "the presence activity to run",
+    );
+    worker.child.kill("SIGTERM");
+    expect(await worker.exited).toBe(0);
+    // Its presence activity ended with it, as a shutdown; the workflow's last task waits for a worker of the queue.
+    const ended = ((await handle.fetchHistory()).events ?? []).find((e) => e.activityTaskCompletedEventAttributes);
+    const payload = ended?.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
+    expect(payload && JSON.parse(Buffer.from(payload).toString())).toBe("stopped");
+    await handle.terminate("test cleanup");
+
+    const bad = await startWorker(["--task-queue", taskQueue], {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+      JAI_FAST_FAILOVER: "soon",
+    }).catch((err: Error) => err);
+    expect(String(bad)).toContain('JAI_FAST_FAILOVER must be "on", "off" or a duration');
   });
 
   it("reads the connection from a temporal.toml profile, and what it serves from a config module", async () => {

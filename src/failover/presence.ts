@@ -77,6 +77,8 @@ export class WorkerPresence {
   private started?: { client: Client; taskQueue: string };
   private wake?: () => void;
   private adopter?: (queue: string) => Promise<void>;
+  /** Set by the worker: whether it is shutting down (its presence ends then, not at the end of the drain). */
+  stopping: () => boolean = () => false;
   private readonly adopted = new Set<string>();
 
   constructor(
@@ -219,6 +221,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       const renewAt = Date.now() + input.renewAfterMs;
       const signal = ctx.cancellationSignal;
       while (Date.now() < renewAt && !signal.aborted) {
+        if (presence.stopping()) return "stopped";
         ctx.heartbeat(presence.report());
         await presence.changed(BEAT_MS, signal);
       }

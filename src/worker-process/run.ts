@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import os from "node:os";
 import { Client } from "@temporalio/client";
+import { msToNumber, type Duration } from "@temporalio/common";
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import { registerDemoModel } from "../demo/offline-model.js";
@@ -53,6 +54,9 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --workflow-bundle file        JAI_WORKFLOW_BUNDLE: prebuilt bundle (\`jai-agent bundle\`), default dist/workflow-bundle.js when present
   --no-route-model-calls        JAI_ROUTE_MODEL_CALLS=off: model calls on the shared queue (servers with eager
                                 activity execution: README "Eager dispatch")
+  --fast-failover               JAI_FAST_FAILOVER=on (or a presence timeout, e.g. 2s; default 1s): a killed worker's
+                                runs go on within ~2 presence timeouts, not their heartbeat timeout (README "Scaling
+                                and sizing"); every worker of the queue must run this version
   --no-demo-model               JAI_DEMO_MODEL=off: do not serve demo/offline-scripted
   --no-metrics                  JAI_METRICS=off: no /metrics on the health port (Temporal's runtime metrics + the agent's)
 
@@ -69,6 +73,22 @@ function positiveInt(value: string | undefined, name: string): number | undefine
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
   return n;
+}
+
+/** `fastFailover` from the flag or JAI_FAST_FAILOVER ("on", "off" or a presence timeout), else the config file's. */
+function fastFailover(
+  value: string | undefined,
+  configured: AgentServiceConfig["fastFailover"],
+): { fastFailover?: AgentServiceConfig["fastFailover"] } {
+  if (value === undefined || value === "") return configured === undefined ? {} : { fastFailover: configured };
+  if (value === "off") return {};
+  if (value === "on") return { fastFailover: true };
+  try {
+    msToNumber(value as Duration);
+  } catch {
+    throw new Error(`JAI_FAST_FAILOVER must be "on", "off" or a duration such as "2s", got "${value}"`);
+  }
+  return { fastFailover: { presenceTimeout: value as Duration } };
 }
 
 /** The prebuilt workflow bundle shipped next to the built code (the image builds it), if any. */
@@ -106,6 +126,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       "workflow-bundle": { type: "string" },
       "no-demo-model": { type: "boolean" },
       "no-route-model-calls": { type: "boolean" },
+      "fast-failover": { type: "boolean" },
       "no-metrics": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -228,6 +249,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     routeModelCalls:
       !values["no-route-model-calls"] && env.JAI_ROUTE_MODEL_CALLS !== "off" && config.routeModelCalls !== false,
     webhooks: config.webhooks,
+    ...fastFailover(values["fast-failover"] ? "on" : env.JAI_FAST_FAILOVER, config.fastFailover),
     ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,
