@@ -16,7 +16,13 @@ import type { AgentWorkerServeOptions } from "./serving.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
 import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
 import { McpToolSource } from "./mcp/source.js";
-import { fleetSink, PRESENCE_THROTTLE, presenceTimeoutMs, WorkerPresence } from "./failover/presence.js";
+import {
+  fleetSink,
+  PRESENCE_SLOTS,
+  PRESENCE_THROTTLE,
+  presenceTimeoutMs,
+  WorkerPresence,
+} from "./failover/presence.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -130,6 +136,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     options.routeModelCalls === false
       ? undefined
       : `${taskQueue}@${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  if (options.fastFailover && !ownTaskQueue)
+    throw new TypeError(
+      "fastFailover needs routeModelCalls: a worker without its own queue has nothing to watch it by",
+    );
   const failover = ownTaskQueue && options.fastFailover ? options.fastFailover : undefined;
   const presence = failover
     ? new WorkerPresence(ownTaskQueue!, presenceTimeoutMs(failover === true ? undefined : failover.presenceTimeout))
@@ -179,6 +189,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       : userInterceptors;
   let worker: Worker;
   let ownWorker: Worker | undefined;
+  let presenceWorker: Worker | undefined;
   try {
     worker = await Worker.create({
       connection,
@@ -206,13 +217,26 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
         namespace,
         taskQueue: ownTaskQueue,
         activities,
-        // With fast failover the presence activity beats as soon as a call starts (its report must name the call
-        // before the worker can die in it); the model calls here beat on their own ≤ 1 s timer either way.
-        maxHeartbeatThrottleInterval: presence ? PRESENCE_THROTTLE : "1s",
+        maxHeartbeatThrottleInterval: "1s",
         ...ownWorkerOptions(options.workerOptions),
         // The same payloads and activity interceptors (traces, metrics) as the shared worker; no workflows here.
         dataConverter,
         interceptors: { activity },
+      });
+    }
+    if (presence) {
+      // The presence activity and its pings only, on a queue of their own: a busy own queue must not make a
+      // live worker look dead. It beats as soon as a call starts (the report must name a call before the worker
+      // can die in it), so its heartbeat throttle is short.
+      const { workerPresence, workerPing } = activities;
+      presenceWorker = await Worker.create({
+        connection,
+        namespace,
+        taskQueue: presence.presenceQueue,
+        activities: { workerPresence, workerPing },
+        maxHeartbeatThrottleInterval: PRESENCE_THROTTLE,
+        maxConcurrentActivityTaskExecutions: PRESENCE_SLOTS,
+        dataConverter,
       });
     }
   } catch (err) {
@@ -222,10 +246,9 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   }
   // Dead workers' own queues this one polls for a while (fast failover), without the presence activity (the
   // queue's worker, alive after all, runs that).
-  const adopted = new Set<Promise<void>>();
-  const stopAdopted: (() => void)[] = [];
+  const adopted = new Map<Worker, Promise<void>>();
   presence?.onAdopt(async (queue) => {
-    const { workerPresence: _presence, ...served } = activities;
+    const { workerPresence: _presence, workerPing: _ping, ...served } = activities;
     const adopter = await Worker.create({
       connection,
       namespace,
@@ -243,34 +266,35 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       .catch((err) => console.warn(`jai: polling ${queue} for a dead worker ended: ${String(err)}`))
       .finally(() => {
         clearTimeout(stop);
-        adopted.delete(running);
+        adopted.delete(adopter);
+        presence.released(queue);
       });
-    adopted.add(running);
-    stopAdopted.push(() => adopter.getState() === "RUNNING" && adopter.shutdown());
+    adopted.set(adopter, running);
   });
+  const stopAll = () => {
+    presence?.unwatch();
+    for (const w of [ownWorker, presenceWorker, ...adopted.keys()]) if (w?.getState() === "RUNNING") w.shutdown();
+  };
   const closeOwned = async () => {
     await mcp?.close();
     if (owned) await connection.close();
   };
   const own = ownWorker;
+  const presenceOwn = presenceWorker;
   // A worker draining in-flight calls (a shutdown grace time) is leaving: its presence ends at once.
   if (presence && own) presence.stopping = () => own.getState() !== "RUNNING" || worker.getState() !== "RUNNING";
   // Both pollers live and stop together; the own queue's calls fall back to the shared one when it is gone.
   const runBoth = async <R>(main: Promise<R>): Promise<R> => {
     if (!own) return main;
     const ownRunning = own.run();
-    // Watched from now on: the presence activity runs on the own queue, polled from here. A worker that cannot
-    // start it still serves; it fails over the slow way.
-    if (presence)
-      await presence
-        .start(client, taskQueue)
-        .catch((err) => console.warn(`jai: no fast failover for ${ownTaskQueue}: ${String(err)}`));
+    const presenceRunning = presenceOwn?.run();
+    // Watched from now on (a worker that cannot start its presence still serves, and fails over the slow way).
+    if (presence) presence.watch(client, taskQueue);
     try {
       return await main;
     } finally {
-      if (own.getState() === "RUNNING") own.shutdown();
-      for (const stop of stopAdopted) stop();
-      await Promise.all([ownRunning.catch(() => {}), ...adopted]);
+      stopAll();
+      await Promise.all([ownRunning, presenceRunning, ...adopted.values()].map((p) => p?.catch(() => {})));
     }
   };
   return {
@@ -295,7 +319,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     },
     shutdown: () => {
       worker.shutdown();
-      if (own?.getState() === "RUNNING") own.shutdown();
+      stopAll();
     },
   };
 }

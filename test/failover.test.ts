@@ -10,7 +10,12 @@ import os from "node:os";
 import proto from "@temporalio/proto";
 import path from "node:path";
 import type { AgentRunHandle } from "../src/client.js";
-import { WorkerPresence, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
+import {
+  presenceTimeoutMs,
+  WorkerPresence,
+  WORKER_PRESENCE_WORKFLOW,
+  type PresenceOutcome,
+} from "../src/failover/presence.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
 import {
   readLog,
@@ -52,7 +57,8 @@ function config(variant: HarnessConfig["variant"] = "main"): HarnessConfig {
     logFile: path.join(dir, `${taskQueue}.log`),
     taskQueue,
     variant,
-    presenceTimeout: "1s",
+    // Under a whole suite's load a 1 s timeout could take the survivor for dead; the mechanism is the same.
+    presenceTimeout: "2s",
     // Turn 2's answer streams for several seconds: long enough to be cut.
     tokensPerSecond: 20,
   };
@@ -97,6 +103,14 @@ async function modelCalls(handle: AgentRunHandle) {
 
 const presenceOf = (worker: ChildWorker, attempt = 1) =>
   env.client.workflow.getHandle(`jai-presence-${worker.ownQueue}-${attempt}`);
+
+/** The worker's presence activity of `attempt` runs (heartbeats): it is watched. */
+const watched = async (worker: ChildWorker, attempt: number) =>
+  (
+    await presenceOf(worker, attempt)
+      .describe()
+      .catch(() => undefined)
+  )?.raw.pendingActivities?.[0]?.state === 2; // STARTED
 
 describe("fast failover", () => {
   it("kill -9 mid model call: a survivor fails the dead worker's call by id and the run goes on", async () => {
@@ -149,16 +163,7 @@ describe("fast failover", () => {
     expect(outcome.worker).toBe("lost");
     first.resume();
     // Its presence is gone: it starts another, and the server refuses the result of the call it was cut off in.
-    await waitFor(
-      async () =>
-        (
-          await presenceOf(first, 2)
-            .describe()
-            .catch(() => undefined)
-        )?.status.name === "RUNNING",
-      20000,
-      "the resumed worker's new presence",
-    );
+    await waitFor(() => watched(first, 2), 30000, "the resumed worker's new presence (its watchdog starts one)");
     const result = await handle.result();
     expect(result.stopReason).toBe("stop");
     expect(textOf(result.messages.at(-1))).toBe(FINAL);
@@ -175,7 +180,7 @@ describe("fast failover", () => {
 
 describe("fast failover: a live worker", () => {
   it("whose heartbeats stop but that answers its ping is not failed over, and is watched again", async () => {
-    const c = { ...config(), presenceTimeout: "2s" };
+    const c = config();
     const first = await child(c);
     const handle = await startRun(c);
     await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
@@ -195,16 +200,7 @@ describe("fast failover: a live worker", () => {
     );
     first.resume();
     expect(((await presence.result()) as PresenceOutcome).worker).toBe("alive");
-    await waitFor(
-      async () =>
-        (
-          await presenceOf(first, 2)
-            .describe()
-            .catch(() => undefined)
-        )?.status.name === "RUNNING",
-      20000,
-      "its new presence",
-    );
+    await waitFor(() => watched(first, 2), 30000, "its new presence (its watchdog starts one)");
     const result = await handle.result();
     expect(textOf(result.messages.at(-1))).toBe(FINAL);
     // Its call was not failed: it streamed on, and the run's turn 2 answer came from it.
@@ -221,16 +217,7 @@ describe("fast failover: the dead worker's queue", () => {
     const handle = await startRun(c);
     await waitFor(async () => (await handle.state()).status === "waiting_for_approval", 30000, "the approval");
     const second = await child(c);
-    await waitFor(
-      async () =>
-        (
-          await presenceOf(second)
-            .describe()
-            .catch(() => undefined)
-        )?.status.name === "RUNNING",
-      20000,
-      "the survivor's presence",
-    );
+    await waitFor(() => watched(second, 1), 20000, "the survivor's presence");
     await first.kill();
     const outcome = (await presenceOf(first).result()) as PresenceOutcome;
     expect(outcome).toMatchObject({ worker: "lost", failover: { queueAdopted: true } });
@@ -248,22 +235,25 @@ describe("fast failover: the dead worker's queue", () => {
 describe("what a worker reports", () => {
   it("lists the calls in hand and the runs seen lately, newest kept, forgotten ones dropped", () => {
     const presence = new WorkerPresence("q@w", 1000);
-    presence.callStarted({ workflowId: "w1", runId: "r1", activityId: "1" });
-    presence.callStarted({ workflowId: "w2", runId: "r2", activityId: "7" });
-    presence.callEnded({ workflowId: "w1", runId: "r1", activityId: "1" });
+    presence.callStarted({ workflowId: "w1", runId: "r1", activityId: "1", attempt: 1 });
+    presence.callStarted({ workflowId: "w2", runId: "r2", activityId: "7", attempt: 2 });
+    presence.callEnded({ workflowId: "w1", runId: "r1", activityId: "1", attempt: 1 });
     presence.runSeen("w1", "r1");
     presence.runSeen("w2", "r2");
     presence.runSeen("w1", "r1"); // seen again: now the newest
     const now = Date.now();
     expect(presence.report(now)).toEqual({
-      calls: [{ workflowId: "w2", runId: "r2", activityId: "7" }],
+      calls: [{ workflowId: "w2", runId: "r2", activityId: "7", attempt: 2 }],
       runs: [
         { workflowId: "w2", runId: "r2" },
         { workflowId: "w1", runId: "r1" },
       ],
     });
-    // Ten minutes on, nothing seen since: the runs have moved or wait for a person.
-    expect(presence.report(now + 11 * 60 * 1000).runs).toEqual([]);
+    // A minute on, nothing seen since: the runs have moved, or wait with no workflow task due.
+    expect(presence.report(now + 61 * 1000).runs).toEqual([]);
     expect(WORKER_PRESENCE_WORKFLOW).toBe("agentWorkerPresence");
+    // A zero timeout would turn the heartbeat timeout off, and the watch with it.
+    expect(() => presenceTimeoutMs("0s")).toThrow(RangeError);
+    expect(presenceTimeoutMs(undefined)).toBe(1000);
   });
 });

@@ -1,20 +1,22 @@
 /**
- * Fast failover: a SIGKILLed worker's runs go on within a presence timeout (2 s) of its last heartbeat.
+ * Fast failover: a SIGKILLed worker's runs go on within about two presence timeouts (1 s each by default).
  *
  * Without it, each of a dead worker's runs waits out its own call's heartbeat timeout, then ~1 s for the dead
  * worker's sticky queue, and then its turn in the replays every survivor does at once: on a 3-worker fleet with
  * headroom the slowest runs lost 10 s against the 5 s heartbeat (README, "Scaling and sizing").
  *
- * With it, every worker runs a presence workflow (on the shared queue) whose one activity runs on the worker's own
- * queue and heartbeats, every 0.5 s, the activity attempts the worker is running and the runs whose workflow
- * tasks it ran lately. When the heartbeats stop, the workflow's next task goes to a survivor, which clears those
- * runs' sticky queues and fails those attempts by id with a heartbeat timeout: to the run, exactly what the
- * server would have said a few seconds later (a routed model call goes to the shared queue, a tool call is retried
- * by Temporal). A worker that was alive after all (a pause past the timeout) finds its presence gone, starts a new
- * one, and its failed attempts' results are refused by the server: the runs have moved on.
+ * With it, every worker runs a presence workflow (on the shared queue) whose one activity runs on a small queue
+ * of the worker's own (its presence queue, nothing else runs there) and heartbeats, every 0.5 s and as soon as a
+ * call starts, the activity attempts the worker is running and the runs whose workflow tasks it ran in the last
+ * minute. When the heartbeats stop, the workflow pings the worker on that queue; if it does not answer either, a
+ * survivor clears those runs' sticky queues and fails those attempts by id with a heartbeat timeout (only the
+ * attempt the worker reported, still running): to the run, exactly what the server would have said a few seconds
+ * later (a routed model call goes to the shared queue, a tool call is retried by Temporal). The survivor also
+ * polls the dead worker's own queue for a while. A worker whose presence ended while it lives (it was only late,
+ * or a renewal was lost) starts a new one within `WATCHDOG_MS`.
  */
 import { Context, type Info } from "@temporalio/activity";
-import { ActivityNotFoundError, type Client } from "@temporalio/client";
+import { type Client } from "@temporalio/client";
 import { CancelledFailure, msToNumber, TimeoutFailure, TimeoutType, type Duration } from "@temporalio/common";
 import type {
   ActivityExecuteInput,
@@ -57,36 +59,52 @@ const BEAT_MS = 500;
  * server within this (a call started after the last report would wait out its own heartbeat timeout).
  */
 export const PRESENCE_THROTTLE = "100ms";
-/** A run not seen on this worker for this long has likely moved (or waits for a person): it is not reported. */
-const RUN_FORGOTTEN_MS = 10 * 60 * 1000;
-/** At most this many runs in a report (the most recent): a heartbeat stays a few tens of KB. */
-const MAX_REPORTED_RUNS = 2000;
+/** Activity slots of the presence queue's worker (its presence activity and pings). */
+export const PRESENCE_SLOTS = 4;
+/**
+ * A run not seen on this worker for this long is not reported: it has likely moved, or waits (for a tool, a
+ * person) with no workflow task due, and its next one loses at most the 1 s sticky timeout.
+ */
+const RUN_FORGOTTEN_MS = 60 * 1000;
+/** At most this many runs in a report (the most recent): ~110 bytes each, so a heartbeat stays under ~110 KB. */
+const MAX_REPORTED_RUNS = 1000;
+/** How often a worker checks that its presence activity runs, and how long without one before it starts another. */
+const WATCHDOG_MS = 5000;
+const UNWATCHED_MS = 10_000;
+/** At most this many dead workers' queues polled at once by one worker. */
+const MAX_ADOPTED = 4;
 /** Clears and fails at most this many at once: a dead worker's hundreds of runs must not flood the server. */
 const FAILOVER_CONCURRENCY = 16;
 
-const key = (c: HeldCall) => `${c.workflowId}\u0000${c.runId}\u0000${c.activityId}`;
+const key = (c: HeldCall) => `${c.workflowId}\u0000${c.runId}\u0000${c.activityId}\u0000${c.attempt}`;
 
 /**
  * What one worker has in hand, reported by its presence activity: the activity attempts running on it (both its
  * queues) and the runs whose workflow tasks it ran lately (the workflow's `fleet` sink, also called on replay).
  */
 export class WorkerPresence {
+  /** The small queue only this worker's presence activity and pings run on. */
+  readonly presenceQueue: string;
+  /** Set by the worker: whether it is shutting down (its presence ends then, not at the end of the drain). */
+  stopping: () => boolean = () => false;
   private readonly calls = new Map<string, HeldCall>();
   private readonly runs = new Map<string, HeldRun & { seenAt: number }>();
   private attempt = 0;
-  private started?: { client: Client; taskQueue: string };
   private wake?: () => void;
   private adopter?: (queue: string) => Promise<void>;
-  /** Set by the worker: whether it is shutting down (its presence ends then, not at the end of the drain). */
-  stopping: () => boolean = () => false;
   private readonly adopted = new Set<string>();
+  private beating = false;
+  private lastBeatAt = 0;
+  private watchdog?: ReturnType<typeof setInterval>;
 
   constructor(
-    /** The worker's own queue (its presence activity runs there). */
+    /** The worker's own queue (its routed model calls): what names it, and what a survivor polls once it died. */
     readonly workerQueue: string,
-    /** Heartbeat timeout of the presence activity, ms. */
+    /** Heartbeat timeout of the presence activity, and how long its ping waits, ms. */
     readonly timeoutMs: number,
-  ) {}
+  ) {
+    this.presenceQueue = `${workerQueue}-presence`;
+  }
 
   /** Counts an activity attempt in (on start) and out (when it settles). */
   readonly activityInterceptor: ActivityInterceptorsFactory = (ctx) => ({
@@ -105,6 +123,11 @@ export class WorkerPresence {
     this.wake?.();
   }
 
+  /** @internal */
+  callEnded(call: HeldCall): void {
+    this.calls.delete(key(call));
+  }
+
   /** Resolves after `ms`, or as soon as a call starts. */
   changed(ms: number, signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
@@ -120,9 +143,10 @@ export class WorkerPresence {
     });
   }
 
-  /** @internal */
-  callEnded(call: HeldCall): void {
-    this.calls.delete(key(call));
+  /** @internal The presence activity runs (true) or ended (false). */
+  beatingNow(on: boolean): void {
+    this.beating = on;
+    this.lastBeatAt = Date.now();
   }
 
   /** Set by the worker: how it polls another worker's own queue for a while (`adopt`). */
@@ -133,40 +157,58 @@ export class WorkerPresence {
   /**
    * Polls a dead worker's own queue for a while: runs whose context it held still send their next model call
    * there (the workflow cannot know it died), and it would wait out its schedule-to-start timeout. Taken here, the
-   * call misses the cache once and names this worker's queue for the run's next one. Once per queue.
+   * call misses the cache once and names this worker's queue for the run's next one. Once per queue, at most
+   * `MAX_ADOPTED` queues, never while this worker shuts down.
    */
   async adopt(queue: string): Promise<boolean> {
-    if (!this.adopter || queue === this.workerQueue || this.adopted.has(queue)) return false;
+    if (!this.adopter || this.stopping() || queue === this.workerQueue) return false;
+    if (this.adopted.has(queue) || this.adopted.size >= MAX_ADOPTED) return false;
     this.adopted.add(queue);
-    await this.adopter(queue);
-    return true;
+    try {
+      await this.adopter(queue);
+      return true;
+    } catch (err) {
+      this.adopted.delete(queue);
+      throw err;
+    }
   }
 
-  /** Starts this worker's presence workflow on the shared queue `taskQueue`. */
-  async start(client: Client, taskQueue: string): Promise<void> {
-    this.started = { client, taskQueue };
-    const input: PresenceInput = {
-      workerQueue: this.workerQueue,
-      timeoutMs: this.timeoutMs,
-      renewAfterMs: RENEW_AFTER_MS,
-    };
-    await client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
-      taskQueue,
-      workflowId: `jai-presence-${this.workerQueue}-${++this.attempt}`,
-      args: [input],
-    });
+  /** @internal An adopted queue is no longer polled. */
+  released(queue: string): void {
+    this.adopted.delete(queue);
   }
 
   /**
-   * This worker was taken for dead while alive (a pause past the timeout): its runs have been failed over, and it
-   * starts a new presence so that it is watched again.
+   * Starts this worker's presence workflow on the shared queue `taskQueue`, and a watchdog that starts another
+   * whenever none has run here for `UNWATCHED_MS` (its workflow gave up on a live worker, or lost a renewal).
    */
-  restart(): void {
-    const started = this.started;
-    if (!started) return;
-    this.start(started.client, started.taskQueue).catch((err) =>
-      console.warn(`jai: could not restart the presence of ${this.workerQueue}: ${String(err)}`),
-    );
+  watch(client: Client, taskQueue: string): void {
+    const start = () => {
+      this.lastBeatAt = Date.now(); // a start's grace: its activity has `UNWATCHED_MS` to begin
+      const input: PresenceInput = {
+        workerQueue: this.workerQueue,
+        presenceQueue: this.presenceQueue,
+        timeoutMs: this.timeoutMs,
+        renewAfterMs: RENEW_AFTER_MS,
+      };
+      client.workflow
+        .start(WORKER_PRESENCE_WORKFLOW, {
+          taskQueue,
+          workflowId: `jai-presence-${this.workerQueue}-${++this.attempt}`,
+          args: [input],
+        })
+        .catch((err) => console.warn(`jai: could not start the presence of ${this.workerQueue}: ${String(err)}`));
+    };
+    start();
+    this.watchdog = setInterval(() => {
+      if (!this.beating && !this.stopping() && Date.now() - this.lastBeatAt > UNWATCHED_MS) start();
+    }, WATCHDOG_MS);
+    this.watchdog.unref();
+  }
+
+  /** Stops the watchdog (the worker is stopping). */
+  unwatch(): void {
+    clearInterval(this.watchdog);
   }
 
   /** What the next heartbeat says. */
@@ -191,9 +233,14 @@ class TrackCalls implements ActivityInboundCallsInterceptor {
 
   async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, "execute">) {
     const execution = this.info.workflowExecution;
-    // Local activities cannot be failed by id, and the presence activity is the watcher itself.
-    if (this.info.isLocal || !execution || this.info.activityType === "workerPresence") return next(input);
-    const call = { workflowId: execution.workflowId, runId: execution.runId, activityId: this.info.activityId };
+    // Local activities cannot be failed by id.
+    if (this.info.isLocal || !execution) return next(input);
+    const call: HeldCall = {
+      workflowId: execution.workflowId,
+      runId: execution.runId,
+      activityId: this.info.activityId,
+      attempt: this.info.attempt,
+    };
     this.presence.callStarted(call);
     try {
       return await next(input);
@@ -203,46 +250,66 @@ class TrackCalls implements ActivityInboundCallsInterceptor {
   }
 }
 
-/** The presence activities: `workerPresence` (on the watched worker) and `failOverWorker` (on a survivor). */
+/** Activity state STARTED in a pending activity (`describe`): the only state a call is failed in. */
+const STARTED = 2;
+
+/**
+ * The presence activities: `workerPresence` and `workerPing` (on the watched worker's presence queue) and
+ * `failOverWorker` (a local activity on a survivor).
+ */
 export function createPresenceActivities(client: () => Client | undefined, presence: WorkerPresence | undefined) {
   return {
     /** Heartbeats the worker's report until renewal or shutdown. */
     async workerPresence(input: { renewAfterMs: number }): Promise<PresenceEnd> {
       const ctx = Context.current();
-      if (!presence || ctx.info.taskQueue !== presence.workerQueue)
+      if (!presence || ctx.info.taskQueue !== presence.presenceQueue)
         throw new Error(`workerPresence ran on ${ctx.info.taskQueue}, not the queue it watches`);
-      const execution = ctx.info.workflowExecution!;
-      // The workflow's next task (after this activity ends) must not wait for this worker's sticky queue: this
-      // worker may be dead by then.
-      await client()?.workflowService.resetStickyTaskQueue({
-        namespace: ctx.info.workflowNamespace,
-        execution: { workflowId: execution.workflowId, runId: execution.runId },
-      });
-      const renewAt = Date.now() + input.renewAfterMs;
-      const signal = ctx.cancellationSignal;
-      while (Date.now() < renewAt && !signal.aborted) {
-        if (presence.stopping()) return "stopped";
-        ctx.heartbeat(presence.report());
-        await presence.changed(BEAT_MS, signal);
+      presence.beatingNow(true);
+      try {
+        const execution = ctx.info.workflowExecution!;
+        // The workflow's next task (after this activity ends) must not wait for this worker's sticky queue: this
+        // worker may be dead by then.
+        await client()?.workflowService.resetStickyTaskQueue({
+          namespace: ctx.info.workflowNamespace,
+          execution: { workflowId: execution.workflowId, runId: execution.runId },
+        });
+        const renewAt = Date.now() + input.renewAfterMs;
+        const signal = ctx.cancellationSignal;
+        while (Date.now() < renewAt && !signal.aborted) {
+          if (presence.stopping()) return "stopped";
+          ctx.heartbeat(presence.report());
+          await presence.changed(BEAT_MS, signal);
+        }
+        if (!signal.aborted) return "renew";
+        if (ctx.cancellationDetails?.workerShutdown) return "stopped";
+        // Timed out while alive, or its workflow is gone: the watchdog starts another presence.
+        throw new CancelledFailure(`presence of ${presence.workerQueue} given up`);
+      } finally {
+        presence.beatingNow(false);
       }
-      if (!signal.aborted) return "renew";
-      const why = ctx.cancellationDetails;
-      if (why?.workerShutdown) return "stopped";
-      // Timed out while alive (the server no longer knows this attempt): be watched again.
-      if (why?.notFound || why?.timedOut) presence.restart();
-      throw new CancelledFailure(`presence of ${presence.workerQueue} cancelled`);
     },
 
     /** Answers a presence workflow that lost this worker's heartbeats: the queue it watches, when it is this one's. */
     async workerPing(): Promise<string> {
-      return presence?.workerQueue ?? "";
+      return presence && Context.current().info.taskQueue === presence.presenceQueue ? presence.workerQueue : "";
     },
 
-    /** Clears the dead worker's runs' sticky queues and fails its calls with a heartbeat timeout. */
+    /**
+     * Clears the dead worker's runs' sticky queues and fails its calls with a heartbeat timeout: each call only
+     * while the attempt it reported is still the run's running one (a retry elsewhere is left alone). Never
+     * throws for one run or call: what it could not do, their own timeouts still do.
+     */
     async failOverWorker(input: { workerQueue: string; report: PresenceReport }): Promise<FailoverResult> {
       const c = client();
       if (!c) throw new Error("failOverWorker needs the worker's client");
       const namespace = Context.current().info.workflowNamespace;
+      const warn = (what: string, err: unknown) =>
+        console.warn(`jai: failing over ${input.workerQueue}: ${what}: ${String(err)}`);
+      // At once, while the calls fail: a run's next call may be on its way to the dead worker's queue.
+      const adopting = (presence?.adopt(input.workerQueue) ?? Promise.resolve(false)).catch((err) => {
+        warn("polling its queue", err);
+        return false;
+      });
       const unstick = async (run: HeldRun) => {
         try {
           await c.workflowService.resetStickyTaskQueue({ namespace, execution: run });
@@ -253,30 +320,41 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       };
       const failure = () =>
         new TimeoutFailure(`worker ${input.workerQueue} stopped heartbeating`, undefined, TimeoutType.HEARTBEAT);
-      // At once, while the calls fail: a run's next call may be on its way to the dead worker's queue.
-      const adopting = (presence?.adopt(input.workerQueue) ?? Promise.resolve(false)).catch((err) => {
-        console.warn(`jai: could not poll ${input.workerQueue} for the dead worker: ${String(err)}`);
-        return false;
-      });
       let callsFailed = 0;
       let runsUnstuck = 0;
-      const unstuck = new Set<string>();
-      // The calls first: each one's run is cleared before its call fails, so the task the failure makes goes to any
+      const byRun = new Map<string, HeldCall[]>();
+      for (const call of input.report.calls) byRun.set(call.runId, [...(byRun.get(call.runId) ?? []), call]);
+      // The runs with calls first: each is cleared before its calls fail, so the task a failure makes goes to any
       // worker at once.
-      await eachLimited(input.report.calls, async (call) => {
-        if (!unstuck.has(call.runId)) {
-          unstuck.add(call.runId);
-          if (await unstick(call)) runsUnstuck++;
-        }
+      await eachLimited([...byRun.values()], async (calls) => {
+        const run = { workflowId: calls[0].workflowId, runId: calls[0].runId };
+        let pending: Map<string, { attempt: number; state: number }>;
         try {
-          await c.activity.fail(call, failure());
-          callsFailed++;
+          const described = await c.workflowService.describeWorkflowExecution({ namespace, execution: run });
+          pending = new Map(
+            (described.pendingActivities ?? []).map((a) => [
+              a.activityId ?? "",
+              { attempt: a.attempt ?? 0, state: Number(a.state ?? 0) },
+            ]),
+          );
         } catch (err) {
-          if (!(err instanceof ActivityNotFoundError)) throw err; // done already, or the run ended
+          warn(`reading ${run.workflowId}`, err);
+          return;
+        }
+        if (await unstick(run)) runsUnstuck++;
+        for (const call of calls) {
+          const now = pending.get(call.activityId);
+          if (!now || now.state !== STARTED || now.attempt !== call.attempt) continue;
+          try {
+            await c.activity.fail(call, failure());
+            callsFailed++;
+          } catch (err) {
+            warn(`failing ${call.workflowId} activity ${call.activityId}`, err); // done meanwhile, or the run ended
+          }
         }
       });
       await eachLimited(
-        input.report.runs.filter((r) => !unstuck.has(r.runId)),
+        input.report.runs.filter((r) => !byRun.has(r.runId)),
         async (run) => {
           if (await unstick(run)) runsUnstuck++;
         },
@@ -294,7 +372,9 @@ async function eachLimited<T>(items: T[], fn: (item: T) => Promise<void>): Promi
   await Promise.all(Array.from({ length: Math.min(FAILOVER_CONCURRENCY, items.length) }, lane));
 }
 
-/** The presence timeout in ms, from the worker option. */
+/** The presence timeout in ms, from the worker option; more than 0 (0 would turn the heartbeat timeout off). */
 export function presenceTimeoutMs(timeout: Duration | undefined): number {
-  return msToNumber(timeout ?? DEFAULT_PRESENCE_TIMEOUT);
+  const ms = msToNumber(timeout ?? DEFAULT_PRESENCE_TIMEOUT);
+  if (!(ms > 0)) throw new RangeError(`fastFailover.presenceTimeout must be more than 0, got ${String(timeout)}`);
+  return ms;
 }

@@ -8,6 +8,8 @@ export interface HeldCall {
   workflowId: string;
   runId: string;
   activityId: string;
+  /** The attempt running there: a later one (a retry on another worker) is not failed. */
+  attempt: number;
 }
 
 /** A run whose workflow tasks the watched worker ran lately (it may hold the run in its sticky cache). */
@@ -24,8 +26,10 @@ export interface PresenceReport {
 
 /** The presence workflow's input. */
 export interface PresenceInput {
-  /** The watched worker's own task queue: its presence activity runs there, so it runs nowhere else. */
+  /** The watched worker's own task queue (its routed model calls): what names it, what a survivor polls for it. */
   workerQueue: string;
+  /** The queue only the watched worker's presence activity and pings run on, so they run nowhere else. */
+  presenceQueue: string;
   /** No heartbeat from the worker for this long and it is taken for dead. */
   timeoutMs: number;
   /** The presence activity ends after this long and the workflow continues as new (keeps each history small). */

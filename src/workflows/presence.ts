@@ -9,7 +9,6 @@ import {
   continueAsNew,
   proxyActivities,
   proxyLocalActivities,
-  sleep,
   TimeoutFailure,
 } from "@temporalio/workflow";
 import type { FailoverResult, PresenceEnd, PresenceInput, PresenceOutcome, PresenceReport } from "../failover/types.js";
@@ -25,7 +24,7 @@ interface PresenceActivities {
 
 export async function agentWorkerPresence(input: PresenceInput): Promise<PresenceOutcome> {
   const { workerPresence } = proxyActivities<PresenceActivities>({
-    taskQueue: input.workerQueue,
+    taskQueue: input.presenceQueue,
     heartbeatTimeout: input.timeoutMs,
     // A worker that never picks it up is gone already, with nothing in hand this workflow could name.
     scheduleToStartTimeout: Math.max(10_000, 5 * input.timeoutMs),
@@ -33,10 +32,10 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     retry: { maximumAttempts: 1 },
   });
   // A worker whose heartbeats were late but that answers this in time is alive (a pause, a slow server): it is
-  // not failed over, and it starts a presence of its own when it hears this one's was given up. Only the
-  // worker itself answers with its queue's name (a survivor polling that queue for it names its own).
+  // not failed over, and its watchdog starts another presence. Only the worker itself answers with its queue's
+  // name (the presence queue is its alone).
   const { workerPing } = proxyActivities<PresenceActivities>({
-    taskQueue: input.workerQueue,
+    taskQueue: input.presenceQueue,
     scheduleToStartTimeout: input.timeoutMs,
     startToCloseTimeout: Math.max(5000, input.timeoutMs),
     retry: { maximumAttempts: 1 },
@@ -50,21 +49,18 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
   // sticky queue when it started, so the task does not wait for the dead worker's).
   const { failOverWorker } = proxyLocalActivities<PresenceActivities>({
     startToCloseTimeout: "1 minute",
-    retry: { maximumAttempts: 3, initialInterval: "200ms" },
+    // Once: a second pass could fail attempts that already moved on (it checks each, but the report is old).
+    retry: { maximumAttempts: 1 },
   });
   try {
     const end = await workerPresence({ renewAfterMs: input.renewAfterMs });
     if (end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
     return { worker: "stopped" };
   } catch (err) {
-    if (!(err instanceof ActivityFailure)) throw err;
-    if (!(err.cause instanceof TimeoutFailure)) {
-      // Not a silence: e.g. a worker polling this queue for a dead one took the activity and has none. Again.
-      await sleep(1000);
-      await continueAsNew<typeof agentWorkerPresence>(input);
-    }
+    // Anything but a silence fails this workflow (its status says so); the worker's watchdog starts another.
+    if (!(err instanceof ActivityFailure && err.cause instanceof TimeoutFailure)) throw err;
     if (await answers()) return { worker: "alive" };
-    const report = ((err.cause as TimeoutFailure).lastHeartbeatDetails as PresenceReport | undefined) ?? {
+    const report = (err.cause.lastHeartbeatDetails as PresenceReport | undefined) ?? {
       calls: [],
       runs: [],
     };
