@@ -270,6 +270,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
         presence.released(queue);
       });
     adopted.set(adopter, running);
+    // This worker began to stop while the adopter was being created: it stops too.
+    if (presence.stopping() && adopter.getState() === "RUNNING") adopter.shutdown();
   });
   const stopAll = () => {
     presence?.unwatch();
@@ -286,15 +288,17 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   // Both pollers live and stop together; the own queue's calls fall back to the shared one when it is gone.
   const runBoth = async <R>(main: Promise<R>): Promise<R> => {
     if (!own) return main;
-    const ownRunning = own.run();
-    const presenceRunning = presenceOwn?.run();
+    // Handled at once: a poller that fails while `main` is awaited must not be an unhandled rejection.
+    const ended = (what: string) => (err: unknown) => console.warn(`jai: ${what} worker ended: ${String(err)}`);
+    const ownRunning = own.run().catch(ended("own-queue"));
+    const presenceRunning = presenceOwn?.run().catch(ended("presence"));
     // Watched from now on (a worker that cannot start its presence still serves, and fails over the slow way).
     if (presence) presence.watch(client, taskQueue);
     try {
       return await main;
     } finally {
       stopAll();
-      await Promise.all([ownRunning, presenceRunning, ...adopted.values()].map((p) => p?.catch(() => {})));
+      await Promise.all([ownRunning, presenceRunning, ...adopted.values()]);
     }
   };
   return {
