@@ -6,12 +6,9 @@
  * recorded context, and the transcript must equal an uncrashed run's.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import { bundleAgentWorkflows } from "../src/worker.js";
 import { contextMismatches } from "./context-check.js";
 import {
+  harnessDir,
   normalizeTranscript,
   readLog,
   runScenario,
@@ -20,40 +17,26 @@ import {
   startScenarioRun,
   waitFor,
   type ChildWorker,
-  type HarnessConfig,
+  type HarnessDir,
 } from "./crash/harness.js";
 import { CHAOS_TURNS } from "./crash/scenario.js";
-import { openTestEnv, uniqueId, type TestEnv } from "./helpers.js";
+import { openTestEnv, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
-let dir: string;
-let bundlePath: string;
+let files: HarnessDir;
 
 const HEARTBEAT_MS = 2000;
 
-function config(): HarnessConfig {
-  const taskQueue = uniqueId("chaos");
-  return {
-    address: process.env.TEMPORAL_ADDRESS!,
-    bundlePath,
-    logFile: path.join(dir, `${taskQueue}.log`),
-    taskQueue,
-    variant: "chaos",
-    slowMs: 700,
-    tokensPerSecond: 150,
-  };
-}
+const config = () => files.config("chaos", { slowMs: 700, tokensPerSecond: 150 });
 
 beforeAll(async () => {
   env = await openTestEnv();
-  dir = await mkdtemp(path.join(os.tmpdir(), "jai-chaos-"));
-  bundlePath = path.join(dir, "workflow-bundle.js");
-  await writeFile(bundlePath, (await bundleAgentWorkflows()).code);
+  files = await harnessDir("chaos");
 }, 60000);
 
 afterAll(async () => {
   await env?.close();
-  await rm(dir, { recursive: true, force: true });
+  await files?.remove();
 });
 
 /** The fault itself lasts this long (longer than the heartbeat timeout); it is not a wait for something to happen. */

@@ -5,11 +5,10 @@
  * start-to-close timeouts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { bundleAgentWorkflows } from "../src/worker.js";
 import {
+  harnessDir,
   completedToolCalls,
   normalizeTranscript,
   readLog,
@@ -19,32 +18,22 @@ import {
   startScenarioRun,
   waitFor,
   type HarnessConfig,
+  type HarnessDir,
   type LogEntry,
   type ScenarioRun,
 } from "./crash/harness.js";
 import { contextMismatches } from "./context-check.js";
-import { openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
+import { openTestEnv, textOf, type TestEnv } from "./helpers.js";
 
 let env: TestEnv;
-let dir: string;
-let bundlePath: string;
+let files: HarnessDir;
 let baseline: ScenarioRun;
 /** What the closing note reports, printed at the end. */
 const report: string[] = [];
 
 const HEARTBEAT_MS = 2000;
 
-function config(variant: HarnessConfig["variant"] = "main", extra: Partial<HarnessConfig> = {}): HarnessConfig {
-  const taskQueue = uniqueId("crash");
-  return {
-    address: process.env.TEMPORAL_ADDRESS!,
-    bundlePath,
-    logFile: path.join(dir, `${taskQueue}.log`),
-    taskQueue,
-    variant,
-    ...extra,
-  };
-}
+const config = (variant?: HarnessConfig["variant"], extra?: Partial<HarnessConfig>) => files.config(variant, extra);
 
 const starts = (log: LogEntry[], toolCallId: string) =>
   log.filter((e) => e.event === "tool_start" && e.toolCallId === toolCallId);
@@ -53,16 +42,14 @@ const has = (log: LogEntry[], event: string, toolCallId?: string) =>
 
 beforeAll(async () => {
   env = await openTestEnv();
-  dir = await mkdtemp(path.join(os.tmpdir(), "jai-crash-"));
-  bundlePath = path.join(dir, "workflow-bundle.js");
-  await writeFile(bundlePath, (await bundleAgentWorkflows()).code);
+  files = await harnessDir("crash");
   baseline = await runScenario(env.client, config());
 }, 60000);
 
 afterAll(async () => {
   if (report.length) console.log(`crash matrix (heartbeat timeout ${HEARTBEAT_MS} ms):\n${report.join("\n")}`);
   await env?.close();
-  await rm(dir, { recursive: true, force: true });
+  await files?.remove();
 });
 
 /** The checks every kill point shares. */
@@ -221,7 +208,7 @@ describe("a worker paused past its heartbeat timeout (issue 9, row 5)", () => {
 
 describe("the crash harness's execution log", () => {
   it("holds only complete entries while a worker is still appending one", async () => {
-    const file = path.join(dir, "partial.log");
+    const file = path.join(files.dir, "partial.log");
     const entry = { event: "model_call", turn: 1, pid: 1, at: 1 };
     // A reader racing the writer of a long line sees its first bytes only (as CI once did: a JSON SyntaxError).
     await writeFile(file, `${JSON.stringify(entry)}\n${JSON.stringify({ ...entry, turn: 2 }).slice(0, 20)}`);

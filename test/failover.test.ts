@@ -5,10 +5,7 @@
  * heartbeat, so a run that goes on within the test's time was moved by the failover, and the history says so.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
 import proto from "@temporalio/proto";
-import path from "node:path";
 import type { AgentRunHandle } from "../src/client.js";
 import {
   presenceTimeoutMs,
@@ -16,53 +13,44 @@ import {
   WORKER_PRESENCE_WORKFLOW,
   type PresenceOutcome,
 } from "../src/failover/presence.js";
-import { bundleAgentWorkflows } from "../src/worker.js";
 import {
+  harnessDir,
   readLog,
   startChildWorker,
   startScenarioRun,
   waitFor,
   type ChildWorker,
   type HarnessConfig,
+  type HarnessDir,
   type LogEntry,
 } from "./crash/harness.js";
-import { openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
+import { openTestEnv, textOf, type TestEnv } from "./helpers.js";
 
 const FINAL =
   "Final answer after 5 results: fast:fast(a) ok, fast:fast(b) ok, slow:slow(c) ok, write:write(d) ok, fast:fast(e) ok";
 
 let env: TestEnv;
-let dir: string;
-let bundlePath: string;
+let files: HarnessDir;
 const children: ChildWorker[] = [];
 
 beforeAll(async () => {
   env = await openTestEnv();
-  dir = await mkdtemp(path.join(os.tmpdir(), "jai-failover-"));
-  bundlePath = path.join(dir, "workflow-bundle.js");
-  await writeFile(bundlePath, (await bundleAgentWorkflows()).code);
+  files = await harnessDir("failover");
 }, 60000);
 
 afterAll(async () => {
   await Promise.all(children.map((c) => c.kill().catch(() => {})));
   await env?.close();
-  await rm(dir, { recursive: true, force: true });
+  await files?.remove();
 });
 
-function config(variant: HarnessConfig["variant"] = "main"): HarnessConfig {
-  const taskQueue = uniqueId("failover");
-  return {
-    address: process.env.TEMPORAL_ADDRESS!,
-    bundlePath,
-    logFile: path.join(dir, `${taskQueue}.log`),
-    taskQueue,
-    variant,
+const config = (variant?: HarnessConfig["variant"]) =>
+  files.config(variant, {
     // Under a whole suite's load a 1 s timeout could take the survivor for dead; the mechanism is the same.
     presenceTimeout: "2s",
     // Turn 2's answer streams for several seconds: long enough to be cut.
     tokensPerSecond: 20,
-  };
-}
+  });
 
 async function child(c: HarnessConfig): Promise<ChildWorker> {
   const worker = await startChildWorker(c);
@@ -80,6 +68,21 @@ const turn2On = (log: LogEntry[], pid: number) =>
 
 /** A started call is in its worker's next presence heartbeat (sent within ~100 ms). */
 const reported = () => new Promise((r) => setTimeout(r, 500));
+
+/**
+ * The scenario's run with two workers, the first one in turn 2's model call (~3 s of streaming) and its presence
+ * having reported it: the first worker alone until it holds the run's context (turn 1's answer), then the survivor.
+ */
+async function firstWorkerInTurn2() {
+  const c = config();
+  const first = await child(c);
+  const handle = await startRun(c);
+  await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
+  const second = await child(c);
+  await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
+  await reported();
+  return { c, first, second, handle };
+}
 
 /** How each model call of the run ended: its queue and, when it failed, the failure. */
 async function modelCalls(handle: AgentRunHandle) {
@@ -114,14 +117,7 @@ const watched = async (worker: ChildWorker, attempt: number) =>
 
 describe("fast failover", () => {
   it("kill -9 mid model call: a survivor fails the dead worker's call by id and the run goes on", async () => {
-    const c = config();
-    const first = await child(c);
-    const handle = await startRun(c);
-    // The first worker alone until it holds the run's context (turn 1's answer); then the survivor joins.
-    await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
-    const second = await child(c);
-    await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
-    await reported();
+    const { c, first, second, handle } = await firstWorkerInTurn2();
     await first.kill();
 
     const outcome = (await presenceOf(first).result()) as PresenceOutcome;
@@ -150,14 +146,7 @@ describe("fast failover", () => {
   }, 90000);
 
   it("a worker paused past its presence timeout is failed over, and watched again once it resumes", async () => {
-    const c = config();
-    const first = await child(c);
-    const handle = await startRun(c);
-    // The first worker alone until it holds the run's context (turn 1's answer); then the survivor joins.
-    await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
-    const second = await child(c);
-    await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
-    await reported();
+    const { first, second, handle } = await firstWorkerInTurn2();
     first.pause();
     const outcome = (await presenceOf(first).result()) as PresenceOutcome;
     expect(outcome.worker).toBe("lost");
@@ -180,13 +169,7 @@ describe("fast failover", () => {
 
 describe("fast failover: a live worker", () => {
   it("whose heartbeats stop but that answers its ping is not failed over, and is watched again", async () => {
-    const c = config();
-    const first = await child(c);
-    const handle = await startRun(c);
-    await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
-    const second = await child(c);
-    await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
-    await reported();
+    const { first, second, handle } = await firstWorkerInTurn2();
     // Frozen until its presence has given up on its heartbeats and pings it; thawed, it answers the ping.
     first.pause();
     const presence = presenceOf(first);

@@ -10,13 +10,14 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import os from "node:os";
 import { Client } from "@temporalio/client";
-import { msToNumber, type Duration } from "@temporalio/common";
+import type { Duration } from "@temporalio/common";
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import { registerDemoModel } from "../demo/offline-model.js";
 import { createFileTools } from "../tools/fs-tools.js";
 import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker, DEFAULT_TASK_QUEUE } from "../worker.js";
+import { presenceTimeoutMs } from "../failover/presence.js";
 import { dataConverterFromEnv } from "../codec/config.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
@@ -84,9 +85,9 @@ function fastFailover(
   if (value === "off") return {};
   if (value === "on") return { fastFailover: true };
   try {
-    msToNumber(value as Duration);
+    presenceTimeoutMs(value as Duration);
   } catch {
-    throw new Error(`JAI_FAST_FAILOVER must be "on", "off" or a duration such as "2s", got "${value}"`);
+    throw new Error(`JAI_FAST_FAILOVER must be "on", "off" or a duration above 0 such as "2s", got "${value}"`);
   }
   return { fastFailover: { presenceTimeout: value as Duration } };
 }

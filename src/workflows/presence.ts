@@ -1,8 +1,8 @@
 /**
- * A worker's presence: one activity on the worker's own queue that heartbeats what the worker has in hand. When
- * the heartbeats stop (the worker died), another worker fails its calls by id and clears its runs' sticky queues,
- * so the runs go on within the presence timeout instead of each waiting out its own heartbeat timeout, then the
- * sticky timeout, in one burst of replays. See src/failover/presence.ts.
+ * A worker's presence: one activity on the worker's presence queue that heartbeats what the worker has in hand.
+ * When the heartbeats stop and a ping there goes unanswered (the worker died), another worker fails its calls by
+ * id and clears its runs' sticky queues, so the runs go on within about two presence timeouts instead of each
+ * waiting out its own heartbeat timeout, then the sticky timeout. See src/failover/presence.ts.
  */
 import {
   ActivityFailure,

@@ -6,10 +6,14 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@temporalio/client";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
+import { bundleAgentWorkflows } from "../../src/worker.js";
+import { uniqueId } from "../helpers.js";
 import type { AgentMessage, AgentRunResult } from "../../src/types.js";
 import { MODEL_REF, type Variant } from "./scenario.js";
 
@@ -77,6 +81,30 @@ export interface HarnessConfig {
   localTools?: boolean;
   /** Fast failover with this presence timeout (e.g. "1s"). */
   presenceTimeout?: string;
+}
+
+/** A test file's folder for its child workers: the workflow bundle, written once, and each scenario's log. */
+export interface HarnessDir {
+  dir: string;
+  /** A scenario on a fresh task queue (named after the folder) with its own log file. */
+  config(variant?: Variant, extra?: Partial<HarnessConfig>): HarnessConfig;
+  remove(): Promise<void>;
+}
+
+/** Makes a `HarnessDir` under the system's temporary folder; `name` prefixes it and its task queues. */
+export async function harnessDir(name: string): Promise<HarnessDir> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), `jai-${name}-`));
+  const bundlePath = path.join(dir, "workflow-bundle.js");
+  await writeFile(bundlePath, (await bundleAgentWorkflows()).code);
+  return {
+    dir,
+    config(variant = "main", extra = {}) {
+      const taskQueue = uniqueId(name);
+      const logFile = path.join(dir, `${taskQueue}.log`);
+      return { address: process.env.TEMPORAL_ADDRESS!, bundlePath, logFile, taskQueue, variant, ...extra };
+    },
+    remove: () => rm(dir, { recursive: true, force: true }),
+  };
 }
 
 function exited(child: ChildProcess): Promise<void> {
