@@ -30,7 +30,7 @@ import { startPostgres } from "../test/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/cluster/temporal-server.js";
 import { mb, replayMsEach, serverConfig, table, type Bench } from "./common.js";
 import { stallMs } from "./kill-stall.js";
-import { WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
+import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const HEARTBEAT = "5s";
@@ -291,7 +291,7 @@ async function failovers(client: Client, taskQueue: string, killedAt: number | u
   let open = 0;
   let alive = 0;
   for await (const w of client.workflow.list({
-    query: `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${taskQueue}'`,
+    query: `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${fleetTaskQueue(taskQueue)}'`,
   })) {
     if (w.status.name === "RUNNING") {
       open++;

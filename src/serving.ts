@@ -54,7 +54,8 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
   routeModelCalls?: boolean;
   /**
    * Fast failover (needs `routeModelCalls`; default off): the worker heartbeats what it has in hand through a
-   * presence workflow on the shared queue; when the heartbeats stop for `presenceTimeout` (default 1 s) and a
+   * presence workflow on the fleet queue (`<taskQueue>-fleet`, polled by a small workflow worker in each
+   * fast-failover worker); when the heartbeats stop for `presenceTimeout` (default 1 s) and a
    * ping on its own queue goes unanswered as long, another worker fails its calls, frees its runs and polls its
    * queue, instead of each run waiting out its own heartbeat timeout and the sticky timeout (README, "Scaling and
    * sizing"). Contract: every worker of the queue runs this version

@@ -18,6 +18,7 @@ import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js
 import { McpToolSource } from "./mcp/source.js";
 import {
   fleetSink,
+  fleetTaskQueue,
   PRESENCE_SLOTS,
   PRESENCE_THROTTLE,
   presenceTimeoutMs,
@@ -56,8 +57,8 @@ export interface AgentWorkerOptions extends AgentWorkerServeOptions {
 }
 
 /** Where the workflow sources are: `.ts` when running from source (tsx, jest), `.js` when built. */
-export function agentWorkflowsPath(): string {
-  const js = fileURLToPath(new URL("./workflows/index.js", import.meta.url));
+export function agentWorkflowsPath(module = "index"): string {
+  const js = fileURLToPath(new URL(`./workflows/${module}.js`, import.meta.url));
   return existsSync(js) ? js : js.replace(/\.js$/, ".ts");
 }
 
@@ -190,6 +191,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   let worker: Worker;
   let ownWorker: Worker | undefined;
   let presenceWorker: Worker | undefined;
+  let fleetWorker: Worker | undefined;
   try {
     worker = await Worker.create({
       connection,
@@ -238,6 +240,31 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
         maxConcurrentActivityTaskExecutions: PRESENCE_SLOTS,
         dataConverter,
       });
+      // The fleet's presence workflows and their fail-overs (a local activity), on a queue of their own with a
+      // workflow thread of their own: a survivor saturated by runs still fails a dead worker over within ~3 s.
+      const { failOverWorker } = activities;
+      fleetWorker = await Worker.create({
+        connection,
+        namespace,
+        taskQueue: fleetTaskQueue(taskQueue),
+        workflowBundle:
+          options.workflowBundle ??
+          (await bundleWorkflowCode({
+            // Only the presence workflow (the whole loop would cost seconds more to bundle here).
+            workflowsPath: agentWorkflowsPath("presence"),
+            webpackConfigHook,
+            logger: quietLogger,
+            payloadConverterPath: dataConverter?.payloadConverterPath,
+            failureConverterPath: dataConverter?.failureConverterPath,
+          })),
+        activities: { failOverWorker },
+        maxConcurrentWorkflowTaskExecutions: PRESENCE_SLOTS,
+        maxConcurrentLocalActivityExecutions: PRESENCE_SLOTS,
+        maxConcurrentActivityTaskExecutions: 1,
+        workflowThreadPoolSize: 1,
+        stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
+        dataConverter,
+      });
     }
   } catch (err) {
     await mcp?.close();
@@ -275,7 +302,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   });
   const stopAll = () => {
     presence?.unwatch();
-    for (const w of [ownWorker, presenceWorker, ...adopted.keys()]) if (w?.getState() === "RUNNING") w.shutdown();
+    for (const w of [ownWorker, presenceWorker, fleetWorker, ...adopted.keys()])
+      if (w?.getState() === "RUNNING") w.shutdown();
   };
   const closeOwned = async () => {
     await mcp?.close();
@@ -283,6 +311,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   };
   const own = ownWorker;
   const presenceOwn = presenceWorker;
+  const fleet = fleetWorker;
   // A worker draining in-flight calls (a shutdown grace time) is leaving: its presence ends at once.
   if (presence && own) presence.stopping = () => own.getState() !== "RUNNING" || worker.getState() !== "RUNNING";
   // Both pollers live and stop together; the own queue's calls fall back to the shared one when it is gone.
@@ -292,13 +321,14 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     const ended = (what: string) => (err: unknown) => console.warn(`jai: ${what} worker ended: ${String(err)}`);
     const ownRunning = own.run().catch(ended("own-queue"));
     const presenceRunning = presenceOwn?.run().catch(ended("presence"));
+    const fleetRunning = fleet?.run().catch(ended("fleet-queue"));
     // Watched from now on (a worker that cannot start its presence still serves, and fails over the slow way).
     if (presence) presence.watch(client, taskQueue);
     try {
       return await main;
     } finally {
       stopAll();
-      await Promise.all([ownRunning, presenceRunning, ...adopted.values()]);
+      await Promise.all([ownRunning, presenceRunning, fleetRunning, ...adopted.values()]);
     }
   };
   return {

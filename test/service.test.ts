@@ -21,7 +21,7 @@ import type { AgentTool } from "../src/types.js";
 import { fauxModel, openTestEnv, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 import { repoRoot } from "./service/processes.js";
 import { waitFor } from "./crash/harness.js";
-import { WORKER_PRESENCE_WORKFLOW } from "../src/failover/presence.js";
+import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW } from "../src/failover/presence.js";
 
 let env: TestEnv;
 let dir: string;
@@ -141,16 +141,17 @@ describe("worker process", () => {
     expect(shared.queues).toEqual(shared.queues.map(() => shared.taskQueue));
   });
 
-  it("--fast-failover: the worker is watched through a presence on its own queue, ended when it shuts down; a bad JAI_FAST_FAILOVER is refused", async () => {
+  it("--fast-failover: the worker is watched through a presence on the fleet queue and its own presence queue, ended when it shuts down; a bad JAI_FAST_FAILOVER is refused", async () => {
     const taskQueue = uniqueId("presence");
     // A 10-minute grace: a presence that waited for the end of it would hold the worker past this test's timeout.
     const worker = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--shutdown-grace", "10m"], {
       TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
     });
+    // On the fleet queue: a saturated shared queue must not delay a failover.
     const presences = async () => {
       const found = [];
       for await (const w of env.client.workflow.list({
-        query: `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${taskQueue}'`,
+        query: `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${fleetTaskQueue(taskQueue)}'`,
       }))
         found.push(w);
       return found;
