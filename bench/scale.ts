@@ -302,6 +302,15 @@ async function failovers(client: Client, taskQueue: string, killedAt: number | u
     if (outcome.worker === "alive") alive++;
     if (outcome.worker !== "lost") continue;
     const done = w.closeTime?.getTime() ?? 0;
+    if (killedAt !== undefined) {
+      // Where the failover's time went: the presence's events from its activity's timeout on (event type numbers).
+      const events = (await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory()).events ?? [];
+      const from = events.findIndex((e) => e.activityTaskTimedOutEventAttributes);
+      const trace = events
+        .slice(Math.max(0, from))
+        .map((e) => `${((eventMs(e) - killedAt) / 1000).toFixed(1)}s ${String(e.eventType)}`);
+      console.error(`  failover of ${w.workflowId}: ${trace.join(", ")}`);
+    }
     lost.push(
       `${outcome.failover?.callsFailed} calls failed, ${outcome.failover?.runsUnstuck} runs unstuck, done ${killedAt === undefined ? "(no kill)" : `${sec(done - killedAt)} after the kill`}`,
     );
