@@ -24,7 +24,8 @@ import {
   type HarnessDir,
   type LogEntry,
 } from "./crash/harness.js";
-import { openTestEnv, textOf, type TestEnv } from "./helpers.js";
+import { createAgentWorker } from "../src/worker.js";
+import { openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
 
 const FINAL =
   "Final answer after 5 results: fast:fast(a) ok, fast:fast(b) ok, slow:slow(c) ok, write:write(d) ok, fast:fast(e) ok";
@@ -235,8 +236,31 @@ describe("what a worker reports", () => {
     // A minute on, nothing seen since: the runs have moved, or wait with no workflow task due.
     expect(presence.report(now + 61 * 1000).runs).toEqual([]);
     expect(WORKER_PRESENCE_WORKFLOW).toBe("agentWorkerPresence");
-    // A zero timeout would turn the heartbeat timeout off, and the watch with it.
+    // A zero timeout would turn the heartbeat timeout off, and the watch with it; under two beats' throttle, too short.
     expect(() => presenceTimeoutMs("0s")).toThrow(RangeError);
+    expect(() => presenceTimeoutMs("100ms")).toThrow(RangeError);
+    expect(presenceTimeoutMs("250ms")).toBe(250);
     expect(presenceTimeoutMs(undefined)).toBe(1000);
   });
+});
+
+describe("a short presence timeout", () => {
+  it("is kept by a live worker: it beats at least twice per timeout, so its presence never times out", async () => {
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue: uniqueId("short-presence"),
+      workflowBundle: env.bundle,
+      fastFailover: { presenceTimeout: "400ms" },
+    });
+    await worker.runUntil(async () => {
+      const presence = env.client.workflow.getHandle(`jai-presence-${worker.ownTaskQueue}-1`);
+      const running = async () => (await presence.describe().catch(() => undefined))?.raw.pendingActivities?.[0];
+      await waitFor(async () => (await running())?.state === 2, 20000, "the presence activity to run"); // STARTED
+      // Beating every 500 ms against a 400 ms timeout, it timed out at once and ended "alive" after its ping.
+      await new Promise((r) => setTimeout(r, 3000));
+      const described = await presence.describe();
+      expect(described.status.name).toBe("RUNNING");
+      expect((await running())?.attempt).toBe(1);
+    });
+  }, 40000);
 });

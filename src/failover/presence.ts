@@ -53,8 +53,13 @@ export function fleetSink(presence: WorkerPresence | undefined): FleetSink {
 export const DEFAULT_PRESENCE_TIMEOUT = "1s";
 /** The presence activity ends after this long and its workflow continues as new. */
 const RENEW_AFTER_MS = 60 * 60 * 1000;
-/** How often the presence activity reports when nothing changes. */
+/** How often the presence activity reports when nothing changes (at most: twice per presence timeout). */
 const BEAT_MS = 500;
+/**
+ * The shortest presence timeout: two beats in it, each past the presence queue's 100 ms heartbeat throttle. (A
+ * timeout under the beat took every live worker for late: only its ping kept it from being failed over.)
+ */
+const MIN_PRESENCE_TIMEOUT_MS = 250;
 /**
  * The own queue's heartbeat throttle with fast failover: a call that starts is in the report that reaches the
  * server within this (a call started after the last report would wait out its own heartbeat timeout).
@@ -81,8 +86,11 @@ const WATCHDOG_MS = 5000;
 const UNWATCHED_MS = 10_000;
 /** At most this many dead workers' queues polled at once by one worker. */
 const MAX_ADOPTED = 4;
-/** Clears and fails at most this many at once: a dead worker's hundreds of runs must not flood the server. */
-const FAILOVER_CONCURRENCY = 16;
+/**
+ * Clears and fails at most this many runs at once: a dead worker's hundreds of runs must not flood the server,
+ * but its runs wait for this (at 16, sequential per run, 50 runs took 1.7 s with headroom and 2.6 s at saturation).
+ */
+const FAILOVER_CONCURRENCY = 64;
 
 const key = (c: HeldCall) => `${c.workflowId}\u0000${c.runId}\u0000${c.activityId}\u0000${c.attempt}`;
 
@@ -286,7 +294,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
         while (Date.now() < renewAt && !signal.aborted) {
           if (presence.stopping()) return "stopped";
           ctx.heartbeat(presence.report());
-          await presence.changed(BEAT_MS, signal);
+          await presence.changed(Math.min(BEAT_MS, presence.timeoutMs / 2), signal);
         }
         if (!signal.aborted) return "renew";
         if (ctx.cancellationDetails?.workerShutdown) return "stopped";
@@ -332,24 +340,25 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       let runsUnstuck = 0;
       const byRun = new Map<string, HeldCall[]>();
       for (const call of input.report.calls) byRun.set(call.runId, [...(byRun.get(call.runId) ?? []), call]);
-      // The runs with calls first: each is cleared before its calls fail, so the task a failure makes goes to any
-      // worker at once.
-      await eachLimited([...byRun.values()], async (calls) => {
+      // One pool, the runs with calls first: each is cleared (while it is read) before its calls fail, so the task
+      // a failure makes goes to any worker at once.
+      const withCalls = async (calls: HeldCall[]) => {
         const run = { workflowId: calls[0].workflowId, runId: calls[0].runId };
-        let pending: Map<string, { attempt: number; state: number }>;
-        try {
-          const described = await c.workflowService.describeWorkflowExecution({ namespace, execution: run });
-          pending = new Map(
-            (described.pendingActivities ?? []).map((a) => [
-              a.activityId ?? "",
-              { attempt: a.attempt ?? 0, state: Number(a.state ?? 0) },
-            ]),
-          );
-        } catch (err) {
-          warn(`reading ${run.workflowId}`, err);
-          return;
-        }
-        if (await unstick(run)) runsUnstuck++;
+        const [described, unstuck] = await Promise.all([
+          c.workflowService.describeWorkflowExecution({ namespace, execution: run }).catch((err: unknown) => {
+            warn(`reading ${run.workflowId}`, err);
+            return undefined;
+          }),
+          unstick(run),
+        ]);
+        if (unstuck) runsUnstuck++;
+        if (!described) return;
+        const pending = new Map(
+          (described.pendingActivities ?? []).map((a) => [
+            a.activityId ?? "",
+            { attempt: a.attempt ?? 0, state: Number(a.state ?? 0) },
+          ]),
+        );
         for (const call of calls) {
           const now = pending.get(call.activityId);
           if (!now || now.state !== STARTED || now.attempt !== call.attempt) continue;
@@ -360,12 +369,16 @@ export function createPresenceActivities(client: () => Client | undefined, prese
             warn(`failing ${call.workflowId} activity ${call.activityId}`, err); // done meanwhile, or the run ended
           }
         }
-      });
-      await eachLimited(
-        input.report.runs.filter((r) => !byRun.has(r.runId)),
-        async (run) => {
-          if (await unstick(run)) runsUnstuck++;
-        },
+      };
+      const withoutCalls = async (run: HeldRun) => {
+        if (await unstick(run)) runsUnstuck++;
+      };
+      await eachLimited<() => Promise<void>>(
+        [
+          ...[...byRun.values()].map((calls) => () => withCalls(calls)),
+          ...input.report.runs.filter((r) => !byRun.has(r.runId)).map((run) => () => withoutCalls(run)),
+        ],
+        (work) => work(),
       );
       return { callsFailed, runsUnstuck, queueAdopted: await adopting };
     },
@@ -380,9 +393,15 @@ async function eachLimited<T>(items: T[], fn: (item: T) => Promise<void>): Promi
   await Promise.all(Array.from({ length: Math.min(FAILOVER_CONCURRENCY, items.length) }, lane));
 }
 
-/** The presence timeout in ms, from the worker option; more than 0 (0 would turn the heartbeat timeout off). */
+/**
+ * The presence timeout in ms, from the worker option: at least `MIN_PRESENCE_TIMEOUT_MS` (0 would turn the
+ * heartbeat timeout off, and a timeout shorter than two beats would take every live worker for late).
+ */
 export function presenceTimeoutMs(timeout: Duration | undefined): number {
   const ms = msToNumber(timeout ?? DEFAULT_PRESENCE_TIMEOUT);
-  if (!(ms > 0)) throw new RangeError(`fastFailover.presenceTimeout must be more than 0, got ${String(timeout)}`);
+  if (!(ms >= MIN_PRESENCE_TIMEOUT_MS))
+    throw new RangeError(
+      `fastFailover.presenceTimeout must be at least ${MIN_PRESENCE_TIMEOUT_MS} ms, got ${String(timeout)}`,
+    );
   return ms;
 }
