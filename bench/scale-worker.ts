@@ -77,6 +77,7 @@ const worker = await createAgentWorker({
   workflowBundle: { codePath: env("SCALE_BUNDLE") },
   ...(process.env.SCALE_CACHE_BYTES ? { contextCacheBytes: Number(process.env.SCALE_CACHE_BYTES) } : {}),
   routeModelCalls: process.env.SCALE_ROUTE !== "off",
+  ...(process.env.SCALE_REPLAYS ? { maxConcurrentReplays: Number(process.env.SCALE_REPLAYS) } : {}),
   // SCALE_FAILOVER: fast failover with this presence timeout (e.g. "2s"), or "default".
   ...(process.env.SCALE_FAILOVER
     ? {

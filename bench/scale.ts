@@ -11,7 +11,8 @@
  * Tuning tried at saturation: `--scale-sticky=3s`, `--scale-workflow-tasks=200`, `--scale-workflow-polls=40` (or
  * `autoscaling`), `--scale-activity-polls=autoscaling`, `--scale-nonsticky-ratio=1`, `--scale-wft-timeout=10s`,
  * `--scale-failover[=1s]` (fast failover, with this presence timeout; prints each failover, a live worker taken
- * for dead included), `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two), and
+ * for dead included), `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two),
+ * `--scale-replays=10` (`maxConcurrentReplays`: workflow tasks from the shared queue a worker runs at once), and
  * the server's dynamic config with `--server-config key=value` (e.g. `matching.numTaskqueueReadPartitions=1`).
  */
 import { fork, type ChildProcess } from "node:child_process";
@@ -389,6 +390,7 @@ async function runConfig(
     ...(flag("scale-nonsticky-ratio") ? { SCALE_NONSTICKY_RATIO: flag("scale-nonsticky-ratio") } : {}),
     ...(flag("scale-workflow-polls") ? { SCALE_WORKFLOW_POLLS: flag("scale-workflow-polls") } : {}),
     ...(flag("scale-model-ms") ? { SCALE_MODEL_MS: flag("scale-model-ms") } : {}),
+    ...(flag("scale-replays") ? { SCALE_REPLAYS: flag("scale-replays") } : {}),
     ...(flag("scale-activity-polls") ? { SCALE_ACTIVITY_POLLS: flag("scale-activity-polls") } : {}),
     ...(flag("scale-failover") !== undefined
       ? { SCALE_FAILOVER: flag("scale-failover") === "true" ? "default" : flag("scale-failover") }

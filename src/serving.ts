@@ -63,6 +63,17 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
    * `agentWorkerPresence` as `bundleAgentWorkflows()`'s does.
    */
   fastFailover?: boolean | { presenceTimeout?: Duration };
+  /**
+   * At most this many workflow tasks from the shared queue at once, of `maxConcurrentWorkflowTaskExecutions`
+   * (default 40). Such a task is nearly always a run this worker does not hold, which it replays first. When a
+   * worker dies the survivors get all its runs at once: uncapped, each takes dozens together, replays them side by
+   * side on one workflow thread, and the last ones outlive their workflow task timeout (counted from when the task
+   * was taken) and are replayed again elsewhere. Capped, the rest wait in the server's queue, where no timeout
+   * runs (README, "Fast failover"). Default: 10 with `fastFailover` (fewer than the slots), else no cap.
+   * Contract: an integer from 1 to the slots - 1, and not with `workerOptions.tuner` (a `TypeError`; with a
+   * tuner, fast failover's default cap is left out).
+   */
+  maxConcurrentReplays?: number;
   /** Any other Temporal worker option (concurrency limits, interceptors, tuning, ...). */
   workerOptions?: Partial<WorkerOptions>;
 }

@@ -24,6 +24,7 @@ import {
   presenceTimeoutMs,
   WorkerPresence,
 } from "./failover/presence.js";
+import { replayCap, replayCappedOptions } from "./failover/replay-slots.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 
 export { DEFAULT_TASK_QUEUE };
@@ -188,6 +189,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     tracing || metrics || presence
       ? { ...userInterceptors, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) }
       : userInterceptors;
+  const replays = replayCap(options.maxConcurrentReplays, presence !== undefined, options.workerOptions);
   let worker: Worker;
   let ownWorker: Worker | undefined;
   let presenceWorker: Worker | undefined;
@@ -208,7 +210,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
       // takes over its model call, until this timeout (Temporal's default: 10 s). At 1 s a run recovers within its
       // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
       stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
-      ...options.workerOptions,
+      ...(replays === undefined ? options.workerOptions : replayCappedOptions(options.workerOptions ?? {}, replays)),
       ...(interceptors ? { interceptors } : {}),
       dataConverter,
     });

@@ -178,6 +178,11 @@ describe("worker process", () => {
       JAI_FAST_FAILOVER: "soon",
     }).catch((err: Error) => err);
     expect(String(bad)).toContain('JAI_FAST_FAILOVER must be "on", "off" or a duration');
+    // Its replay cap: one shared-queue task at least, fewer than the workflow task slots.
+    const tooMany = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--max-replays", "40"], {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+    }).catch((err: Error) => err);
+    expect(String(tooMany)).toContain("maxConcurrentReplays must be an integer from 1 to 39, got 40");
   });
 
   it("reads the connection from a temporal.toml profile, and what it serves from a config module", async () => {

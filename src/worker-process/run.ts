@@ -47,6 +47,8 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --workspace dir               JAI_WORKSPACE: root of the default file tools, default the working folder
   --max-activities n            JAI_MAX_CONCURRENT_ACTIVITIES (model calls + tools at once), default 100
   --max-workflow-tasks n        JAI_MAX_CONCURRENT_WORKFLOW_TASKS, default 40
+  --max-replays n               JAI_MAX_CONCURRENT_REPLAYS: of them, tasks from the shared queue (replays) at once,
+                                default 10 with --fast-failover, else no cap
   --context-cache-mb n          JAI_CONTEXT_CACHE_MB: byte budget of the model-context cache, default 256
   --health-port n               JAI_HEALTH_PORT: serve /healthz and /readyz (0 = any free port)
   --http-port n                 JAI_HTTP_PORT: serve the run API, live events (SSE) and run console (JAI_HTTP_HOST,
@@ -120,6 +122,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       workspace: { type: "string" },
       "max-activities": { type: "string" },
       "max-workflow-tasks": { type: "string" },
+      "max-replays": { type: "string" },
       "health-port": { type: "string" },
       "http-port": { type: "string" },
       "context-cache-mb": { type: "string" },
@@ -149,6 +152,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     positiveInt(values["max-activities"] ?? env.JAI_MAX_CONCURRENT_ACTIVITIES, "--max-activities") ?? 100;
   const maxWorkflowTasks =
     positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
+  const maxReplays = positiveInt(values["max-replays"] ?? env.JAI_MAX_CONCURRENT_REPLAYS, "--max-replays");
   const cacheMb = positiveInt(values["context-cache-mb"] ?? env.JAI_CONTEXT_CACHE_MB, "--context-cache-mb");
   const healthPort = positiveInt(values["health-port"] ?? env.JAI_HEALTH_PORT, "--health-port");
   const httpPort = positiveInt(values["http-port"] ?? env.JAI_HTTP_PORT, "--http-port");
@@ -251,6 +255,9 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       !values["no-route-model-calls"] && env.JAI_ROUTE_MODEL_CALLS !== "off" && config.routeModelCalls !== false,
     webhooks: config.webhooks,
     ...fastFailover(values["fast-failover"] ? "on" : env.JAI_FAST_FAILOVER, config.fastFailover),
+    ...(maxReplays !== undefined || config.maxConcurrentReplays !== undefined
+      ? { maxConcurrentReplays: maxReplays ?? config.maxConcurrentReplays }
+      : {}),
     ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
     workerOptions: {
       maxConcurrentActivityTaskExecutions: maxActivities,
