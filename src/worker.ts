@@ -194,83 +194,102 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   let ownWorker: Worker | undefined;
   let presenceWorker: Worker | undefined;
   let fleetWorker: Worker | undefined;
+  // Workers made before a later one failed to be: shut down before the connection closes (it refuses while any holds it).
+  const created: Worker[] = [];
+  const made = (w: Worker) => (created.push(w), w);
   try {
-    worker = await Worker.create({
-      connection,
-      namespace,
-      taskQueue,
-      activities,
-      ...(options.workflowBundle
-        ? { workflowBundle: options.workflowBundle }
-        : { workflowsPath: agentWorkflowsPath(), bundlerOptions: { webpackConfigHook } }),
-      sinks,
-      // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s, not 80% of the heartbeat timeout.
-      maxHeartbeatThrottleInterval: "1s",
-      // A killed worker's sticky queue holds its runs' next workflow task, and the context query of the worker that
-      // takes over its model call, until this timeout (Temporal's default: 10 s). At 1 s a run recovers within its
-      // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
-      stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
-      ...(replays === undefined ? options.workerOptions : replayCappedOptions(options.workerOptions ?? {}, replays)),
-      ...(interceptors ? { interceptors } : {}),
-      dataConverter,
-    });
-    if (ownTaskQueue) {
-      // Activities only: the model calls of the runs whose context this worker holds.
-      ownWorker = await Worker.create({
+    // The fleet queue's workflow code, before any worker exists (bundling is the step likeliest to fail): the
+    // worker's own bundle, else only the presence workflow (the whole loop would cost seconds more to bundle).
+    const fleetBundle = !presence
+      ? undefined
+      : (options.workflowBundle ??
+        (await bundleWorkflowCode({
+          workflowsPath: agentWorkflowsPath("presence"),
+          webpackConfigHook,
+          logger: quietLogger,
+          payloadConverterPath: dataConverter?.payloadConverterPath,
+          failureConverterPath: dataConverter?.failureConverterPath,
+        })));
+    worker = made(
+      await Worker.create({
         connection,
         namespace,
-        taskQueue: ownTaskQueue,
+        taskQueue,
         activities,
+        ...(options.workflowBundle
+          ? { workflowBundle: options.workflowBundle }
+          : { workflowsPath: agentWorkflowsPath(), bundlerOptions: { webpackConfigHook } }),
+        sinks,
+        // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s, not 80% of the heartbeat timeout.
         maxHeartbeatThrottleInterval: "1s",
-        ...ownWorkerOptions(options.workerOptions),
-        // The same payloads and activity interceptors (traces, metrics) as the shared worker; no workflows here.
+        // A killed worker's sticky queue holds its runs' next workflow task, and the context query of the worker that
+        // takes over its model call, until this timeout (Temporal's default: 10 s). At 1 s a run recovers within its
+        // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
+        stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
+        ...(replays === undefined ? options.workerOptions : replayCappedOptions(options.workerOptions ?? {}, replays)),
+        ...(interceptors ? { interceptors } : {}),
         dataConverter,
-        interceptors: { activity },
-      });
+      }),
+    );
+    if (ownTaskQueue) {
+      // Activities only: the model calls of the runs whose context this worker holds.
+      ownWorker = made(
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue: ownTaskQueue,
+          activities,
+          maxHeartbeatThrottleInterval: "1s",
+          ...ownWorkerOptions(options.workerOptions),
+          // The same payloads and activity interceptors (traces, metrics) as the shared worker; no workflows here.
+          dataConverter,
+          interceptors: { activity },
+        }),
+      );
     }
     if (presence) {
       // The presence activity and its pings only, on a queue of their own: a busy own queue must not make a
       // live worker look dead. It beats as soon as a call starts (the report must name a call before the worker
       // can die in it), so its heartbeat throttle is short.
       const { workerPresence, workerPing } = activities;
-      presenceWorker = await Worker.create({
-        connection,
-        namespace,
-        taskQueue: presence.presenceQueue,
-        activities: { workerPresence, workerPing },
-        maxHeartbeatThrottleInterval: PRESENCE_THROTTLE,
-        maxConcurrentActivityTaskExecutions: PRESENCE_SLOTS,
-        dataConverter,
-      });
+      presenceWorker = made(
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue: presence.presenceQueue,
+          activities: { workerPresence, workerPing },
+          maxHeartbeatThrottleInterval: PRESENCE_THROTTLE,
+          maxConcurrentActivityTaskExecutions: PRESENCE_SLOTS,
+          dataConverter,
+        }),
+      );
       // The fleet's presence workflows and their fail-overs (a local activity), on a queue of their own with a
       // workflow thread of their own: a survivor saturated by runs still fails a dead worker over within ~3 s.
       const { failOverWorker } = activities;
-      fleetWorker = await Worker.create({
-        connection,
-        namespace,
-        taskQueue: fleetTaskQueue(taskQueue),
-        workflowBundle:
-          options.workflowBundle ??
-          (await bundleWorkflowCode({
-            // Only the presence workflow (the whole loop would cost seconds more to bundle here).
-            workflowsPath: agentWorkflowsPath("presence"),
-            webpackConfigHook,
-            logger: quietLogger,
-            payloadConverterPath: dataConverter?.payloadConverterPath,
-            failureConverterPath: dataConverter?.failureConverterPath,
-          })),
-        activities: { failOverWorker },
-        maxConcurrentWorkflowTaskExecutions: PRESENCE_SLOTS,
-        maxConcurrentLocalActivityExecutions: PRESENCE_SLOTS,
-        maxConcurrentActivityTaskExecutions: 1,
-        workflowThreadPoolSize: 1,
-        stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
-        dataConverter,
-      });
+      fleetWorker = made(
+        await Worker.create({
+          connection,
+          namespace,
+          taskQueue: fleetTaskQueue(taskQueue),
+          workflowBundle: fleetBundle!,
+          activities: { failOverWorker },
+          // Local activities only: nothing is ever scheduled on the fleet queue as an activity.
+          enableNonLocalActivities: false,
+          maxConcurrentWorkflowTaskExecutions: PRESENCE_SLOTS,
+          maxConcurrentLocalActivityExecutions: PRESENCE_SLOTS,
+          workflowThreadPoolSize: 1,
+          stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
+          // A bundle of the caller's may carry workflow interceptors that need the sinks (a tracing exporter).
+          sinks,
+          dataConverter,
+        }),
+      );
     }
   } catch (err) {
-    await mcp?.close();
-    if (owned) await connection.close();
+    // Each made worker runs for an instant and stops: only then does it let go of the connection.
+    await Promise.allSettled(created.map((w) => w.runUntil(Promise.resolve())));
+    await mcp?.close().catch(() => {});
+    if (owned) await connection.close().catch(() => {});
     throw err;
   }
   // Dead workers' own queues this one polls for a while (fast failover), without the presence activity (the

@@ -68,6 +68,10 @@ describe("ReplayCappedSlots", () => {
     abort.abort(reason);
     await expect(waiting).rejects.toBe(reason);
     expect(slots.state).toEqual({ inUse: 1, replays: 1, waiting: 0 });
+    // Given up before it ran: no permit is taken, even with room for one.
+    const fresh = new ReplayCappedSlots(4, 2);
+    await expect(fresh.reserveSlot(ctx(true), abort.signal)).rejects.toBe(reason);
+    expect(fresh.state.inUse).toBe(0);
     expect(() => new ReplayCappedSlots(40, 0)).toThrow(RangeError);
     expect(() => new ReplayCappedSlots(40, 40)).toThrow(RangeError);
     expect(() => new ReplayCappedSlots(40, 2.5)).toThrow(RangeError);
@@ -92,6 +96,7 @@ describe("ReplayCappedSlots", () => {
     expect(replayCap(undefined, true, undefined)).toBe(FAILOVER_REPLAYS);
     expect(replayCap(undefined, true, { maxConcurrentWorkflowTaskExecutions: 4 })).toBe(3);
     expect(replayCap(undefined, true, { tuner: replayCappedOptions({}, 2).tuner })).toBeUndefined();
+    expect(replayCap(undefined, true, { maxCachedWorkflows: 0 })).toBeUndefined();
     expect(replayCap(20, true, {})).toBe(20);
     expect(replayCap(2, false, {})).toBe(2);
   });

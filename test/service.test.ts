@@ -182,7 +182,9 @@ describe("worker process", () => {
     const tooMany = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--max-replays", "40"], {
       TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
     }).catch((err: Error) => err);
-    expect(String(tooMany)).toContain("maxConcurrentReplays must be an integer from 1 to 39, got 40");
+    expect(String(tooMany)).toContain(
+      "--max-replays (JAI_MAX_CONCURRENT_REPLAYS) must be from 1 to --max-workflow-tasks - 1 (39), got 40",
+    );
   });
 
   it("reads the connection from a temporal.toml profile, and what it serves from a config module", async () => {

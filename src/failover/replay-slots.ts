@@ -42,7 +42,7 @@ export class ReplayCappedSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
     readonly maxReplays: number,
   ) {
     if (!(Number.isInteger(slots) && slots >= 2))
-      throw new RangeError(`workflow task slots must be 2 or more, got ${slots}`);
+      throw new RangeError(`maxConcurrentReplays needs maxConcurrentWorkflowTaskExecutions of 2 or more, got ${slots}`);
     // A sticky poll and a shared one at least: fewer, and the worker could not take a new run at all.
     if (!(Number.isInteger(maxReplays) && maxReplays >= 1 && maxReplays < slots))
       throw new RangeError(`maxConcurrentReplays must be an integer from 1 to ${slots - 1}, got ${maxReplays}`);
@@ -55,6 +55,8 @@ export class ReplayCappedSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
 
   reserveSlot(ctx: SlotReserveContext, signal: AbortSignal): Promise<SlotPermit> {
     const sticky = ctx.isSticky;
+    // Given up before this ran (a stopping poller): a permit taken now would never come back.
+    if (signal.aborted) return Promise.reject(signal.reason);
     if (this.fits(sticky)) return Promise.resolve(this.take(sticky));
     return new Promise((resolve, reject) => {
       const waiter = {
@@ -69,7 +71,6 @@ export class ReplayCappedSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
         if (i >= 0) this.waiting.splice(i, 1);
         reject(signal.reason);
       };
-      if (signal.aborted) return reject(signal.reason);
       signal.addEventListener("abort", abort, { once: true });
       this.waiting.push(waiter);
     });
@@ -101,14 +102,18 @@ export class ReplayCappedSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
   }
 }
 
-/** The cap a worker runs with: the one set, else fast failover's (below its slots; none beside a tuner of its own). */
+/**
+ * The cap a worker runs with: the one set, else fast failover's, below its slots. None by default beside a tuner
+ * of the caller's, with fewer than 2 slots, or with no workflow cache (no sticky queue: every task would count).
+ */
 export function replayCap(
   set: number | undefined,
   fastFailover: boolean,
   options: Partial<WorkerOptions> | undefined,
 ): number | undefined {
-  if (set !== undefined || !fastFailover || options?.tuner) return set;
-  return Math.min(FAILOVER_REPLAYS, (options?.maxConcurrentWorkflowTaskExecutions ?? 40) - 1);
+  if (set !== undefined || !fastFailover || options?.tuner || options?.maxCachedWorkflows === 0) return set;
+  const slots = options?.maxConcurrentWorkflowTaskExecutions ?? 40;
+  return slots < 2 ? undefined : Math.min(FAILOVER_REPLAYS, slots - 1);
 }
 
 /**

@@ -153,6 +153,10 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const maxWorkflowTasks =
     positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
   const maxReplays = positiveInt(values["max-replays"] ?? env.JAI_MAX_CONCURRENT_REPLAYS, "--max-replays");
+  if (maxReplays !== undefined && !(maxReplays >= 1 && maxReplays < maxWorkflowTasks))
+    throw new Error(
+      `--max-replays (JAI_MAX_CONCURRENT_REPLAYS) must be from 1 to --max-workflow-tasks - 1 (${maxWorkflowTasks - 1}), got ${maxReplays}`,
+    );
   const cacheMb = positiveInt(values["context-cache-mb"] ?? env.JAI_CONTEXT_CACHE_MB, "--context-cache-mb");
   const healthPort = positiveInt(values["health-port"] ?? env.JAI_HEALTH_PORT, "--health-port");
   const httpPort = positiveInt(values["http-port"] ?? env.JAI_HTTP_PORT, "--http-port");
