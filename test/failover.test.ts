@@ -13,6 +13,7 @@ import {
   WORKER_PRESENCE_WORKFLOW,
   type PresenceOutcome,
 } from "../src/failover/presence.js";
+import type { PresenceReport } from "../src/failover/types.js";
 import {
   harnessDir,
   readLog,
@@ -47,8 +48,8 @@ afterAll(async () => {
 
 const config = (variant?: HarnessConfig["variant"]) =>
   files.config(variant, {
-    // Under a whole suite's load a 1 s timeout could take the survivor for dead; the mechanism is the same.
-    presenceTimeout: "2s",
+    // Under a whole suite's load a short timeout could take a live worker for dead; the mechanism is the same.
+    presenceTimeout: "3s",
     // Turn 2's answer streams for several seconds: long enough to be cut.
     tokensPerSecond: 20,
   });
@@ -67,8 +68,23 @@ const startRun = (c: HarnessConfig) =>
 const turn2On = (log: LogEntry[], pid: number) =>
   log.some((e) => e.event === "model_call" && e.results === 3 && e.pid === pid);
 
-/** A started call is in its worker's next presence heartbeat (sent within ~100 ms). */
-const reported = () => new Promise((r) => setTimeout(r, 500));
+/**
+ * The worker's running presence has heartbeated a report naming a call of `workflowId` (the server holds it as the
+ * activity's last heartbeat details): a kill from now on is one the fail-over can name the call for. Read from the
+ * server, not waited for: under a whole suite's load the heartbeat can come later than any fixed wait.
+ */
+async function reported(worker: ChildWorker, workflowId: string) {
+  await waitFor(
+    async () => {
+      const pending = (await presenceOf(worker).describe()).raw.pendingActivities?.[0];
+      const data = pending?.heartbeatDetails?.payloads?.[0]?.data;
+      const report = data ? (JSON.parse(Buffer.from(data).toString()) as PresenceReport) : undefined;
+      return pending?.state === 2 && (report?.calls ?? []).some((call) => call.workflowId === workflowId);
+    },
+    30000,
+    "the first worker's presence to report its model call",
+  );
+}
 
 /**
  * The scenario's run with two workers, the first one in turn 2's model call (~3 s of streaming) and its presence
@@ -81,7 +97,7 @@ async function firstWorkerInTurn2() {
   await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
   const second = await child(c);
   await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
-  await reported();
+  await reported(first, handle.workflowId);
   return { c, first, second, handle };
 }
 
