@@ -28,6 +28,13 @@ interface Permit extends SlotPermit {
  */
 export const FAILOVER_REPLAYS = 10;
 
+/** Temporal's workflow task slots when `maxConcurrentWorkflowTaskExecutions` is not set. */
+const DEFAULT_WORKFLOW_TASK_SLOTS = 40;
+
+/** A cap leaves a sticky poll and a shared one at least: fewer, and the worker could not take a new run at all. */
+export const replayCapFits = (maxReplays: number, slots: number) =>
+  Number.isInteger(maxReplays) && maxReplays >= 1 && maxReplays < slots;
+
 /** At most `slots` workflow tasks at once, of which at most `maxReplays` from the shared queue. */
 export class ReplayCappedSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
   readonly type = "custom";
@@ -43,12 +50,11 @@ export class ReplayCappedSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
   ) {
     if (!(Number.isInteger(slots) && slots >= 2))
       throw new RangeError(`maxConcurrentReplays needs maxConcurrentWorkflowTaskExecutions of 2 or more, got ${slots}`);
-    // A sticky poll and a shared one at least: fewer, and the worker could not take a new run at all.
-    if (!(Number.isInteger(maxReplays) && maxReplays >= 1 && maxReplays < slots))
+    if (!replayCapFits(maxReplays, slots))
       throw new RangeError(`maxConcurrentReplays must be an integer from 1 to ${slots - 1}, got ${maxReplays}`);
   }
 
-  /** Slots in use, and of them held for the shared queue (tests, metrics). */
+  /** Slots in use, and of them held for the shared queue (tests). */
   get state(): { inUse: number; replays: number; waiting: number } {
     return { inUse: this.inUse, replays: this.replays, waiting: this.waiting.length };
   }
@@ -112,7 +118,7 @@ export function replayCap(
   options: Partial<WorkerOptions> | undefined,
 ): number | undefined {
   if (set !== undefined || !fastFailover || options?.tuner || options?.maxCachedWorkflows === 0) return set;
-  const slots = options?.maxConcurrentWorkflowTaskExecutions ?? 40;
+  const slots = options?.maxConcurrentWorkflowTaskExecutions ?? DEFAULT_WORKFLOW_TASK_SLOTS;
   return slots < 2 ? undefined : Math.min(FAILOVER_REPLAYS, slots - 1);
 }
 
@@ -134,7 +140,10 @@ export function replayCappedOptions(options: Partial<WorkerOptions>, maxReplays:
   } = options;
   const fixed = (numSlots: number | undefined) => ({ type: "fixed-size" as const, numSlots: numSlots ?? 100 });
   const tuner: WorkerTuner = {
-    workflowTaskSlotSupplier: new ReplayCappedSlots(maxConcurrentWorkflowTaskExecutions ?? 40, maxReplays),
+    workflowTaskSlotSupplier: new ReplayCappedSlots(
+      maxConcurrentWorkflowTaskExecutions ?? DEFAULT_WORKFLOW_TASK_SLOTS,
+      maxReplays,
+    ),
     activityTaskSlotSupplier: fixed(maxConcurrentActivityTaskExecutions),
     localActivityTaskSlotSupplier: fixed(maxConcurrentLocalActivityExecutions),
     nexusTaskSlotSupplier: fixed(maxConcurrentNexusTaskExecutions),

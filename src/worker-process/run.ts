@@ -18,6 +18,7 @@ import { createFileTools } from "../tools/fs-tools.js";
 import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker, DEFAULT_TASK_QUEUE } from "../worker.js";
 import { presenceTimeoutMs } from "../failover/presence.js";
+import { replayCapFits } from "../failover/replay-slots.js";
 import { dataConverterFromEnv } from "../codec/config.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
@@ -153,7 +154,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const maxWorkflowTasks =
     positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
   const maxReplays = positiveInt(values["max-replays"] ?? env.JAI_MAX_CONCURRENT_REPLAYS, "--max-replays");
-  if (maxReplays !== undefined && !(maxReplays >= 1 && maxReplays < maxWorkflowTasks))
+  if (maxReplays !== undefined && !replayCapFits(maxReplays, maxWorkflowTasks))
     throw new Error(
       `--max-replays (JAI_MAX_CONCURRENT_REPLAYS) must be from 1 to --max-workflow-tasks - 1 (${maxWorkflowTasks - 1}), got ${maxReplays}`,
     );
