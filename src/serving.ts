@@ -3,6 +3,7 @@
  * the worker process's config file all take these fields, with the same
  * meaning and defaults.
  */
+import type { LinkOptions } from "./failover/links.js";
 import type { Duration } from "@temporalio/common";
 import type { DataConverter } from "@temporalio/common";
 import type { WorkerOptions } from "@temporalio/worker";
@@ -61,8 +62,14 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
    * sizing"). Contract: every worker of the queue runs this version
    * (an older one cannot run the presence workflow or its fail-over), and a bundle of your own exports
    * `agentWorkerPresence` as `bundleAgentWorkflows()`'s does.
+   *
+   * `links` (default on): each worker also listens on a TCP port and connects to every other fast-failover worker
+   * of the queue (found through their presences), so a killed worker, whose kernel closes its sockets at once, is
+   * failed over in well under a second when nothing is left at its address, without waiting for its heartbeats.
+   * Contract: workers reach each other at the advertised address (the first non-internal IPv4 address unless
+   * set; a worker out of reach is failed over by its heartbeats only). `false` turns links off.
    */
-  fastFailover?: boolean | { presenceTimeout?: Duration };
+  fastFailover?: boolean | { presenceTimeout?: Duration; links?: false | LinkOptions };
   /**
    * At most this many workflow tasks from the shared queue at once, of `maxConcurrentWorkflowTaskExecutions`
    * (default 40). Such a task is nearly always a run this worker does not hold, which it replays first. When a

@@ -144,7 +144,11 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     );
   const failover = ownTaskQueue && options.fastFailover ? options.fastFailover : undefined;
   const presence = failover
-    ? new WorkerPresence(ownTaskQueue!, presenceTimeoutMs(failover === true ? undefined : failover.presenceTimeout))
+    ? new WorkerPresence(
+        ownTaskQueue!,
+        presenceTimeoutMs(failover === true ? undefined : failover.presenceTimeout),
+        failover === true ? undefined : failover.links,
+      )
     : undefined;
   const mcp = options.mcpServers?.length ? new McpToolSource(options.mcpServers) : undefined;
   const activities = createActivities({

@@ -75,15 +75,21 @@ const turn2On = (log: LogEntry[], pid: number) =>
  */
 async function reported(worker: ChildWorker, workflowId: string) {
   await waitFor(
-    async () => {
-      const pending = (await presenceOf(worker).describe()).raw.pendingActivities?.[0];
-      const data = pending?.heartbeatDetails?.payloads?.[0]?.data;
-      const report = data ? (JSON.parse(Buffer.from(data).toString()) as PresenceReport) : undefined;
-      return pending?.state === 2 && (report?.calls ?? []).some((call) => call.workflowId === workflowId);
-    },
+    async () => ((await reportOf(worker))?.calls ?? []).some((call) => call.workflowId === workflowId),
     30000,
     "the first worker's presence to report its model call",
   );
+}
+
+/** The last report the worker's running presence heartbeated, as the server holds it. */
+async function reportOf(worker: ChildWorker): Promise<PresenceReport | undefined> {
+  // Not started yet: no report.
+  const described = await presenceOf(worker)
+    .describe()
+    .catch(() => undefined);
+  const pending = described?.raw.pendingActivities?.[0];
+  const data = pending?.heartbeatDetails?.payloads?.[0]?.data;
+  return pending?.state === 2 && data ? (JSON.parse(Buffer.from(data).toString()) as PresenceReport) : undefined;
 }
 
 /**
@@ -184,6 +190,36 @@ describe("fast failover", () => {
   }, 90000);
 });
 
+describe("fast failover: links", () => {
+  it("kill -9: the survivor's link closes and nothing listens at the dead worker's address: it is failed over at once, not after its presence timeout", async () => {
+    // A presence timeout longer than the test: only the link can tell in time.
+    const c = files.config(undefined, { presenceTimeout: "60s", tokensPerSecond: 20 });
+    const first = await child(c);
+    const handle = await startRun(c);
+    await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
+    const second = await child(c);
+    await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
+    await reported(first, handle.workflowId);
+    await waitFor(
+      async () => ((await reportOf(second))?.links ?? []).includes(first.ownQueue),
+      30000,
+      "the survivor's link to the first worker",
+    );
+    await first.kill();
+    const outcome = (await presenceOf(first).result()) as PresenceOutcome;
+    expect(outcome).toMatchObject({ worker: "lost", lostBy: "link" });
+    // The report came from the server (no timeout carried it): the call it named was failed.
+    expect(outcome.failover!.callsFailed).toBeGreaterThanOrEqual(1);
+    const result = await handle.result();
+    expect(textOf(result.messages.at(-1))).toBe(FINAL);
+    const calls = await modelCalls(handle);
+    expect(calls.some((m) => m.queue === first.ownQueue && m.failure?.message?.includes("stopped heartbeating"))).toBe(
+      true,
+    );
+    await second.stop();
+  }, 90000);
+});
+
 describe("fast failover: a live worker", () => {
   it("whose heartbeats stop but that answers its ping is not failed over, and is watched again", async () => {
     const { first, second, handle } = await firstWorkerInTurn2();
@@ -243,6 +279,7 @@ describe("what a worker reports", () => {
     presence.runSeen("w1", "r1"); // seen again: now the newest
     const now = Date.now();
     expect(presence.report(now)).toEqual({
+      links: [],
       calls: [{ workflowId: "w2", runId: "r2", activityId: "7", attempt: 2 }],
       runs: [
         { workflowId: "w2", runId: "r2" },

@@ -32,14 +32,20 @@ function collectPayloads(value: unknown, out: Payload[], seen = new Set<unknown>
   for (const child of Array.isArray(value) ? value : Object.values(value)) collectPayloads(child, out, seen);
 }
 
+/** `payloads` decoded with `codecs`, applied last to first as Temporal does (the payloads are left as they are). */
+export async function decodePayloads(payloads: Payload[], codecs: PayloadCodec[]): Promise<Payload[]> {
+  let decoded: Payload[] = payloads.map((p) => ({ metadata: p.metadata, data: p.data }));
+  for (const codec of [...codecs].reverse()) decoded = await codec.decode(decoded);
+  return decoded;
+}
+
 /** Decodes every payload of `history` in place with `codecs` (applied last to first, as Temporal does) and returns it. */
 export async function decodeHistoryPayloads<H extends History>(history: H, codecs: PayloadCodec[]): Promise<H> {
   if (codecs.length === 0) return history;
   const payloads: Payload[] = [];
   collectPayloads(history.events, payloads);
   if (payloads.length === 0) return history;
-  let decoded: Payload[] = payloads.map((p) => ({ metadata: p.metadata, data: p.data }));
-  for (const codec of [...codecs].reverse()) decoded = await codec.decode(decoded);
+  const decoded = await decodePayloads(payloads, codecs);
   payloads.forEach((p, i) => {
     p.metadata = decoded[i].metadata;
     p.data = decoded[i].data;

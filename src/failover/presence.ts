@@ -18,7 +18,15 @@
  */
 import { Context, type Info } from "@temporalio/activity";
 import { type Client } from "@temporalio/client";
-import { CancelledFailure, msToNumber, TimeoutFailure, TimeoutType, type Duration } from "@temporalio/common";
+import {
+  CancelledFailure,
+  msToNumber,
+  TimeoutFailure,
+  TimeoutType,
+  type Duration,
+  type Payload,
+} from "@temporalio/common";
+import { decodePayloads } from "../codec/history.js";
 import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
@@ -27,7 +35,8 @@ import type {
   Next,
 } from "@temporalio/worker";
 import type { AgentSinks } from "../workflows/definitions.js";
-import { WORKER_PRESENCE_WORKFLOW } from "../workflows/presence.js";
+import { WORKER_PRESENCE_WORKFLOW, workerLostSignal } from "../workflows/presence.js";
+import { PeerLinks, type LinkAddress, type LinkEvidence, type LinkOptions, type LinkPeer } from "./links.js";
 import type { FailoverResult, HeldCall, HeldRun, PresenceEnd, PresenceInput, PresenceReport } from "./types.js";
 
 export type { PresenceOutcome } from "./types.js";
@@ -84,6 +93,8 @@ const MAX_REPORTED_RUNS = 1000;
 /** How often a worker checks that its presence activity runs, and how long without one before it starts another. */
 const WATCHDOG_MS = 5000;
 const UNWATCHED_MS = 10_000;
+/** How often a worker lists the fleet's presences to link to new workers (and drop the ones that left). */
+const LINK_DISCOVERY_MS = 3000;
 /** At most this many dead workers' queues polled at once by one worker. */
 const MAX_ADOPTED = 4;
 /**
@@ -112,14 +123,20 @@ export class WorkerPresence {
   private beating = false;
   private lastBeatAt = 0;
   private watchdog?: ReturnType<typeof setInterval>;
+  private discovery?: ReturnType<typeof setInterval>;
+  /** This worker's links to the fleet's other workers (src/failover/links.ts), unless turned off. */
+  readonly links?: PeerLinks;
 
   constructor(
     /** The worker's own queue (its routed model calls): what names it, and what a survivor polls once it died. */
     readonly workerQueue: string,
     /** Heartbeat timeout of the presence activity, and how long its ping waits, ms. */
     readonly timeoutMs: number,
+    /** Links to the fleet's other workers (`fastFailover.links`): `false` for none. */
+    links: LinkOptions | false = {},
   ) {
     this.presenceQueue = `${workerQueue}-presence`;
+    if (links !== false) this.links = new PeerLinks(workerQueue, (peer, evidence) => this.lost(peer, evidence), links);
   }
 
   /** Counts an activity attempt in (on start) and out (when it settles). */
@@ -199,6 +216,8 @@ export class WorkerPresence {
    * whenever none has run here for `UNWATCHED_MS` (its workflow gave up on a live worker, or lost a renewal).
    */
   watch(client: Client, taskQueue: string): void {
+    this.client = client;
+    const fleet = fleetTaskQueue(taskQueue);
     const start = () => {
       this.lastBeatAt = Date.now(); // a start's grace: its activity has `UNWATCHED_MS` to begin
       const input: PresenceInput = {
@@ -207,24 +226,79 @@ export class WorkerPresence {
         timeoutMs: this.timeoutMs,
         renewAfterMs: RENEW_AFTER_MS,
       };
+      const address = this.links?.address;
       client.workflow
         .start(WORKER_PRESENCE_WORKFLOW, {
-          taskQueue: fleetTaskQueue(taskQueue),
+          taskQueue: fleet,
           workflowId: `jai-presence-${this.workerQueue}-${++this.attempt}`,
           args: [input],
+          // What the fleet's other workers link to this one by (and what an operator sees of it).
+          memo: { workerQueue: this.workerQueue, ...(address ? { links: address } : {}) },
         })
         .catch((err) => console.warn(`jai: could not start the presence of ${this.workerQueue}: ${String(err)}`));
     };
-    start();
+    // Listening first, so the presence names the address; a worker that cannot listen is watched without links.
+    const listening = this.links
+      ? this.links.listen().catch((err) => console.warn(`jai: ${this.workerQueue} links no peers: ${String(err)}`))
+      : Promise.resolve();
+    void listening.then(() => {
+      start();
+      if (this.links?.address) {
+        const discover = this.discoverer(client, fleet);
+        this.discovery = setInterval(() => void discover(), LINK_DISCOVERY_MS);
+        this.discovery.unref();
+        void discover();
+      }
+    });
     this.watchdog = setInterval(() => {
       if (!this.beating && !this.stopping() && Date.now() - this.lastBeatAt > UNWATCHED_MS) start();
     }, WATCHDOG_MS);
     this.watchdog.unref();
   }
 
-  /** Stops the watchdog (the worker is stopping). */
+  /** Stops the watchdog and closes the links, saying bye (the worker is stopping, its drain done). */
   unwatch(): void {
     clearInterval(this.watchdog);
+    clearInterval(this.discovery);
+    this.links?.close().catch(() => {});
+  }
+
+  private client?: Client;
+
+  /** Lists the fleet's running presences and links to their workers (one listing at a time). */
+  private discoverer(client: Client, fleet: string): () => Promise<void> {
+    let busy = false;
+    const query = `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND ExecutionStatus = 'Running' AND TaskQueue = '${fleet}'`;
+    return async () => {
+      if (busy || !this.links) return;
+      busy = true;
+      try {
+        const peers = new Map<string, LinkPeer>();
+        for await (const run of client.workflow.list({ query })) {
+          const memo = run.memo as { workerQueue?: string; links?: LinkAddress } | undefined;
+          if (memo?.workerQueue && memo.links && !peers.has(memo.workerQueue))
+            peers.set(memo.workerQueue, {
+              workerQueue: memo.workerQueue,
+              address: memo.links,
+              presenceWorkflowId: run.workflowId,
+            });
+        }
+        this.links.update([...peers.values()]);
+      } catch (err) {
+        console.warn(`jai: ${this.workerQueue} could not list the fleet's presences: ${String(err)}`);
+      } finally {
+        busy = false;
+      }
+    };
+  }
+
+  /** A link to `peer` closed and the check says it is gone (or may be): its presence workflow is told. */
+  private lost(peer: LinkPeer, evidence: LinkEvidence): void {
+    this.client?.workflow
+      .getHandle(peer.presenceWorkflowId)
+      .signal(workerLostSignal, { evidence, by: this.workerQueue })
+      // Its presence ended meanwhile (failed over by its heartbeats, or it left): nothing to tell.
+      .catch(() => {});
   }
 
   /** What the next heartbeat says. */
@@ -237,6 +311,7 @@ export class WorkerPresence {
     return {
       calls: [...this.calls.values()],
       runs: [...this.runs.values()].map(({ workflowId, runId }) => ({ workflowId, runId })),
+      ...(this.links ? { links: this.links.linked() } : {}),
     };
   }
 }
@@ -315,10 +390,12 @@ export function createPresenceActivities(client: () => Client | undefined, prese
      * while the attempt it reported is still the run's running one (a retry elsewhere is left alone). Never
      * throws for one run or call: what it could not do, their own timeouts still do.
      */
-    async failOverWorker(input: { workerQueue: string; report: PresenceReport }): Promise<FailoverResult> {
+    async failOverWorker(input: { workerQueue: string; report?: PresenceReport }): Promise<FailoverResult> {
       const c = client();
       if (!c) throw new Error("failOverWorker needs the worker's client");
-      const namespace = Context.current().info.workflowNamespace;
+      const info = Context.current().info;
+      const namespace = info.workflowNamespace;
+      const report = input.report ?? (await lastReport(c, namespace, info.workflowExecution!));
       const warn = (what: string, err: unknown) =>
         console.warn(`jai: failing over ${input.workerQueue}: ${what}: ${String(err)}`);
       // At once, while the calls fail: a run's next call may be on its way to the dead worker's queue.
@@ -339,7 +416,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       let callsFailed = 0;
       let runsUnstuck = 0;
       const byRun = new Map<string, HeldCall[]>();
-      for (const call of input.report.calls) byRun.set(call.runId, [...(byRun.get(call.runId) ?? []), call]);
+      for (const call of report.calls) byRun.set(call.runId, [...(byRun.get(call.runId) ?? []), call]);
       // One pool, the runs with calls first: each is cleared (while it is read) before its calls fail, so the task
       // a failure makes goes to any worker at once.
       const withCalls = async (calls: HeldCall[]) => {
@@ -376,13 +453,31 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       await eachLimited<() => Promise<void>>(
         [
           ...[...byRun.values()].map((calls) => () => withCalls(calls)),
-          ...input.report.runs.filter((r) => !byRun.has(r.runId)).map((run) => () => withoutCalls(run)),
+          ...report.runs.filter((r) => !byRun.has(r.runId)).map((run) => () => withoutCalls(run)),
         ],
         (work) => work(),
       );
       return { callsFailed, runsUnstuck, queueAdopted: await adopting };
     },
   };
+}
+
+/**
+ * The last report a presence activity heartbeated, read from its workflow (a link found the worker dead before
+ * its heartbeats timed out, so no timeout carries them): empty when it sent none.
+ */
+async function lastReport(
+  client: Client,
+  namespace: string | undefined,
+  presence: { workflowId: string; runId?: string },
+): Promise<PresenceReport> {
+  const described = await client.workflowService.describeWorkflowExecution({ namespace, execution: presence });
+  const payloads = described.pendingActivities?.find((a) => a.activityType?.name === "workerPresence")?.heartbeatDetails
+    ?.payloads;
+  if (!payloads?.length) return { calls: [], runs: [] };
+  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
+  const [first] = await decodePayloads(payloads as Payload[], payloadCodecs);
+  return payloadConverter.fromPayload<PresenceReport>(first);
 }
 
 async function eachLimited<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {

@@ -22,6 +22,8 @@ export interface HeldRun {
 export interface PresenceReport {
   calls: HeldCall[];
   runs: HeldRun[];
+  /** The fleet's workers this one has a link to (their own queues): the ones it tells when their link closes. */
+  links?: string[];
 }
 
 /** The presence workflow's input. */
@@ -34,6 +36,17 @@ export interface PresenceInput {
   timeoutMs: number;
   /** The presence activity ends after this long and the workflow continues as new (keeps each history small). */
   renewAfterMs: number;
+}
+
+/** News from a peer whose link to the watched worker closed (src/failover/links.ts): the presence workflow's signal. */
+export interface WorkerLost {
+  /**
+   * What the peer found at the worker's address: "refused" or "replaced" (the worker is gone: it is failed over at
+   * once) or "closed" (it is pinged at once, and failed over if it does not answer).
+   */
+  evidence: "refused" | "replaced" | "closed";
+  /** The peer's own queue. */
+  by: string;
 }
 
 /** How a presence activity ended on a live worker. */
@@ -56,5 +69,7 @@ export interface PresenceOutcome {
    * was failed over; "alive": its heartbeats stopped but it answered (nothing was failed over).
    */
   worker: "stopped" | "lost" | "alive";
+  /** How a lost worker was found out: its heartbeats stopped, or a peer's link to it closed (`WorkerLost`). */
+  lostBy?: "heartbeats" | "link";
   failover?: FailoverResult;
 }

@@ -1,25 +1,38 @@
 /**
  * A worker's presence: one activity on the worker's presence queue that heartbeats what the worker has in hand.
- * When the heartbeats stop and a ping there goes unanswered (the worker died), another worker fails its calls by
- * id and clears its runs' sticky queues, so the runs go on within about two presence timeouts instead of each
+ * When the heartbeats stop and a ping there goes unanswered (the worker died), or a peer's link to the worker
+ * closed and nothing is left at its address, another worker fails its calls by id and clears its runs' sticky queues, so the runs go on within about two presence timeouts instead of each
  * waiting out its own heartbeat timeout, then the sticky timeout. See src/failover/presence.ts.
  */
 import {
   ActivityFailure,
+  condition,
   continueAsNew,
+  defineSignal,
   proxyActivities,
   proxyLocalActivities,
+  setHandler,
   TimeoutFailure,
 } from "@temporalio/workflow";
-import type { FailoverResult, PresenceEnd, PresenceInput, PresenceOutcome, PresenceReport } from "../failover/types.js";
+import type {
+  FailoverResult,
+  PresenceEnd,
+  PresenceInput,
+  PresenceOutcome,
+  PresenceReport,
+  WorkerLost,
+} from "../failover/types.js";
 
 /** Workflow type name of a worker's presence. */
 export const WORKER_PRESENCE_WORKFLOW = "agentWorkerPresence";
+/** A peer's link to the watched worker closed (src/failover/links.ts). */
+export const workerLostSignal = defineSignal<[WorkerLost]>("workerLost");
 
 interface PresenceActivities {
   workerPresence(input: { renewAfterMs: number }): Promise<PresenceEnd>;
   workerPing(): Promise<string>;
-  failOverWorker(input: { workerQueue: string; report: PresenceReport }): Promise<FailoverResult>;
+  /** `report` absent: the presence activity's last heartbeat details, read from the server. */
+  failOverWorker(input: { workerQueue: string; report?: PresenceReport }): Promise<FailoverResult>;
 }
 
 export async function agentWorkerPresence(input: PresenceInput): Promise<PresenceOutcome> {
@@ -52,10 +65,25 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     // Once: a second pass could fail attempts that already moved on (it checks each, but the report is old).
     retry: { maximumAttempts: 1 },
   });
+  let lost: WorkerLost | undefined;
+  setHandler(workerLostSignal, (news) => {
+    lost ??= news;
+  });
   try {
-    const end = await workerPresence({ renewAfterMs: input.renewAfterMs });
-    if (end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
-    return { worker: "stopped" };
+    const presence = workerPresence({ renewAfterMs: input.renewAfterMs });
+    for (;;) {
+      // The first news wins: the activity's end, or a peer's (a worker's killed sockets close at once).
+      const end = await Promise.race([presence, condition(() => lost !== undefined).then(() => undefined)]);
+      if (end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
+      if (end !== undefined) return { worker: "stopped" };
+      // Refused or replaced: nothing of the worker is left at its address. Closed: only its ping can tell.
+      if (lost!.evidence === "closed" && (await answers())) {
+        lost = undefined;
+        continue;
+      }
+      const failover = await failOverWorker({ workerQueue: input.workerQueue });
+      return { worker: "lost", lostBy: "link", failover };
+    }
   } catch (err) {
     // Anything but a silence fails this workflow (its status says so); the worker's watchdog starts another.
     if (!(err instanceof ActivityFailure && err.cause instanceof TimeoutFailure)) throw err;
@@ -65,6 +93,6 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
       runs: [],
     };
     const failover = await failOverWorker({ workerQueue: input.workerQueue, report });
-    return { worker: "lost", failover };
+    return { worker: "lost", lostBy: "heartbeats", failover };
   }
 }
