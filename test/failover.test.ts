@@ -14,6 +14,7 @@ import {
   type PresenceOutcome,
 } from "../src/failover/presence.js";
 import type { PresenceReport } from "../src/failover/types.js";
+import { workerLostSignal } from "../src/workflows/presence.js";
 import {
   harnessDir,
   readLog,
@@ -314,6 +315,33 @@ describe("a short presence timeout", () => {
       const described = await presence.describe();
       expect(described.status.name).toBe("RUNNING");
       expect((await running())?.attempt).toBe(1);
+    });
+  }, 40000);
+});
+
+describe("news of a closed link", () => {
+  it("that cannot say whether the worker is gone makes its presence ping it: a live worker answers and stays watched", async () => {
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue: uniqueId("link-closed"),
+      workflowBundle: env.bundle,
+      fastFailover: { presenceTimeout: "30s" },
+    });
+    await worker.runUntil(async () => {
+      const presence = env.client.workflow.getHandle(`jai-presence-${worker.ownTaskQueue}-1`);
+      const running = async () => (await presence.describe().catch(() => undefined))?.raw.pendingActivities?.[0];
+      await waitFor(async () => (await running())?.state === 2, 20000, "the presence activity to run"); // STARTED
+      await presence.signal(workerLostSignal, { evidence: "closed", by: "a peer" });
+      const pinged = async () =>
+        ((await presence.fetchHistory()).events ?? []).filter(
+          (e) =>
+            e.activityTaskCompletedEventAttributes !== undefined && e.activityTaskCompletedEventAttributes !== null,
+        ).length === 1;
+      await waitFor(pinged, 20000, "the ping's answer");
+      // Not failed over: the same presence, its activity still beating.
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await presence.describe()).status.name).toBe("RUNNING");
+      expect((await running())?.state).toBe(2);
     });
   }, 40000);
 });

@@ -54,8 +54,15 @@ export interface LinkOptions {
 
 const HELLO = "jai-link ";
 const BYE = "bye";
-/** How long a peer has to name itself: on first contact, and when a closed link is checked again. */
-const HELLO_TIMEOUT_MS = 1000;
+/** How long a peer has to name itself on first contact (a saturated worker's event loop can be seconds late). */
+const HELLO_TIMEOUT_MS = 5000;
+/**
+ * A closed link is checked again for this long, every `RECHECK_EVERY_MS`, until the address says something clear:
+ * a killed process closes its sockets one by one, so a connection can reach its listener just before that one
+ * closes too, and be reset rather than refused.
+ */
+const RECHECK_MS = 2000;
+const RECHECK_EVERY_MS = 50;
 
 type Probe = { kind: "same"; socket: net.Socket } | { kind: "other" } | { kind: LinkEvidence };
 
@@ -215,7 +222,12 @@ export class PeerLinks {
     if (this.pending.has(peer.workerQueue)) return;
     this.pending.add(peer.workerQueue);
     try {
-      const found = await probe(peer.address, peer.workerQueue);
+      const until = Date.now() + RECHECK_MS;
+      let found = await probe(peer.address, peer.workerQueue, RECHECK_MS);
+      while (found.kind === "closed" && Date.now() + RECHECK_EVERY_MS < until && !this.closed) {
+        await new Promise((resolve) => setTimeout(resolve, RECHECK_EVERY_MS));
+        found = await probe(peer.address, peer.workerQueue, until - Date.now());
+      }
       if (found.kind === "same") return this.hold(peer, found.socket);
       if (this.closed) return;
       this.lost.add(peer.workerQueue);

@@ -69,30 +69,38 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
   setHandler(workerLostSignal, (news) => {
     lost ??= news;
   });
-  try {
-    const presence = workerPresence({ renewAfterMs: input.renewAfterMs });
-    for (;;) {
-      // The first news wins: the activity's end, or a peer's (a worker's killed sockets close at once).
-      const end = await Promise.race([presence, condition(() => lost !== undefined).then(() => undefined)]);
-      if (end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
-      if (end !== undefined) return { worker: "stopped" };
-      // Refused or replaced: nothing of the worker is left at its address. Closed: only its ping can tell.
-      if (lost!.evidence === "closed" && (await answers())) {
-        lost = undefined;
-        continue;
-      }
-      const failover = await failOverWorker({ workerQueue: input.workerQueue });
-      return { worker: "lost", lostBy: "link", failover };
+  // How the presence activity ended, once it did: its end on a live worker, or a silence.
+  let ended: { end: PresenceEnd } | { silence: TimeoutFailure } | undefined;
+  const presence = workerPresence({ renewAfterMs: input.renewAfterMs }).then(
+    (end) => void (ended = { end }),
+    (err: unknown) => {
+      // Anything but a silence fails this workflow (its status says so); the worker's watchdog starts another.
+      if (!(err instanceof ActivityFailure && err.cause instanceof TimeoutFailure)) throw err;
+      ended = { silence: err.cause };
+    },
+  );
+  for (;;) {
+    // The first news wins: the activity's end, or a peer's (a killed worker's sockets close at once).
+    await Promise.race([presence, condition(() => lost !== undefined)]);
+    const byLink = ended === undefined;
+    // A link that closed (nothing said whether anyone is left at the worker's address) or a silence: the worker's
+    // ping tells. Refused or replaced: nothing of it is left there, it is failed over at once.
+    const alive = ended === undefined && lost!.evidence !== "closed" ? false : await answers();
+    if (ended && "end" in ended) {
+      if (ended.end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
+      return { worker: "stopped" };
     }
-  } catch (err) {
-    // Anything but a silence fails this workflow (its status says so); the worker's watchdog starts another.
-    if (!(err instanceof ActivityFailure && err.cause instanceof TimeoutFailure)) throw err;
-    if (await answers()) return { worker: "alive" };
-    const report = (err.cause.lastHeartbeatDetails as PresenceReport | undefined) ?? {
-      calls: [],
-      runs: [],
-    };
-    const failover = await failOverWorker({ workerQueue: input.workerQueue, report });
-    return { worker: "lost", lostBy: "heartbeats", failover };
+    if (alive) {
+      if (ended) return { worker: "alive" };
+      lost = undefined;
+      continue;
+    }
+    // The report: the silence's last heartbeat details (also when it came during the ping), else read from the
+    // server (a link told first: no timeout carries them yet).
+    const report = ended
+      ? ((ended.silence.lastHeartbeatDetails as PresenceReport | undefined) ?? { calls: [], runs: [] })
+      : undefined;
+    const failover = await failOverWorker({ workerQueue: input.workerQueue, ...(report ? { report } : {}) });
+    return { worker: "lost", lostBy: byLink ? "link" : "heartbeats", failover };
   }
 }
