@@ -304,9 +304,10 @@ async function failovers(client: Client, taskQueue: string, killedAt: number | u
     if (outcome.worker !== "lost") continue;
     const done = w.closeTime?.getTime() ?? 0;
     if (killedAt !== undefined) {
-      // Where the failover's time went: the presence's events from its activity's timeout on (event type numbers).
+      // Where the failover's time went: the presence's events from the kill on (event type numbers; 26: a peer's
+      // link closed, 14: the presence's heartbeats stopped).
       const events = (await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory()).events ?? [];
-      const from = events.findIndex((e) => e.activityTaskTimedOutEventAttributes);
+      const from = events.findIndex((e) => eventMs(e) >= killedAt);
       const trace = events
         .slice(Math.max(0, from))
         .map((e) => `${((eventMs(e) - killedAt) / 1000).toFixed(1)}s ${String(e.eventType)}`);

@@ -82,14 +82,16 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
   for (;;) {
     // The first news wins: the activity's end, or a peer's (a killed worker's sockets close at once).
     await Promise.race([presence, condition(() => lost !== undefined)]);
-    const byLink = ended === undefined;
-    // A link that closed (nothing said whether anyone is left at the worker's address) or a silence: the worker's
-    // ping tells. Refused or replaced: nothing of it is left there, it is failed over at once.
-    const alive = ended === undefined && lost!.evidence !== "closed" ? false : await answers();
     if (ended && "end" in ended) {
       if (ended.end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
       return { worker: "stopped" };
     }
+    const byLink = ended === undefined;
+    // A link that closed (nothing said whether anyone is left at the worker's address) or a silence: the worker's
+    // ping tells. Refused or replaced: nothing of it is left there, it is failed over at once. News that the
+    // worker is gone for sure also cuts a ping short (at saturation its silence can come first).
+    const gone = () => lost !== undefined && lost.evidence !== "closed";
+    const alive = gone() ? false : await Promise.race([answers(), condition(gone).then(() => false)]);
     if (alive) {
       if (ended) return { worker: "alive" };
       lost = undefined;
@@ -101,6 +103,6 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
       ? ((ended.silence.lastHeartbeatDetails as PresenceReport | undefined) ?? { calls: [], runs: [] })
       : undefined;
     const failover = await failOverWorker({ workerQueue: input.workerQueue, ...(report ? { report } : {}) });
-    return { worker: "lost", lostBy: byLink ? "link" : "heartbeats", failover };
+    return { worker: "lost", lostBy: byLink || gone() ? "link" : "heartbeats", failover };
   }
 }
