@@ -9,12 +9,12 @@ import proto from "@temporalio/proto";
 import type { AgentRunHandle } from "../src/client.js";
 import {
   presenceTimeoutMs,
+  tellWorkerLost,
   WorkerPresence,
   WORKER_PRESENCE_WORKFLOW,
   type PresenceOutcome,
 } from "../src/failover/presence.js";
 import type { PresenceReport } from "../src/failover/types.js";
-import { workerLostSignal } from "../src/workflows/presence.js";
 import {
   harnessDir,
   readLog,
@@ -331,7 +331,14 @@ describe("news of a closed link", () => {
       const presence = env.client.workflow.getHandle(`jai-presence-${worker.ownTaskQueue}-1`);
       const running = async () => (await presence.describe().catch(() => undefined))?.raw.pendingActivities?.[0];
       await waitFor(async () => (await running())?.state === 2, 20000, "the presence activity to run"); // STARTED
-      await presence.signal(workerLostSignal, { evidence: "closed", by: "a peer" });
+      // Two peers tell at once: one news reaches the workflow.
+      const peer = {
+        workerQueue: worker.ownTaskQueue!,
+        address: { host: "127.0.0.1", port: 1 },
+        presenceWorkflowId: presence.workflowId,
+      };
+      await tellWorkerLost(env.client, peer, { evidence: "closed", by: "peer 1" });
+      await tellWorkerLost(env.client, peer, { evidence: "closed", by: "peer 2" });
       const pinged = async () =>
         ((await presence.fetchHistory()).events ?? []).filter(
           (e) =>
@@ -342,6 +349,10 @@ describe("news of a closed link", () => {
       await new Promise((r) => setTimeout(r, 500));
       expect((await presence.describe()).status.name).toBe("RUNNING");
       expect((await running())?.state).toBe(2);
+      const signals = ((await presence.fetchHistory()).events ?? []).filter(
+        (e) => e.workflowExecutionSignaledEventAttributes,
+      );
+      expect(signals).toHaveLength(1);
     });
   }, 40000);
 });

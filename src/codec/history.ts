@@ -32,6 +32,13 @@ function collectPayloads(value: unknown, out: Payload[], seen = new Set<unknown>
   for (const child of Array.isArray(value) ? value : Object.values(value)) collectPayloads(child, out, seen);
 }
 
+/** `payloads` encoded with `codecs`, applied first to last as Temporal does. */
+export async function encodePayloads(payloads: Payload[], codecs: PayloadCodec[]): Promise<Payload[]> {
+  let encoded = payloads;
+  for (const codec of codecs) encoded = await codec.encode(encoded);
+  return encoded;
+}
+
 /** `payloads` decoded with `codecs`, applied last to first as Temporal does (the payloads are left as they are). */
 export async function decodePayloads(payloads: Payload[], codecs: PayloadCodec[]): Promise<Payload[]> {
   let decoded: Payload[] = payloads.map((p) => ({ metadata: p.metadata, data: p.data }));

@@ -26,7 +26,7 @@ import {
   type Duration,
   type Payload,
 } from "@temporalio/common";
-import { decodePayloads } from "../codec/history.js";
+import { decodePayloads, encodePayloads } from "../codec/history.js";
 import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
@@ -37,7 +37,15 @@ import type {
 import type { AgentSinks } from "../workflows/definitions.js";
 import { WORKER_PRESENCE_WORKFLOW, workerLostSignal } from "../workflows/presence.js";
 import { PeerLinks, type LinkAddress, type LinkEvidence, type LinkOptions, type LinkPeer } from "./links.js";
-import type { FailoverResult, HeldCall, HeldRun, PresenceEnd, PresenceInput, PresenceReport } from "./types.js";
+import type {
+  FailoverResult,
+  HeldCall,
+  HeldRun,
+  PresenceEnd,
+  PresenceInput,
+  PresenceReport,
+  WorkerLost,
+} from "./types.js";
 
 export type { PresenceOutcome } from "./types.js";
 export { WORKER_PRESENCE_WORKFLOW };
@@ -294,11 +302,7 @@ export class WorkerPresence {
 
   /** A link to `peer` closed and the check says it is gone (or may be): its presence workflow is told. */
   private lost(peer: LinkPeer, evidence: LinkEvidence): void {
-    this.client?.workflow
-      .getHandle(peer.presenceWorkflowId)
-      .signal(workerLostSignal, { evidence, by: this.workerQueue })
-      // Its presence ended meanwhile (failed over by its heartbeats, or it left): nothing to tell.
-      .catch(() => {});
+    if (this.client) void tellWorkerLost(this.client, peer, { evidence, by: this.workerQueue });
   }
 
   /** What the next heartbeat says. */
@@ -460,6 +464,28 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       return { callsFailed, runsUnstuck, queueAdopted: await adopting };
     },
   };
+}
+
+/**
+ * Tells `peer`'s presence workflow that a link to it closed. Every linked peer tells at once; the server keeps one
+ * news of each kind (a signal's request id): a second signal arriving while the fail-over's task ran made the
+ * server refuse that task, and the fail-over ran twice. Never throws: a presence that ended meanwhile (failed over
+ * by its heartbeats, or its worker left) has nothing to be told.
+ */
+export async function tellWorkerLost(client: Client, peer: LinkPeer, news: WorkerLost): Promise<void> {
+  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
+  try {
+    await client.workflowService.signalWorkflowExecution({
+      namespace: client.options.namespace,
+      workflowExecution: { workflowId: peer.presenceWorkflowId },
+      signalName: workerLostSignal.name,
+      input: { payloads: await encodePayloads([payloadConverter.toPayload(news)], payloadCodecs) },
+      identity: client.options.identity,
+      requestId: `jai-link-${peer.workerQueue}-${news.evidence}`,
+    });
+  } catch {
+    // ended meanwhile
+  }
 }
 
 /**
