@@ -10,8 +10,10 @@ import {
   continueAsNew,
   defineSignal,
   proxyActivities,
+  patched,
   proxyLocalActivities,
   setHandler,
+  sleep,
   TimeoutFailure,
 } from "@temporalio/workflow";
 import type {
@@ -22,6 +24,9 @@ import type {
   PresenceReport,
   WorkerLost,
 } from "../failover/types.js";
+
+/** Presences failed over by this version end in a task of their own (see below). */
+const PRESENCE_OWN_END_PATCH = "jai-presence-own-end-v1";
 
 /** Workflow type name of a worker's presence. */
 export const WORKER_PRESENCE_WORKFLOW = "agentWorkerPresence";
@@ -103,6 +108,10 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
       ? ((ended.silence.lastHeartbeatDetails as PresenceReport | undefined) ?? { calls: [], runs: [] })
       : undefined;
     const failover = await failOverWorker({ workerQueue: input.workerQueue, ...(report ? { report } : {}) });
+    // The fail-over's task does not also end the workflow: an event that came while it ran (the worker's silence
+    // after a link's news, at saturation seconds later) made the server refuse a task that ended it, and the
+    // fail-over ran again. A timer's task ends it instead.
+    if (patched(PRESENCE_OWN_END_PATCH)) await sleep(1);
     return { worker: "lost", lostBy: byLink || gone() ? "link" : "heartbeats", failover };
   }
 }
