@@ -14,7 +14,7 @@ import { Worker } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall } from "@jai/ai";
 import { Type } from "@sinclair/typebox";
 import { startAgentRun } from "../src/client.js";
-import { findTemporalCli } from "../src/dev-server.js";
+import { findTemporalCli, freePort } from "../src/dev-server.js";
 import { AgentPlugin } from "../src/plugin.js";
 import { temporalTarget } from "../src/worker-process/connection.js";
 import type { AgentTool } from "../src/types.js";
@@ -144,8 +144,10 @@ describe("worker process", () => {
   it("--fast-failover: the worker is watched through a presence on the fleet queue and its own presence queue, ended when it shuts down; a bad JAI_FAST_FAILOVER is refused", async () => {
     const taskQueue = uniqueId("presence");
     // A 10-minute grace: a presence that waited for the end of it would hold the worker past this test's timeout.
+    const linksPort = await freePort("127.0.0.1");
     const worker = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--shutdown-grace", "10m"], {
       TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+      JAI_FAILOVER_LINKS: `127.0.0.1:${linksPort}`,
     });
     // On the fleet queue: a saturated shared queue must not delay a failover.
     const presences = async () => {
@@ -159,6 +161,8 @@ describe("worker process", () => {
     await waitFor(async () => (await presences()).length === 1, 30000, "the worker's presence");
     const [presence] = await presences();
     expect(presence.workflowId).toMatch(new RegExp(`^jai-presence-${taskQueue}@`));
+    // Its peers' links find it where JAI_FAILOVER_LINKS says it listens (the presence's memo names the address).
+    expect(presence.memo).toMatchObject({ links: { host: "127.0.0.1", port: linksPort } });
     const handle = env.client.workflow.getHandle(presence.workflowId);
     await waitFor(
       async () => (await handle.describe()).raw.pendingActivities?.[0]?.state === 2, // STARTED: it heartbeats
@@ -178,6 +182,11 @@ describe("worker process", () => {
       JAI_FAST_FAILOVER: "soon",
     }).catch((err: Error) => err);
     expect(String(bad)).toContain('JAI_FAST_FAILOVER must be "on", "off" or a duration');
+    const badLinks = await startWorker(["--task-queue", taskQueue, "--fast-failover"], {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+      JAI_FAILOVER_LINKS: "host:port",
+    }).catch((err: Error) => err);
+    expect(String(badLinks)).toContain('JAI_FAILOVER_LINKS must be "off", a port or host:port, got "host:port"');
     // Its replay cap: one shared-queue task at least, fewer than the workflow task slots.
     const tooMany = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--max-replays", "40"], {
       TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,

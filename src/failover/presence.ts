@@ -1,5 +1,6 @@
 /**
- * Fast failover: a SIGKILLed worker's runs go on within about two presence timeouts (1 s each by default).
+ * Fast failover: a SIGKILLed worker's runs go on within a second or so when its peers' links see it die, else
+ * within about two presence timeouts (1 s each by default).
  *
  * Without it, each of a dead worker's runs waits out its own call's heartbeat timeout, then ~1 s for the dead
  * worker's sticky queue, and then its turn in the replays every survivor does at once: on a 3-worker fleet with
@@ -12,7 +13,9 @@
  * minute. When the heartbeats stop, the workflow pings the worker on that queue; if it does not answer either, a
  * survivor clears those runs' sticky queues and fails those attempts by id with a heartbeat timeout (only the
  * attempt the worker reported, still running): to the run, exactly what the server would have said a few seconds
- * later (a routed model call goes to the shared queue, a tool call is retried by Temporal). The survivor also
+ * later (a routed model call goes to the shared queue, a tool call is retried by Temporal). Sooner still when a
+ * peer's link to the worker closes and nothing is left at its address (src/failover/links.ts): the worker is
+ * failed over at once, with its last report read from the server. The survivor also
  * polls the dead worker's own queue for a while. A worker whose presence ended while it lives (it was only late,
  * or a renewal was lost) starts a new one within `WATCHDOG_MS`.
  */

@@ -18,6 +18,7 @@ import { createFileTools } from "../tools/fs-tools.js";
 import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker, DEFAULT_TASK_QUEUE } from "../worker.js";
 import { presenceTimeoutMs } from "../failover/presence.js";
+import type { LinkOptions } from "../failover/links.js";
 import { replayCapFits } from "../failover/replay-slots.js";
 import { dataConverterFromEnv } from "../codec/config.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
@@ -61,6 +62,9 @@ TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + tem
   --fast-failover               JAI_FAST_FAILOVER=on (or a presence timeout, e.g. 2s; default 1s): a killed worker's
                                 runs go on within ~2 presence timeouts, not their heartbeat timeout (README "Scaling
                                 and sizing"); every worker of the queue must run this version
+  --failover-links value        JAI_FAILOVER_LINKS: with --fast-failover, where this worker listens for its peers'
+                                links, [host:]port (default 0.0.0.0:0, any free port), or "off"; peers connect to
+                                JAI_FAILOVER_ADVERTISE (default: host, or this machine's first non-internal IPv4)
   --no-demo-model               JAI_DEMO_MODEL=off: do not serve demo/offline-scripted
   --no-metrics                  JAI_METRICS=off: no /metrics on the health port (Temporal's runtime metrics + the agent's)
 
@@ -93,6 +97,29 @@ function fastFailover(
     throw new Error(`JAI_FAST_FAILOVER must be "on", "off" or a duration above 0 such as "2s", got "${value}"`);
   }
   return { fastFailover: { presenceTimeout: value as Duration } };
+}
+
+/** Fast failover's links from JAI_FAILOVER_LINKS ("off", "port" or "host:port") and JAI_FAILOVER_ADVERTISE. */
+export function failoverLinks(
+  value: string | undefined,
+  advertise: string | undefined,
+): false | LinkOptions | undefined {
+  if ((value === undefined || value === "") && !advertise) return undefined;
+  if (value === "off") return false;
+  const at = value?.lastIndexOf(":") ?? -1;
+  const host = value && at >= 0 ? value.slice(0, at) : undefined;
+  const port = value ? Number(at >= 0 ? value.slice(at + 1) : value) : 0;
+  if ((host !== undefined && host === "") || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`JAI_FAILOVER_LINKS must be "off", a port or host:port, got "${value}"`);
+  return { ...(host ? { host } : {}), port, ...(advertise ? { advertise } : {}) };
+}
+
+function withLinks(
+  failover: { fastFailover?: AgentServiceConfig["fastFailover"] },
+  links: false | LinkOptions | undefined,
+): { fastFailover?: AgentServiceConfig["fastFailover"] } {
+  if (!failover.fastFailover || links === undefined) return failover;
+  return { fastFailover: { ...(failover.fastFailover === true ? {} : failover.fastFailover), links } };
 }
 
 /** The prebuilt workflow bundle shipped next to the built code (the image builds it), if any. */
@@ -132,6 +159,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
       "no-demo-model": { type: "boolean" },
       "no-route-model-calls": { type: "boolean" },
       "fast-failover": { type: "boolean" },
+      "failover-links": { type: "string" },
       "no-metrics": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -259,7 +287,10 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     routeModelCalls:
       !values["no-route-model-calls"] && env.JAI_ROUTE_MODEL_CALLS !== "off" && config.routeModelCalls !== false,
     webhooks: config.webhooks,
-    ...fastFailover(values["fast-failover"] ? "on" : env.JAI_FAST_FAILOVER, config.fastFailover),
+    ...withLinks(
+      fastFailover(values["fast-failover"] ? "on" : env.JAI_FAST_FAILOVER, config.fastFailover),
+      failoverLinks(values["failover-links"] ?? env.JAI_FAILOVER_LINKS, env.JAI_FAILOVER_ADVERTISE),
+    ),
     ...(maxReplays !== undefined || config.maxConcurrentReplays !== undefined
       ? { maxConcurrentReplays: maxReplays ?? config.maxConcurrentReplays }
       : {}),
