@@ -354,6 +354,8 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     } finally {
       stopAll();
       await Promise.all([ownRunning, presenceRunning, fleetRunning, ...adopted.values()]);
+      // Stopped and drained, its presence ended: now its peers may see its links close.
+      await presence?.leave();
     }
   };
   return {

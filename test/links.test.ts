@@ -11,15 +11,22 @@ import { advertisedHost, PeerLinks, type LinkEvidence, type LinkPeer } from "../
 /** A peer named `queue`: a server that says hello on each connection (the sockets are kept to be cut). */
 async function fakePeer(queue: string, port = 0) {
   const sockets = new Set<net.Socket>();
+  const peer = {
+    /** Says nothing to a new connection: its event loop is stuck, or something else took the port. */
+    silent: false,
+    /** What it says on connect. */
+    hello: `jai-link ${queue}\n`,
+  };
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on("error", () => {});
     socket.on("close", () => sockets.delete(socket));
-    socket.write(`jai-link ${queue}\n`);
+    if (!peer.silent) socket.write(peer.hello);
   });
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   const address = { host: "127.0.0.1", port: (server.address() as net.AddressInfo).port };
   return {
+    mode: peer,
     address,
     sockets,
     peer: (presenceWorkflowId = `jai-presence-${queue}-1`): LinkPeer => ({
@@ -133,6 +140,37 @@ describe("a link to a peer", () => {
     opened.push(again);
     links.update([b.peer()]);
     await until(() => links.linked().includes("b"), "the link");
+  });
+});
+
+describe("a link that closes", () => {
+  it("where nothing answers clearly is unsure news (closed), and the peer is linked again once it answers", async () => {
+    const b = await fakePeer("b");
+    opened.push(b);
+    const { links, news } = watcher();
+    links.update([b.peer()]);
+    await until(() => links.linked().includes("b"), "the link");
+    b.mode.silent = true;
+    const [first] = b.sockets;
+    first.resetAndDestroy();
+    await until(() => news.length > 0, "the news", 8000); // after the 2 s check
+    expect(news.map((n) => n.evidence)).toEqual(["closed"]);
+    // Its ping decides; a worker that answers again is linked again at the next listing.
+    b.mode.silent = false;
+    links.update([b.peer()]);
+    await until(() => links.linked().includes("b"), "the link again");
+  });
+
+  it("after a bye that came with the hello is not news", async () => {
+    const b = await fakePeer("b");
+    opened.push(b);
+    b.mode.hello = "jai-link b\nbye\n";
+    const { links, news } = watcher();
+    links.update([b.peer()]);
+    await until(() => links.linked().includes("b"), "the link");
+    await b.crash();
+    await pause(300);
+    expect(news).toEqual([]);
   });
 });
 

@@ -54,6 +54,10 @@ export interface LinkOptions {
 
 const HELLO = "jai-link ";
 const BYE = "bye";
+/** How long a bye has to reach a peer before the socket is destroyed. */
+const BYE_GRACE_MS = 1000;
+/** Keepalive on links: a peer that vanished without a close (a host powered off) is noticed in tens of seconds. */
+const KEEPALIVE_MS = 10_000;
 /** How long a peer has to name itself on first contact (a saturated worker's event loop can be seconds late). */
 const HELLO_TIMEOUT_MS = 5000;
 /**
@@ -64,7 +68,8 @@ const HELLO_TIMEOUT_MS = 5000;
 const RECHECK_MS = 2000;
 const RECHECK_EVERY_MS = 50;
 
-type Probe = { kind: "same"; socket: net.Socket } | { kind: "other" } | { kind: LinkEvidence };
+/** "same": the socket stays open, with what came after the hello line (a bye may come with it). */
+type Probe = { kind: "same"; socket: net.Socket; rest: string } | { kind: "other" } | { kind: LinkEvidence };
 
 interface Link {
   peer: LinkPeer;
@@ -92,7 +97,12 @@ function probe(address: LinkAddress, workerQueue: string, timeoutMs = HELLO_TIME
     const onData = (chunk: string) => {
       line += chunk;
       const end = line.indexOf("\n");
-      if (end >= 0) done(line.slice(0, end) === HELLO + workerQueue ? { kind: "same", socket } : { kind: "other" });
+      if (end >= 0)
+        done(
+          line.slice(0, end) === HELLO + workerQueue
+            ? { kind: "same", socket, rest: line.slice(end + 1) }
+            : { kind: "other" },
+        );
     };
     const onError = (err: NodeJS.ErrnoException) => done({ kind: err.code === "ECONNREFUSED" ? "refused" : "closed" });
     const onClose = () => done({ kind: "closed" });
@@ -148,6 +158,10 @@ export class PeerLinks {
       });
     });
     server.on("error", () => {});
+    if (this.closed) {
+      server.close();
+      throw new Error("links closed while they started to listen");
+    }
     this.server = server;
     const { port } = server.address() as net.AddressInfo;
     this.address = { host: this.options.advertise ?? advertisedHost(host), port };
@@ -174,13 +188,18 @@ export class PeerLinks {
     return [...this.links.keys()];
   }
 
-  /** Says bye on every accepted link and closes everything: peers do not take this worker for dead. */
-  async close(): Promise<void> {
+  /**
+   * Says bye on every accepted link and closes everything: peers do not take this worker for dead. Does not wait
+   * for peers to close their ends (a paused one never would): what is left is destroyed a moment later.
+   */
+  close(): Promise<void> {
     this.closed = true;
     for (const queue of [...this.links.keys()]) this.drop(queue);
+    this.server?.close();
     for (const socket of this.accepted) socket.end(`${BYE}\n`);
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-    for (const socket of this.accepted) socket.destroy();
+    const sockets = [...this.accepted];
+    setTimeout(() => sockets.forEach((s) => s.destroy()), BYE_GRACE_MS).unref();
+    return Promise.resolve();
   }
 
   private drop(queue: string): void {
@@ -196,19 +215,22 @@ export class PeerLinks {
     this.pending.add(peer.workerQueue);
     try {
       const found = await probe(peer.address, peer.workerQueue);
-      if (found.kind === "same") this.hold(peer, found.socket);
+      if (found.kind === "same") this.hold(peer, found.socket, found.rest);
     } finally {
       this.pending.delete(peer.workerQueue);
     }
   }
 
-  private hold(peer: LinkPeer, socket: net.Socket): void {
+  private hold(peer: LinkPeer, socket: net.Socket, rest: string): void {
     if (this.closed || this.lost.has(peer.workerQueue)) return void socket.destroy();
-    const link: Link = { peer, socket, quiet: false };
+    const link: Link = { peer, socket, quiet: rest.includes(BYE) };
     this.links.set(peer.workerQueue, link);
     socket.setNoDelay(true);
+    socket.setKeepAlive(true, KEEPALIVE_MS);
+    let heard = rest;
     socket.on("data", (chunk: string) => {
-      if (chunk.includes(BYE)) link.quiet = true;
+      heard = (heard + chunk).slice(-16);
+      if (heard.includes(BYE)) link.quiet = true;
     });
     socket.on("error", () => {});
     socket.on("close", () => {
@@ -228,10 +250,13 @@ export class PeerLinks {
         await new Promise((resolve) => setTimeout(resolve, RECHECK_EVERY_MS));
         found = await probe(peer.address, peer.workerQueue, until - Date.now());
       }
-      if (found.kind === "same") return this.hold(peer, found.socket);
+      if (found.kind === "same") return this.hold(peer, found.socket, found.rest);
       if (this.closed) return;
-      this.lost.add(peer.workerQueue);
-      this.onLost(peer, found.kind === "other" ? "replaced" : found.kind);
+      const evidence = found.kind === "other" ? "replaced" : found.kind;
+      // A worker found gone is never linked again (a restarted one has another queue); one that did not answer
+      // is linked again at a later listing, if it answers then (its ping decides meanwhile).
+      if (evidence !== "closed") this.lost.add(peer.workerQueue);
+      this.onLost(peer, evidence);
     } finally {
       this.pending.delete(peer.workerQueue);
     }

@@ -228,6 +228,7 @@ export class WorkerPresence {
    */
   watch(client: Client, taskQueue: string): void {
     this.client = client;
+    this.watching = true;
     const fleet = fleetTaskQueue(taskQueue);
     const start = () => {
       this.lastBeatAt = Date.now(); // a start's grace: its activity has `UNWATCHED_MS` to begin
@@ -253,6 +254,7 @@ export class WorkerPresence {
       ? this.links.listen().catch((err) => console.warn(`jai: ${this.workerQueue} links no peers: ${String(err)}`))
       : Promise.resolve();
     void listening.then(() => {
+      if (!this.watching) return; // stopped while it started to listen
       start();
       if (this.links?.address) {
         const discover = this.discoverer(client, fleet);
@@ -267,14 +269,23 @@ export class WorkerPresence {
     this.watchdog.unref();
   }
 
-  /** Stops the watchdog and closes the links, saying bye (the worker is stopping, its drain done). */
+  /** Stops the watchdog and the fleet's listing (the worker is stopping). Its links stay until `leave()`. */
   unwatch(): void {
+    this.watching = false;
     clearInterval(this.watchdog);
     clearInterval(this.discovery);
-    this.links?.close().catch(() => {});
+  }
+
+  /**
+   * Closes the links, saying bye: only once the worker has stopped, its presence ended (a peer that saw a link
+   * close while the worker still drained would take it for dead and fail its calls).
+   */
+  async leave(): Promise<void> {
+    await this.links?.close();
   }
 
   private client?: Client;
+  private watching = false;
 
   /** Lists the fleet's running presences and links to their workers (one listing at a time). */
   private discoverer(client: Client, fleet: string): () => Promise<void> {
@@ -402,7 +413,14 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       if (!c) throw new Error("failOverWorker needs the worker's client");
       const info = Context.current().info;
       const namespace = info.workflowNamespace;
-      const report = input.report ?? (await lastReport(c, namespace, info.workflowExecution!));
+      // Read from the server when a link told first; a report that cannot be read leaves the calls to their own
+      // timeouts (the runs are still freed as they show up), never the fail-over undone.
+      const report =
+        input.report ??
+        (await lastReport(c, namespace, info.workflowExecution!).catch((err: unknown) => {
+          console.warn(`jai: failing over ${input.workerQueue}: reading its last report: ${String(err)}`);
+          return { calls: [], runs: [] };
+        }));
       const warn = (what: string, err: unknown) =>
         console.warn(`jai: failing over ${input.workerQueue}: ${what}: ${String(err)}`);
       // At once, while the calls fail: a run's next call may be on its way to the dead worker's queue.

@@ -107,7 +107,8 @@ export function failoverLinks(
   if ((value === undefined || value === "") && !advertise) return undefined;
   if (value === "off") return false;
   const at = value?.lastIndexOf(":") ?? -1;
-  const host = value && at >= 0 ? value.slice(0, at) : undefined;
+  // "[::1]:7000" names an IPv6 host.
+  const host = value && at >= 0 ? value.slice(0, at).replace(/^\[(.*)\]$/, "$1") : undefined;
   const port = value ? Number(at >= 0 ? value.slice(at + 1) : value) : 0;
   if ((host !== undefined && host === "") || !Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`JAI_FAILOVER_LINKS must be "off", a port or host:port, got "${value}"`);

@@ -72,7 +72,8 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
   });
   let lost: WorkerLost | undefined;
   setHandler(workerLostSignal, (news) => {
-    lost ??= news;
+    // Sure news replaces unsure news (a saturated peer's check can time out where another's is refused).
+    if (!lost || (lost.evidence === "closed" && news.evidence !== "closed")) lost = news;
   });
   // How the presence activity ended, once it did: its end on a live worker, or a silence.
   let ended: { end: PresenceEnd } | { silence: TimeoutFailure } | undefined;
@@ -97,6 +98,11 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     // worker is gone for sure also cuts a ping short (at saturation its silence can come first).
     const gone = () => lost !== undefined && lost.evidence !== "closed";
     const alive = gone() ? false : await Promise.race([answers(), condition(gone).then(() => false)]);
+    // Its presence activity ended on a live worker during the ping (renewal, shutdown): it was no death.
+    if (ended && "end" in ended) {
+      if (ended.end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
+      return { worker: "stopped" };
+    }
     if (alive) {
       if (ended) return { worker: "alive" };
       lost = undefined;
@@ -104,9 +110,10 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     }
     // The report: the silence's last heartbeat details (also when it came during the ping), else read from the
     // server (a link told first: no timeout carries them yet).
-    const report = ended
-      ? ((ended.silence.lastHeartbeatDetails as PresenceReport | undefined) ?? { calls: [], runs: [] })
-      : undefined;
+    const report =
+      ended && "silence" in ended
+        ? ((ended.silence.lastHeartbeatDetails as PresenceReport | undefined) ?? { calls: [], runs: [] })
+        : undefined;
     const failover = await failOverWorker({ workerQueue: input.workerQueue, ...(report ? { report } : {}) });
     // The fail-over's task does not also end the workflow: an event that came while it ran (the worker's silence
     // after a link's news, at saturation seconds later) made the server refuse a task that ended it, and the
