@@ -65,7 +65,7 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
    *
    * `links` (default on): each worker also listens on a TCP port and connects to every other fast-failover worker
    * of the queue (found through their presences), so a killed worker, whose kernel closes its sockets at once, is
-   * failed over in well under a second when nothing is left at its address, without waiting for its heartbeats.
+   * failed over within a second or two when nothing is left at its address, without waiting for its heartbeats.
    * Contract: workers reach each other at the advertised address (the first non-internal IPv4 address unless
    * set; a worker out of reach is failed over by its heartbeats only). `false` turns links off.
    */
