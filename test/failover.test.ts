@@ -26,7 +26,8 @@ import {
   type HarnessDir,
   type LogEntry,
 } from "./crash/harness.js";
-import { createAgentWorker } from "../src/worker.js";
+import { createAgentWorker, type AgentWorker } from "../src/worker.js";
+import type { WorkflowHandle } from "@temporalio/client";
 import { openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
 
 const FINAL =
@@ -298,18 +299,36 @@ describe("what a worker reports", () => {
   });
 });
 
+/**
+ * An in-process fast-failover worker with `presenceTimeout`, running while `body` runs once its presence
+ * activity runs; `running()` reads that activity as the server holds it.
+ */
+async function withPresence(
+  name: string,
+  presenceTimeout: string,
+  body: (watched: {
+    worker: AgentWorker;
+    presence: WorkflowHandle;
+    running: () => Promise<proto.temporal.api.workflow.v1.IPendingActivityInfo | undefined>;
+  }) => Promise<void>,
+) {
+  const worker = await createAgentWorker({
+    connection: env.connection,
+    taskQueue: uniqueId(name),
+    workflowBundle: env.bundle,
+    fastFailover: { presenceTimeout },
+  });
+  await worker.runUntil(async () => {
+    const presence = env.client.workflow.getHandle(`jai-presence-${worker.ownTaskQueue}-1`);
+    const running = async () => (await presence.describe().catch(() => undefined))?.raw.pendingActivities?.[0];
+    await waitFor(async () => (await running())?.state === 2, 20000, "the presence activity to run"); // STARTED
+    await body({ worker, presence, running });
+  });
+}
+
 describe("a short presence timeout", () => {
   it("is kept by a live worker: it beats at least twice per timeout, so its presence never times out", async () => {
-    const worker = await createAgentWorker({
-      connection: env.connection,
-      taskQueue: uniqueId("short-presence"),
-      workflowBundle: env.bundle,
-      fastFailover: { presenceTimeout: "400ms" },
-    });
-    await worker.runUntil(async () => {
-      const presence = env.client.workflow.getHandle(`jai-presence-${worker.ownTaskQueue}-1`);
-      const running = async () => (await presence.describe().catch(() => undefined))?.raw.pendingActivities?.[0];
-      await waitFor(async () => (await running())?.state === 2, 20000, "the presence activity to run"); // STARTED
+    await withPresence("short-presence", "400ms", async ({ presence, running }) => {
       // Beating every 500 ms against a 400 ms timeout, it timed out at once and ended "alive" after its ping.
       await new Promise((r) => setTimeout(r, 3000));
       const described = await presence.describe();
@@ -321,16 +340,7 @@ describe("a short presence timeout", () => {
 
 describe("news of a closed link", () => {
   it("that cannot say whether the worker is gone makes its presence ping it: a live worker answers and stays watched", async () => {
-    const worker = await createAgentWorker({
-      connection: env.connection,
-      taskQueue: uniqueId("link-closed"),
-      workflowBundle: env.bundle,
-      fastFailover: { presenceTimeout: "30s" },
-    });
-    await worker.runUntil(async () => {
-      const presence = env.client.workflow.getHandle(`jai-presence-${worker.ownTaskQueue}-1`);
-      const running = async () => (await presence.describe().catch(() => undefined))?.raw.pendingActivities?.[0];
-      await waitFor(async () => (await running())?.state === 2, 20000, "the presence activity to run"); // STARTED
+    await withPresence("link-closed", "30s", async ({ worker, presence, running }) => {
       // Two peers tell at once: one news reaches the workflow.
       const peer = {
         workerQueue: worker.ownTaskQueue!,

@@ -7,6 +7,9 @@
 import { afterEach, describe, expect, it } from "@jest/globals";
 import net from "node:net";
 import { advertisedHost, PeerLinks, type LinkEvidence, type LinkPeer } from "../src/failover/links.js";
+import { waitFor } from "./crash/harness.js";
+
+const WAIT_MS = 5000;
 
 /** A peer named `queue`: a server that says hello on each connection (the sockets are kept to be cut). */
 async function fakePeer(queue: string, port = 0) {
@@ -57,12 +60,12 @@ function watcher() {
   return { links, news };
 }
 
-async function until(check: () => boolean, what: string, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** A watcher linked to `peer` (a fake peer's `peer()`). */
+async function linkedTo(peer: LinkPeer) {
+  const w = watcher();
+  w.links.update([peer]);
+  await waitFor(() => w.links.linked().includes(peer.workerQueue), WAIT_MS, "the link");
+  return w;
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -70,11 +73,9 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("a link to a peer", () => {
   it("that is killed: nothing listens at its address any more, its presence is told so (refused)", async () => {
     const b = await fakePeer("b");
-    const { links, news } = watcher();
-    links.update([b.peer()]);
-    await until(() => links.linked().includes("b"), "the link");
+    const { links, news } = await linkedTo(b.peer());
     await b.crash();
-    await until(() => news.length > 0, "the news");
+    await waitFor(() => news.length > 0, WAIT_MS, "the news");
     expect(news).toEqual([{ peer: b.peer(), evidence: "refused" }]);
     expect(links.linked()).toEqual([]);
     // Told once: a lost peer is never linked again, even if it is listed still.
@@ -85,13 +86,11 @@ describe("a link to a peer", () => {
 
   it("whose port another worker holds now: replaced", async () => {
     const b = await fakePeer("b");
-    const { links, news } = watcher();
-    links.update([b.peer()]);
-    await until(() => links.linked().includes("b"), "the link");
+    const { news } = await linkedTo(b.peer());
     await b.crash();
     const c = await fakePeer("c", b.address.port); // bound before the closed link is checked again
     opened.push(c);
-    await until(() => news.length > 0, "the news");
+    await waitFor(() => news.length > 0, WAIT_MS, "the news");
     expect(news.map((n) => n.evidence)).toEqual(["replaced"]);
   });
 
@@ -100,14 +99,18 @@ describe("a link to a peer", () => {
     opened.push(b);
     const { links, news } = watcher();
     links.update([b.peer()]);
-    await until(() => b.sockets.size === 1 && links.linked().includes("b"), "the link");
+    await waitFor(() => b.sockets.size === 1 && links.linked().includes("b"), WAIT_MS, "the link");
     // A dropped connection with the peer still there: linked again, nothing said.
     const [first] = b.sockets;
     first.resetAndDestroy();
-    await until(() => b.sockets.size === 1 && !b.sockets.has(first) && links.linked().includes("b"), "the link again");
+    await waitFor(
+      () => b.sockets.size === 1 && !b.sockets.has(first) && links.linked().includes("b"),
+      WAIT_MS,
+      "the link again",
+    );
     // A bye, then the close: a graceful leave.
     for (const s of b.sockets) s.end("bye\n");
-    await until(() => !links.linked().includes("b"), "the close");
+    await waitFor(() => !links.linked().includes("b"), WAIT_MS, "the close");
     await pause(200);
     expect(news).toEqual([]);
   });
@@ -118,13 +121,13 @@ describe("a link to a peer", () => {
     opened.push(b);
     const { links, news } = watcher();
     links.update([b.peer(), c.peer(), { ...c.peer(), workerQueue: "me" }]);
-    await until(() => links.linked().length === 2, "both links");
+    await waitFor(() => links.linked().length === 2, WAIT_MS, "both links");
     expect(links.linked().sort()).toEqual(["b", "c"]); // never itself
     links.update([c.peer("jai-presence-c-2")]);
-    await until(() => b.sockets.size === 0, "b's link closed");
+    await waitFor(() => b.sockets.size === 0, WAIT_MS, "b's link closed");
     expect(links.linked()).toEqual(["c"]);
     await c.crash();
-    await until(() => news.length > 0, "the news");
+    await waitFor(() => news.length > 0, WAIT_MS, "the news");
     expect(news).toEqual([{ peer: c.peer("jai-presence-c-2"), evidence: "refused" }]);
   });
 
@@ -139,7 +142,7 @@ describe("a link to a peer", () => {
     const again = await fakePeer("b", b.address.port);
     opened.push(again);
     links.update([b.peer()]);
-    await until(() => links.linked().includes("b"), "the link");
+    await waitFor(() => links.linked().includes("b"), WAIT_MS, "the link");
   });
 });
 
@@ -147,27 +150,23 @@ describe("a link that closes", () => {
   it("where nothing answers clearly is unsure news (closed), and the peer is linked again once it answers", async () => {
     const b = await fakePeer("b");
     opened.push(b);
-    const { links, news } = watcher();
-    links.update([b.peer()]);
-    await until(() => links.linked().includes("b"), "the link");
+    const { links, news } = await linkedTo(b.peer());
     b.mode.silent = true;
     const [first] = b.sockets;
     first.resetAndDestroy();
-    await until(() => news.length > 0, "the news", 8000); // after the 2 s check
+    await waitFor(() => news.length > 0, 8000, "the news"); // after the 2 s check
     expect(news.map((n) => n.evidence)).toEqual(["closed"]);
     // Its ping decides; a worker that answers again is linked again at the next listing.
     b.mode.silent = false;
     links.update([b.peer()]);
-    await until(() => links.linked().includes("b"), "the link again");
+    await waitFor(() => links.linked().includes("b"), WAIT_MS, "the link again");
   });
 
   it("after a bye that came with the hello is not news", async () => {
     const b = await fakePeer("b");
     opened.push(b);
     b.mode.hello = "jai-link b\nbye\n";
-    const { links, news } = watcher();
-    links.update([b.peer()]);
-    await until(() => links.linked().includes("b"), "the link");
+    const { news } = await linkedTo(b.peer());
     await b.crash();
     await pause(300);
     expect(news).toEqual([]);
@@ -183,10 +182,10 @@ describe("a worker's listener", () => {
     socket.setEncoding("utf8");
     let heard = "";
     socket.on("data", (d: string) => (heard += d));
-    await until(() => heard.includes("\n"), "the hello");
+    await waitFor(() => heard.includes("\n"), WAIT_MS, "the hello");
     expect(heard).toBe("jai-link w1\n");
     await links.close();
-    await until(() => heard.includes("bye"), "the bye");
+    await waitFor(() => heard.includes("bye"), WAIT_MS, "the bye");
     expect(heard).toBe("jai-link w1\nbye\n");
     socket.destroy();
   });

@@ -135,6 +135,10 @@ export class WorkerPresence {
   private lastBeatAt = 0;
   private watchdog?: ReturnType<typeof setInterval>;
   private discovery?: ReturnType<typeof setInterval>;
+  /** Set by `watch()`: the client news of a lost peer goes through. */
+  private client?: Client;
+  /** Between `watch()` and `unwatch()`. */
+  private watching = false;
   /** This worker's links to the fleet's other workers (src/failover/links.ts), unless turned off. */
   readonly links?: PeerLinks;
 
@@ -283,9 +287,6 @@ export class WorkerPresence {
   async leave(): Promise<void> {
     await this.links?.close();
   }
-
-  private client?: Client;
-  private watching = false;
 
   /** Lists the fleet's running presences and links to their workers (one listing at a time). */
   private discoverer(client: Client, fleet: string): () => Promise<void> {

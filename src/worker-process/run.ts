@@ -110,7 +110,7 @@ export function failoverLinks(
   // "[::1]:7000" names an IPv6 host.
   const host = value && at >= 0 ? value.slice(0, at).replace(/^\[(.*)\]$/, "$1") : undefined;
   const port = value ? Number(at >= 0 ? value.slice(at + 1) : value) : 0;
-  if ((host !== undefined && host === "") || !Number.isInteger(port) || port < 0 || port > 65535)
+  if (host === "" || !Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`JAI_FAILOVER_LINKS must be "off", a port or host:port, got "${value}"`);
   return { ...(host ? { host } : {}), port, ...(advertise ? { advertise } : {}) };
 }

@@ -1,7 +1,8 @@
 /**
  * A worker's presence: one activity on the worker's presence queue that heartbeats what the worker has in hand.
  * When the heartbeats stop and a ping there goes unanswered (the worker died), or a peer's link to the worker
- * closed and nothing is left at its address, another worker fails its calls by id and clears its runs' sticky queues, so the runs go on within about two presence timeouts instead of each
+ * closed and nothing is left at its address, another worker fails its calls by id and clears its runs' sticky
+ * queues, so the runs go on within about two presence timeouts (or a second or so, by a link) instead of each
  * waiting out its own heartbeat timeout, then the sticky timeout. See src/failover/presence.ts.
  */
 import {
@@ -88,17 +89,15 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
   for (;;) {
     // The first news wins: the activity's end, or a peer's (a killed worker's sockets close at once).
     await Promise.race([presence, condition(() => lost !== undefined)]);
-    if (ended && "end" in ended) {
-      if (ended.end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
-      return { worker: "stopped" };
-    }
     const byLink = ended === undefined;
     // A link that closed (nothing said whether anyone is left at the worker's address) or a silence: the worker's
     // ping tells. Refused or replaced: nothing of it is left there, it is failed over at once. News that the
-    // worker is gone for sure also cuts a ping short (at saturation its silence can come first).
+    // worker is gone for sure also cuts a ping short (at saturation its silence can come first). No ping when the
+    // presence activity ended on a live worker.
+    const endedLive = () => ended !== undefined && "end" in ended;
     const gone = () => lost !== undefined && lost.evidence !== "closed";
-    const alive = gone() ? false : await Promise.race([answers(), condition(gone).then(() => false)]);
-    // Its presence activity ended on a live worker during the ping (renewal, shutdown): it was no death.
+    const alive = endedLive() || gone() ? false : await Promise.race([answers(), condition(gone).then(() => false)]);
+    // Its presence activity ended on a live worker (renewal, shutdown), before news or during the ping: no death.
     if (ended && "end" in ended) {
       if (ended.end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
       return { worker: "stopped" };
