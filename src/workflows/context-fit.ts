@@ -15,22 +15,33 @@ export function modelTools(setup: RunSetup): Tool[] {
 
 /**
  * Compacts when the estimate is over budget ("budget"), or unconditionally to
- * well under it ("overflow"). Returns whether the context changed. Every tool
- * call keeps its result; workers see a new epoch and re-read the context.
+ * well under it ("overflow"). Returns whether the context changed: `false` at
+ * once, not a promise, when it is under budget, which is nearly every turn
+ * (every promise the workflow makes costs a replay a captured stack trace).
+ * Every tool call keeps its result; workers see a new epoch and re-read the
+ * context.
  */
-export async function fitContext(
+export function fitContext(
   input: AgentRunInput,
   setup: RunSetup,
   run: RunState,
   reason: "budget" | "overflow",
-): Promise<boolean> {
+): Promise<boolean> | false {
   const tools = modelTools(setup);
   const estimate = (messages: AgentMessage[]) => estimateTokens(messages, input.systemPrompt, tools);
   const budget = contextBudget(input, setup.model);
   const used = estimate(run.context);
   if (reason === "budget" && (budget === undefined || used <= budget)) return false;
   const target = Math.floor(Math.min(budget ?? used, used) * (reason === "overflow" ? 0.6 : 0.8));
+  return compact(input, setup, run, { used, target, estimate });
+}
 
+async function compact(
+  input: AgentRunInput,
+  setup: RunSetup,
+  run: RunState,
+  { used, target, estimate }: { used: number; target: number; estimate: (messages: AgentMessage[]) => number },
+): Promise<boolean> {
   let next: AgentMessage[] | undefined;
   if (input.compaction === "worker") {
     try {

@@ -149,8 +149,12 @@ const isOverflow = (err: ActivityFailure) =>
 /**
  * Streams one assistant message. A context overflow compacts the context and
  * calls once more; a call that fails for good becomes a message with stopReason "error".
+ *
+ * A `then` instead of an async function: every promise a workflow makes costs
+ * each replay of it a captured stack trace, and replays are what a dead
+ * worker's runs wait for.
  */
-export async function callModel(
+export function callModel(
   input: AgentRunInput,
   setup: RunSetup,
   run: RunState,
@@ -161,57 +165,69 @@ export async function callModel(
   fleet.runSeen();
   const route = hasChange(MODEL_ROUTE_PATCH);
   const queue = route ? run.modelQueue : undefined;
-  try {
-    const options = activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id));
-    if (queue) Object.assign(options, routedOptions(input, queue, run.modelQueueWaitMs));
-    const answer = (await streamAssistantMessage.executeWithOptions(options, [
-      {
-        model,
-        systemPrompt: input.systemPrompt,
-        context: modelContextRef(run),
-        tools: modelTools(setup),
-        turn: run.turn,
-        ...(route ? { route: true, doneAt: true } : {}),
-      },
-    ])) as AssistantMessage | ModelReply;
-    // A worker that predates routing answers with the message alone (and names no queue).
-    const reply: ModelReply = isReply(answer) ? answer : { message: answer };
-    if (route) {
-      run.modelQueue = reply.taskQueue;
-      run.modelQueueWaitMs = reply.queueWaitMs;
-      noteTaskLag(run, reply.doneAtMs);
-    }
-    const message = reply.message;
-    // The worker that answered cached the context and its reply.
-    run.workerKnows = run.context.length + 1;
-    return message;
-  } catch (err) {
-    // The worker the call was sent to is gone (not picked up in time, or stopped heartbeating): any worker takes it.
-    if (queue && isRouteLost(err) && !CancellationScope.current().consideredCancelled) {
-      run.modelQueue = undefined;
-      return callModel(input, setup, run, retriedOverflow);
-    }
-    // A cancel whose model worker is dead ends in a heartbeat timeout, not a cancellation: it is still a cancel.
-    if (isCancellation(err) || CancellationScope.current().consideredCancelled) {
-      throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
-    }
-    if (!(err instanceof ActivityFailure)) throw err;
-    if (isOverflow(err) && !retriedOverflow && (await fitContext(input, setup, run, "overflow")))
-      return callModel(input, setup, run, true);
-    const message: AssistantMessage = {
-      role: "assistant",
-      content: [],
-      api: model.api,
-      provider: model.provider,
-      model: model.id,
-      usage: emptyUsage(),
-      stopReason: "error",
-      errorMessage: isOverflow(err)
-        ? (err.cause?.message ?? "Context overflow")
-        : `Model call failed: ${err.cause?.message ?? err.message}`,
-      timestamp: Date.now(),
-    };
-    agent.emit({ type: "message_start", message });
-    return message;
+  const options = activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id));
+  if (queue) Object.assign(options, routedOptions(input, queue, run.modelQueueWaitMs));
+  const call = streamAssistantMessage.executeWithOptions(options, [
+    {
+      model,
+      systemPrompt: input.systemPrompt,
+      context: modelContextRef(run),
+      tools: modelTools(setup),
+      turn: run.turn,
+      ...(route ? { route: true, doneAt: true } : {}),
+    },
+  ]) as Promise<AssistantMessage | ModelReply>;
+  return call.then(
+    (answer) => {
+      // A worker that predates routing answers with the message alone (and names no queue).
+      const reply: ModelReply = isReply(answer) ? answer : { message: answer };
+      if (route) {
+        run.modelQueue = reply.taskQueue;
+        run.modelQueueWaitMs = reply.queueWaitMs;
+        noteTaskLag(run, reply.doneAtMs);
+      }
+      // The worker that answered cached the context and its reply.
+      run.workerKnows = run.context.length + 1;
+      return reply.message;
+    },
+    (err: unknown) => modelCallFailed(input, setup, run, retriedOverflow, queue, err),
+  );
+}
+
+async function modelCallFailed(
+  input: AgentRunInput,
+  setup: RunSetup,
+  run: RunState,
+  retriedOverflow: boolean,
+  queue: string | undefined,
+  err: unknown,
+): Promise<AssistantMessage> {
+  const { model } = setup;
+  // The worker the call was sent to is gone (not picked up in time, or stopped heartbeating): any worker takes it.
+  if (queue && isRouteLost(err) && !CancellationScope.current().consideredCancelled) {
+    run.modelQueue = undefined;
+    return callModel(input, setup, run, retriedOverflow);
   }
+  // A cancel whose model worker is dead ends in a heartbeat timeout, not a cancellation: it is still a cancel.
+  if (isCancellation(err) || CancellationScope.current().consideredCancelled) {
+    throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
+  }
+  if (!(err instanceof ActivityFailure)) throw err;
+  if (isOverflow(err) && !retriedOverflow && (await fitContext(input, setup, run, "overflow")))
+    return callModel(input, setup, run, true);
+  const message: AssistantMessage = {
+    role: "assistant",
+    content: [],
+    api: model.api,
+    provider: model.provider,
+    model: model.id,
+    usage: emptyUsage(),
+    stopReason: "error",
+    errorMessage: isOverflow(err)
+      ? (err.cause?.message ?? "Context overflow")
+      : `Model call failed: ${err.cause?.message ?? err.message}`,
+    timestamp: Date.now(),
+  };
+  agent.emit({ type: "message_start", message });
+  return message;
 }

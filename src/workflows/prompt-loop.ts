@@ -20,8 +20,8 @@ export interface LoopOutcome {
 export interface LoopEffects {
   /** Sends one event to whoever listens (the workflow: the `agent` sink). */
   emit(event: AgentEvent): void;
-  /** Brings the model's context under its budget before a call (may compact). */
-  fitContext(): Promise<unknown>;
+  /** Brings the model's context under its budget before a call (may compact): a promise only when it has work to do. */
+  fitContext(): Promise<unknown> | false;
   /** One model call. Contract: a call that fails for good comes back as a message with stopReason "error". */
   callModel(): Promise<AssistantMessage>;
   /**
@@ -97,7 +97,9 @@ export async function runPrompt(
       turns++;
       run.startTurn();
 
-      await effects.fitContext();
+      // Awaited only when there is something to wait for: a workflow replays every promise it made.
+      const fitting = effects.fitContext();
+      if (fitting) await fitting;
       const message = await effects.callModel();
       run.add(message);
       emit({ type: "message_end", message });

@@ -25,40 +25,38 @@ export interface BatchHooks<R> {
   groupFinished?(indices: number[], results: R[]): void;
 }
 
-/** Runs the calls with the given modes and returns their results in source order. */
-export async function runToolBatch<R>(modes: ToolExecutionMode[], hooks: BatchHooks<R>): Promise<R[]> {
+/**
+ * Runs the calls with the given modes and returns their results in source order.
+ *
+ * Promise chains, not an async function: a replay pays a captured stack trace
+ * for every promise the workflow made, so a batch makes few (one per call and
+ * two per group).
+ */
+export function runToolBatch<R>(modes: ToolExecutionMode[], hooks: BatchHooks<R>): Promise<R[]> {
   const results: R[] = new Array(modes.length);
-  let group: number[] = [];
-  let running: Promise<void>[] = [];
-  const start = (index: number) => {
-    group.push(index);
-    running.push(
-      hooks.run(index).then((result) => {
-        results[index] = result;
-        hooks.finished?.(index, result);
-      }),
-    );
-  };
-  const closeGroup = async () => {
-    await Promise.all(running);
-    if (group.length > 0)
+  // Each sequential call is a group of its own; consecutive parallel calls share one.
+  const groups: number[][] = [];
+  modes.forEach((mode, index) => {
+    const last = groups[groups.length - 1];
+    if (mode === "sequential" || !last || modes[last[0]] === "sequential") groups.push([index]);
+    else last.push(index);
+  });
+  const runGroup = (group: number[]): Promise<void> =>
+    Promise.all(
+      group.map((index) =>
+        hooks.run(index).then((result) => {
+          results[index] = result;
+          hooks.finished?.(index, result);
+        }),
+      ),
+    ).then(() =>
       hooks.groupFinished?.(
         group,
         group.map((i) => results[i]),
-      );
-    group = [];
-    running = [];
-  };
-
-  for (let index = 0; index < modes.length; index++) {
-    if (modes[index] === "sequential") {
-      await closeGroup();
-      start(index);
-      await closeGroup();
-    } else {
-      start(index);
-    }
-  }
-  await closeGroup();
-  return results;
+      ),
+    );
+  // The first group starts now; each next one when the one before it has finished.
+  let done: Promise<void> | undefined;
+  for (const group of groups) done = done ? done.then(() => runGroup(group)) : runGroup(group);
+  return done ? done.then(() => results) : Promise.resolve(results);
 }

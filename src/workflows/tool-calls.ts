@@ -49,7 +49,7 @@ export function resultOf(call: ToolCall, output: ExecuteToolOutput): ToolResultM
  * tool-batch.ts) has finished, the result messages in source order, each
  * entering the transcript as its message_end is emitted.
  */
-export async function runTools(
+export function runTools(
   input: AgentRunInput,
   setup: RunSetup,
   run: RunState,
@@ -71,20 +71,19 @@ export async function runTools(
   // After a cancellation the batch is closed by closeCancelledBatch; a late completion must not add to it.
   const current = () => run.batch === batch;
 
-  const outputs = await runToolBatch(modes, {
-    run: async (index) => {
+  // No async functions on the way to each call's activity: a replay pays for every promise (see runToolBatch).
+  return runToolBatch(modes, {
+    run: (index) => {
       const call = calls[index];
       entries[index].started = true;
       emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
-      const output =
-        run.steering.length > 0
-          ? errorOutput(SKIPPED_BY_STEERING)
-          : await processCall(input, specs.get(call.name), call, run, index);
-      if (current()) batch.outputs[index] = output;
-      return output;
+      return run.steering.length > 0
+        ? Promise.resolve(errorOutput(SKIPPED_BY_STEERING))
+        : processCall(input, specs.get(call.name), call, run, index);
     },
     finished: (index, output) => {
       if (!current()) return;
+      batch.outputs[index] = output;
       const call = calls[index];
       run.pending = run.pending.filter((p) => p !== entries[index]);
       emit({
@@ -102,9 +101,10 @@ export async function runTools(
         enterResult(run, messages[index], emit);
       });
     },
+  }).then((outputs) => {
+    run.batch = undefined;
+    return outputs.map((output, i) => ({ output, message: messages[i] }));
   });
-  run.batch = undefined;
-  return outputs.map((output, i) => ({ output, message: messages[i] }));
 }
 
 function enterResult(run: RunState, message: ToolResultMessage, emit: (event: AgentEvent) => void): void {
@@ -142,30 +142,43 @@ export function closeCancelledBatch(run: RunState, calls: ToolCall[], emit: (eve
 }
 
 /** Approval (when the tool asks for it), then execution. */
-async function processCall(
+function processCall(
   input: AgentRunInput,
   spec: ToolSpec | undefined,
   call: ToolCall,
   run: RunState,
   index: number,
 ): Promise<ExecuteToolOutput> {
-  if (!spec) return errorOutput(`Tool ${call.name} not found`);
-  if (spec.approval) {
-    let needsApproval = spec.approval === "always";
-    if (spec.approval === "predicate") {
-      const check = await checkApproval(spec, call);
-      if (check.error) return errorOutput(check.error);
-      needsApproval = check.needsApproval;
-    }
-    if (needsApproval) {
-      const refusal = await waitForApproval(run, call, spec.approvalTimeout ?? input.approvalTimeout);
-      if (refusal) return errorOutput(refusal);
-      if (run.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
-    }
-  }
-  if (spec.subAgent) return runSubAgent(spec, spec.subAgent, call, run, index);
-  return executeCall(spec, call, run, index, input.toolResultLimits);
+  if (!spec) return Promise.resolve(errorOutput(`Tool ${call.name} not found`));
+  if (spec.approval) return approveThenExecute(input, spec, call, run, index);
+  return execute(input, spec, call, run, index);
 }
+
+async function approveThenExecute(
+  input: AgentRunInput,
+  spec: ToolSpec,
+  call: ToolCall,
+  run: RunState,
+  index: number,
+): Promise<ExecuteToolOutput> {
+  let needsApproval = spec.approval === "always";
+  if (spec.approval === "predicate") {
+    const check = await checkApproval(spec, call);
+    if (check.error) return errorOutput(check.error);
+    needsApproval = check.needsApproval;
+  }
+  if (needsApproval) {
+    const refusal = await waitForApproval(run, call, spec.approvalTimeout ?? input.approvalTimeout);
+    if (refusal) return errorOutput(refusal);
+    if (run.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
+  }
+  return execute(input, spec, call, run, index);
+}
+
+const execute = (input: AgentRunInput, spec: ToolSpec, call: ToolCall, run: RunState, index: number) =>
+  spec.subAgent
+    ? runSubAgent(spec, spec.subAgent, call, run, index)
+    : executeCall(spec, call, run, index, input.toolResultLimits);
 
 /** Asks the tool's approval predicate in the worker; its failure is the call's error result, never the run's. */
 async function checkApproval(spec: ToolSpec, call: ToolCall): Promise<{ error?: string; needsApproval: boolean }> {
@@ -239,7 +252,7 @@ async function executeFast(
 }
 
 /** One tool call as one activity (a local one for fast tools). */
-async function executeCall(
+function executeCall(
   spec: ToolSpec,
   call: ToolCall,
   run: RunState,
@@ -249,32 +262,39 @@ async function executeCall(
   const options = activityOverrides(spec.activity, toolSummary(spec.name, call.arguments));
   // Tool-call ids are the model's; the turn and position keep them unique within the run.
   options.activityId = `tool-${run.turn}-${index}-${call.id}`.slice(0, 200);
-  try {
-    const args = { toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) };
-    if (spec.local && hasChange(LOCAL_ACTIVITIES_PATCH))
-      return await executeFast(spec, { ...args, outputKey: options.activityId }, run.fromActivity);
-    const output = await executeTool.executeWithOptions(options, [{ ...args, doneAt: true }]);
-    run.fromActivity.set(output.result.content, options.activityId!);
-    // Run again after its worker stopped: that worker may be the one the next model call would be sent to, and a
-    // call queued for a dead worker waits out its schedule-to-start timeout on top of this call's heartbeat timeout.
-    if ((output.attempt ?? 1) > 1) leaveModelWorker(run);
-    noteTaskLag(run, output.doneAtMs);
-    return output;
-  } catch (err) {
-    // A cancel whose tool worker is dead ends in a timeout: still a cancel.
-    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled)
-      throw err;
-    if (err.cause instanceof TimeoutFailure) {
-      leaveModelWorker(run);
-      const attempts = spec.activity?.retry?.maximumAttempts;
-      const why =
-        attempts === 1
-          ? "it is not idempotent, so it was not run again"
-          : `no attempt finished (${attempts ?? TOOL_DEFAULTS.retry?.maximumAttempts} allowed)`;
-      return errorOutput(
-        `Tool ${call.name} was interrupted (its worker stopped or it timed out: ${err.cause.message}); ${why}. It may have had partial effects.`,
-      );
-    }
-    return errorOutput(`Tool ${call.name} failed: ${err.cause?.message ?? err.message}`);
+  const args = { toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) };
+  if (spec.local && hasChange(LOCAL_ACTIVITIES_PATCH))
+    return executeFast(spec, { ...args, outputKey: options.activityId }, run.fromActivity).catch((err: unknown) =>
+      toolFailed(spec, call, run, err),
+    );
+  return executeTool.executeWithOptions(options, [{ ...args, doneAt: true }]).then(
+    (output) => {
+      run.fromActivity.set(output.result.content, options.activityId!);
+      // Run again after its worker stopped: that worker may be the one the next model call would be sent to, and a
+      // call queued for a dead worker waits out its schedule-to-start timeout on top of this call's heartbeat timeout.
+      if ((output.attempt ?? 1) > 1) leaveModelWorker(run);
+      noteTaskLag(run, output.doneAtMs);
+      return output;
+    },
+    (err: unknown) => toolFailed(spec, call, run, err),
+  );
+}
+
+/** A call that failed for good: its error result, which the model sees (a cancel stays a cancel). */
+function toolFailed(spec: ToolSpec, call: ToolCall, run: RunState, err: unknown): ExecuteToolOutput {
+  // A cancel whose tool worker is dead ends in a timeout: still a cancel.
+  if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled)
+    throw err;
+  if (err.cause instanceof TimeoutFailure) {
+    leaveModelWorker(run);
+    const attempts = spec.activity?.retry?.maximumAttempts;
+    const why =
+      attempts === 1
+        ? "it is not idempotent, so it was not run again"
+        : `no attempt finished (${attempts ?? TOOL_DEFAULTS.retry?.maximumAttempts} allowed)`;
+    return errorOutput(
+      `Tool ${call.name} was interrupted (its worker stopped or it timed out: ${err.cause.message}); ${why}. It may have had partial effects.`,
+    );
   }
+  return errorOutput(`Tool ${call.name} failed: ${err.cause?.message ?? err.message}`);
 }
