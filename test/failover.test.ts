@@ -7,14 +7,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import proto from "@temporalio/proto";
 import type { AgentRunHandle } from "../src/client.js";
+import { MockActivityEnvironment } from "@temporalio/testing";
 import {
+  createPresenceActivities,
+  fleetTaskQueue,
   presenceTimeoutMs,
   tellWorkerLost,
   WorkerPresence,
   WORKER_PRESENCE_WORKFLOW,
   type PresenceOutcome,
 } from "../src/failover/presence.js";
-import type { PresenceReport } from "../src/failover/types.js";
+import type { FailoverResult, PresenceReport } from "../src/failover/types.js";
 import {
   harnessDir,
   readLog,
@@ -365,4 +368,51 @@ describe("news of a closed link", () => {
       expect(signals).toHaveLength(1);
     });
   }, 40000);
+});
+
+describe("a report read from the server", () => {
+  it("after the presence activity timed out (a link's news, then a fail-over slower than the presence timeout) comes from the timeout's details", async () => {
+    await withPresence("timed-out-report", "30s", async ({ worker, presence }) => {
+      // A fake worker's presence on the fleet: the test takes its activity, heartbeats one report and goes silent.
+      const fake = uniqueId("fake-worker");
+      const input = { workerQueue: fake, presenceQueue: `${fake}-presence`, timeoutMs: 1000, renewAfterMs: 600000 };
+      const fakePresence = await env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
+        taskQueue: fleetTaskQueue(worker.taskQueue),
+        workflowId: `jai-presence-${fake}-1`,
+        args: [input],
+      });
+      // Nothing heartbeated yet: the fail-over says it found no report (the workflow then waits for the timeout's).
+      const activities = createPresenceActivities(() => env.client, undefined);
+      const failOver = async () =>
+        (await new MockActivityEnvironment({
+          workflowNamespace: "default",
+          workflowExecution: { workflowId: fakePresence.workflowId, runId: fakePresence.firstExecutionRunId },
+        }).run(activities.failOverWorker, { workerQueue: fake })) as FailoverResult;
+      expect(await failOver()).toMatchObject({ runsUnstuck: 0, reportMissing: true });
+      const task = await env.connection.workflowService.pollActivityTaskQueue({
+        namespace: "default",
+        taskQueue: { name: input.presenceQueue },
+        identity: "fake-worker",
+      });
+      expect(task.activityType?.name).toBe("workerPresence");
+      // It names a running run: the in-process worker's own presence, whose sticky queue a fail-over can clear.
+      const { runId } = await presence.describe();
+      const report: PresenceReport = { calls: [], runs: [{ workflowId: presence.workflowId, runId }] };
+      const { payloadConverter } = env.client.options.loadedDataConverter;
+      await env.connection.workflowService.recordActivityTaskHeartbeat({
+        namespace: "default",
+        taskToken: task.taskToken,
+        details: { payloads: [payloadConverter.toPayload(report)] },
+        identity: "fake-worker",
+      });
+      // Silent from now on: the activity times out, the ping goes unanswered, the fleet fails the fake worker over.
+      expect(((await fakePresence.result()) as PresenceOutcome).worker).toBe("lost");
+      const timedOut = (await fakePresence.fetchHistory()).events?.some((e) => e.activityTaskTimedOutEventAttributes);
+      expect(timedOut).toBe(true);
+      // What a fail-over told by a link reads now: no activity is running, the timeout holds the report.
+      const result = await failOver();
+      expect(result.runsUnstuck).toBe(1);
+      expect(result.reportMissing).toBeUndefined();
+    });
+  }, 60000);
 });

@@ -422,6 +422,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
           console.warn(`jai: failing over ${input.workerQueue}: reading its last report: ${String(err)}`);
           return { calls: [], runs: [] };
         }));
+      const reportMissing = !input.report && report.calls.length === 0 && report.runs.length === 0;
       const warn = (what: string, err: unknown) =>
         console.warn(`jai: failing over ${input.workerQueue}: ${what}: ${String(err)}`);
       // At once, while the calls fail: a run's next call may be on its way to the dead worker's queue.
@@ -483,7 +484,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
         ],
         (work) => work(),
       );
-      return { callsFailed, runsUnstuck, queueAdopted: await adopting };
+      return { callsFailed, runsUnstuck, queueAdopted: await adopting, ...(reportMissing ? { reportMissing } : {}) };
     },
   };
 }
@@ -512,7 +513,9 @@ export async function tellWorkerLost(client: Client, peer: LinkPeer, news: Worke
 
 /**
  * The last report a presence activity heartbeated, read from its workflow (a link found the worker dead before
- * its heartbeats timed out, so no timeout carries them): empty when it sent none.
+ * its heartbeats timed out, so no timeout handed them to the workflow): the running activity's heartbeat details,
+ * or, once it timed out meanwhile (at saturation the fail-over's task can take longer than the presence timeout),
+ * the details its timeout carries in the history. Empty when it sent none.
  */
 async function lastReport(
   client: Client,
@@ -520,12 +523,36 @@ async function lastReport(
   presence: { workflowId: string; runId?: string },
 ): Promise<PresenceReport> {
   const described = await client.workflowService.describeWorkflowExecution({ namespace, execution: presence });
-  const payloads = described.pendingActivities?.find((a) => a.activityType?.name === "workerPresence")?.heartbeatDetails
-    ?.payloads;
+  const payloads =
+    described.pendingActivities?.find((a) => a.activityType?.name === "workerPresence")?.heartbeatDetails?.payloads ??
+    (await timedOutReport(client, namespace, presence));
   if (!payloads?.length) return { calls: [], runs: [] };
   const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
   const [first] = await decodePayloads(payloads as Payload[], payloadCodecs);
   return payloadConverter.fromPayload<PresenceReport>(first);
+}
+
+/** The last heartbeat details of the presence activity's latest timeout in the workflow's (short) history. */
+async function timedOutReport(
+  client: Client,
+  namespace: string | undefined,
+  execution: { workflowId: string; runId?: string },
+) {
+  const presenceScheduled = new Set<string>();
+  let details: { payloads?: unknown[] | null } | null | undefined;
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.getWorkflowExecutionHistory({ namespace, execution, nextPageToken });
+    for (const e of page.history?.events ?? []) {
+      if (e.activityTaskScheduledEventAttributes?.activityType?.name === "workerPresence")
+        presenceScheduled.add(String(e.eventId));
+      const timedOut = e.activityTaskTimedOutEventAttributes;
+      if (timedOut && presenceScheduled.has(String(timedOut.scheduledEventId)))
+        details = timedOut.failure?.timeoutFailureInfo?.lastHeartbeatDetails;
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return details?.payloads;
 }
 
 async function eachLimited<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {

@@ -60,6 +60,12 @@ export interface FailoverResult {
   runsUnstuck: number;
   /** The worker that failed over polls the dead one's own queue for a while (its runs' next model calls). */
   queueAdopted: boolean;
+  /**
+   * No report could be read from the server (the presence activity had timed out, and its timeout was not in the
+   * history yet: the server adds it once the fail-over's own task ends). The workflow fails over again with the
+   * report the timeout carries.
+   */
+  reportMissing?: boolean;
 }
 
 /** The presence workflow's result. */

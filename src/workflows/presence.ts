@@ -113,7 +113,21 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
       ended && "silence" in ended
         ? ((ended.silence.lastHeartbeatDetails as PresenceReport | undefined) ?? { calls: [], runs: [] })
         : undefined;
-    const failover = await failOverWorker({ workerQueue: input.workerQueue, ...(report ? { report } : {}) });
+    let failover = await failOverWorker({ workerQueue: input.workerQueue, ...(report ? { report } : {}) });
+    // A link told, and the fail-over found no report on the server: the presence activity timed out while it ran
+    // (at saturation its task can outlast the presence timeout), and the timeout carries the report. Once more
+    // with it; the timeout comes within the presence timeout of the news, or never (a worker that is not dead).
+    if (failover.reportMissing && (await condition(() => ended !== undefined, 2 * input.timeoutMs))) {
+      const silence = ended && "silence" in ended ? (ended.silence.lastHeartbeatDetails as PresenceReport) : undefined;
+      if (silence) {
+        const again = await failOverWorker({ workerQueue: input.workerQueue, report: silence });
+        failover = {
+          callsFailed: failover.callsFailed + again.callsFailed,
+          runsUnstuck: failover.runsUnstuck + again.runsUnstuck,
+          queueAdopted: failover.queueAdopted || again.queueAdopted,
+        };
+      }
+    }
     // The fail-over's task does not also end the workflow: an event that came while it ran (the worker's silence
     // after a link's news, at saturation seconds later) made the server refuse a task that ended it, and the
     // fail-over ran again. A timer's task ends it instead.
