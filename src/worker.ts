@@ -296,6 +296,12 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     if (owned) await connection.close().catch(() => {});
     throw err;
   }
+  // What the server will say started a call of this worker's (shared queue, own queue): the fleet fails such calls
+  // when this worker dies, also those handed to its last polls that no report of its named.
+  if (presence)
+    presence.identities = [...new Set([worker.options.identity, ownWorker?.options.identity])].filter(
+      (id): id is string => typeof id === "string" && id.length > 0,
+    );
   // Dead workers' own queues this one polls for a while (fast failover), without the presence activity (the
   // queue's worker, alive after all, runs that).
   const adopted = new Map<Worker, Promise<void>>();

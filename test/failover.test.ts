@@ -416,3 +416,50 @@ describe("a report read from the server", () => {
     });
   }, 60000);
 });
+
+describe("calls handed to a dying worker's last polls", () => {
+  it("are failed by what the server says started them (its identities), though no report named them; others' are not", async () => {
+    await withPresence("handed-calls", "30s", async ({ worker, presence, running }) => {
+      // The presence names the identities the worker's pollers give the server (its peers read them there).
+      const own = await running();
+      expect((await presence.describe()).memo?.identities).toContain(own?.lastWorkerIdentity);
+      // A call taken by a worker that died before reporting it: the test takes a fake worker's presence activity
+      // under the dead worker's identity, and never answers.
+      const fake = uniqueId("handed");
+      const dead = `${fake}-identity`;
+      const fakePresence = await env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
+        taskQueue: fleetTaskQueue(worker.taskQueue),
+        workflowId: `jai-presence-${fake}-1`,
+        args: [{ workerQueue: fake, presenceQueue: `${fake}-presence`, timeoutMs: 60000, renewAfterMs: 600000 }],
+      });
+      const task = await env.connection.workflowService.pollActivityTaskQueue({
+        namespace: "default",
+        taskQueue: { name: `${fake}-presence` },
+        identity: dead,
+      });
+      expect(task.activityType?.name).toBe("workerPresence");
+      const report: PresenceReport = {
+        calls: [],
+        runs: [
+          { workflowId: fakePresence.workflowId, runId: fakePresence.firstExecutionRunId },
+          { workflowId: presence.workflowId, runId: (await presence.describe()).runId },
+        ],
+        identities: [dead],
+      };
+      const result = (await new MockActivityEnvironment({
+        workflowNamespace: "default",
+        workflowExecution: { workflowId: "failing-over", runId: "r" },
+      }).run(createPresenceActivities(() => env.client, undefined).failOverWorker, {
+        workerQueue: fake,
+        report,
+      })) as FailoverResult;
+      // The dead identity's attempt failed as a heartbeat timeout would (the presence then pings and fails over);
+      // the live worker's presence activity, in the same report, runs on.
+      expect(result.callsFailed).toBe(1);
+      const failed = (await fakePresence.fetchHistory()).events?.find((e) => e.activityTaskFailedEventAttributes);
+      expect(failed?.activityTaskFailedEventAttributes?.failure?.message).toContain("stopped heartbeating");
+      expect(await running()).toMatchObject({ state: 2, attempt: 1 });
+      await fakePresence.terminate(); // its ping would wait a minute for the fake worker
+    });
+  }, 60000);
+});

@@ -30,6 +30,8 @@ export interface LinkPeer {
   address: LinkAddress;
   /** Its running presence workflow: where news of its death is sent. */
   presenceWorkflowId: string;
+  /** The identities its pollers give the server (its presence's memo): whose calls are failed once it is gone. */
+  identities?: string[];
 }
 
 /**

@@ -113,6 +113,11 @@ const MAX_ADOPTED = 4;
  * but its runs wait for this (at 16, sequential per run, 50 runs took 1.7 s with headroom and 2.6 s at saturation).
  */
 const FAILOVER_CONCURRENCY = 64;
+/**
+ * A worker that learns a peer died also reads the runs it ran a workflow task of in this window: a call one of
+ * them scheduled just before the death may have gone to the dead worker's last polls (as the server saw them).
+ */
+const HANDED_WINDOW_MS = 10_000;
 
 const key = (c: HeldCall) => `${c.workflowId}\u0000${c.runId}\u0000${c.activityId}\u0000${c.attempt}`;
 
@@ -141,6 +146,8 @@ export class WorkerPresence {
   private watching = false;
   /** This worker's links to the fleet's other workers (src/failover/links.ts), unless turned off. */
   readonly links?: PeerLinks;
+  /** Set by the worker: the identities its pollers give the server (`PresenceReport.identities`). */
+  identities: string[] = [];
 
   constructor(
     /** The worker's own queue (its routed model calls): what names it, and what a survivor polls once it died. */
@@ -249,7 +256,11 @@ export class WorkerPresence {
           workflowId: `jai-presence-${this.workerQueue}-${++this.attempt}`,
           args: [input],
           // What the fleet's other workers link to this one by (and what an operator sees of it).
-          memo: { workerQueue: this.workerQueue, ...(address ? { links: address } : {}) },
+          memo: {
+            workerQueue: this.workerQueue,
+            ...(address ? { links: address } : {}),
+            ...(this.identities.length > 0 ? { identities: this.identities } : {}),
+          },
         })
         .catch((err) => console.warn(`jai: could not start the presence of ${this.workerQueue}: ${String(err)}`));
     };
@@ -298,12 +309,13 @@ export class WorkerPresence {
       try {
         const peers = new Map<string, LinkPeer>();
         for await (const run of client.workflow.list({ query })) {
-          const memo = run.memo as { workerQueue?: string; links?: LinkAddress } | undefined;
+          const memo = run.memo as { workerQueue?: string; links?: LinkAddress; identities?: string[] } | undefined;
           if (memo?.workerQueue && memo.links && !peers.has(memo.workerQueue))
             peers.set(memo.workerQueue, {
               workerQueue: memo.workerQueue,
               address: memo.links,
               presenceWorkflowId: run.workflowId,
+              ...(memo.identities ? { identities: memo.identities } : {}),
             });
         }
         this.links.update([...peers.values()]);
@@ -317,7 +329,15 @@ export class WorkerPresence {
 
   /** A link to `peer` closed and the check says it is gone (or may be): its presence workflow is told. */
   private lost(peer: LinkPeer, evidence: LinkEvidence): void {
-    if (this.client) void tellWorkerLost(this.client, peer, { evidence, by: this.workerQueue });
+    if (!this.client) return;
+    void tellWorkerLost(this.client, peer, { evidence, by: this.workerQueue });
+    // Gone for sure: this worker's own runs' calls handed to its last polls are failed from here (the fail-over
+    // reads the dead worker's runs and those of the survivor that runs it, not every survivor's).
+    if (evidence !== "closed" && peer.identities?.length)
+      void failHandedCalls(this.client, this.client.options.namespace, this.recentRuns(HANDED_WINDOW_MS), {
+        identities: peer.identities,
+        workerQueue: peer.workerQueue,
+      }).catch((err: unknown) => console.warn(`jai: failing ${peer.workerQueue}'s handed calls: ${String(err)}`));
   }
 
   /** What the next heartbeat says. */
@@ -331,7 +351,15 @@ export class WorkerPresence {
       calls: [...this.calls.values()],
       runs: [...this.runs.values()].map(({ workflowId, runId }) => ({ workflowId, runId })),
       ...(this.links ? { links: this.links.linked() } : {}),
+      ...(this.identities.length > 0 ? { identities: this.identities } : {}),
     };
+  }
+
+  /** The runs this worker ran a workflow task of in the last `ms`. */
+  recentRuns(ms: number, now = Date.now()): HeldRun[] {
+    return [...this.runs.values()]
+      .filter((run) => now - run.seenAt <= ms)
+      .map(({ workflowId, runId }) => ({ workflowId, runId }));
   }
 }
 
@@ -362,6 +390,66 @@ class TrackCalls implements ActivityInboundCallsInterceptor {
 
 /** Activity state STARTED in a pending activity (`describe`): the only state a call is failed in. */
 const STARTED = 2;
+
+type Described = Awaited<ReturnType<Client["workflowService"]["describeWorkflowExecution"]>>;
+type Warn = (what: string, err: unknown) => void;
+
+const describe = (c: Client, namespace: string | undefined, run: HeldRun, warn: Warn) =>
+  c.workflowService.describeWorkflowExecution({ namespace, execution: run }).catch((err: unknown) => {
+    warn(`reading ${run.workflowId}`, err);
+    return undefined;
+  });
+
+/**
+ * The attempts the server says one of `identities` (a dead worker's pollers) started and that still run: handed
+ * to its last polls as it died, they are in no report.
+ */
+function handedAttempts(described: Described, identities: Set<string>) {
+  return (described.pendingActivities ?? [])
+    .filter((a) => Number(a.state ?? 0) === STARTED && identities.has(a.lastWorkerIdentity ?? ""))
+    .map((a) => ({ activityId: a.activityId ?? "", attempt: a.attempt ?? 0 }));
+}
+
+/** Fails one call of a dead worker with a heartbeat timeout; false when it was done meanwhile or its run ended. */
+async function failCall(
+  c: Client,
+  call: { workflowId: string; runId: string; activityId: string },
+  workerQueue: string,
+  warn: Warn,
+): Promise<boolean> {
+  try {
+    await c.activity.fail(
+      call,
+      new TimeoutFailure(`worker ${workerQueue} stopped heartbeating`, undefined, TimeoutType.HEARTBEAT),
+    );
+    return true;
+  } catch (err) {
+    warn(`failing ${call.workflowId} activity ${call.activityId}`, err);
+    return false;
+  }
+}
+
+/**
+ * Reads `runs` and fails the calls a dead worker's pollers (`identities`) had taken and no report named. Returns
+ * how many it failed; never throws for one run or call.
+ */
+export async function failHandedCalls(
+  c: Client,
+  namespace: string | undefined,
+  runs: HeldRun[],
+  dead: { identities: string[]; workerQueue: string },
+): Promise<number> {
+  const identities = new Set(dead.identities);
+  const warn: Warn = (what, err) => console.warn(`jai: failing over ${dead.workerQueue}: ${what}: ${String(err)}`);
+  let failed = 0;
+  await eachLimited(runs, async (run) => {
+    const described = await describe(c, namespace, run, warn);
+    if (!described) return;
+    for (const { activityId } of handedAttempts(described, identities))
+      if (await failCall(c, { ...run, activityId }, dead.workerQueue, warn)) failed++;
+  });
+  return failed;
+}
 
 /**
  * The presence activities: `workerPresence` and `workerPing` (on the watched worker's presence queue) and
@@ -416,7 +504,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       const namespace = info.workflowNamespace;
       // Read from the server when a link told first; a report that cannot be read leaves the calls to their own
       // timeouts (the runs are still freed as they show up), never the fail-over undone.
-      const report =
+      const report: PresenceReport =
         input.report ??
         (await lastReport(c, namespace, info.workflowExecution!).catch((err: unknown) => {
           console.warn(`jai: failing over ${input.workerQueue}: reading its last report: ${String(err)}`);
@@ -438,23 +526,15 @@ export function createPresenceActivities(client: () => Client | undefined, prese
           return false; // ended, or not found: nothing waits on it
         }
       };
-      const failure = () =>
-        new TimeoutFailure(`worker ${input.workerQueue} stopped heartbeating`, undefined, TimeoutType.HEARTBEAT);
+      const identities = new Set(report.identities ?? []);
       let callsFailed = 0;
       let runsUnstuck = 0;
       const byRun = new Map<string, HeldCall[]>();
       for (const call of report.calls) byRun.set(call.runId, [...(byRun.get(call.runId) ?? []), call]);
       // One pool, the runs with calls first: each is cleared (while it is read) before its calls fail, so the task
       // a failure makes goes to any worker at once.
-      const withCalls = async (calls: HeldCall[]) => {
-        const run = { workflowId: calls[0].workflowId, runId: calls[0].runId };
-        const [described, unstuck] = await Promise.all([
-          c.workflowService.describeWorkflowExecution({ namespace, execution: run }).catch((err: unknown) => {
-            warn(`reading ${run.workflowId}`, err);
-            return undefined;
-          }),
-          unstick(run),
-        ]);
+      const serve = async (run: HeldRun, calls: HeldCall[]) => {
+        const [described, unstuck] = await Promise.all([describe(c, namespace, run, warn), unstick(run)]);
         if (unstuck) runsUnstuck++;
         if (!described) return;
         const pending = new Map(
@@ -463,27 +543,31 @@ export function createPresenceActivities(client: () => Client | undefined, prese
             { attempt: a.attempt ?? 0, state: Number(a.state ?? 0) },
           ]),
         );
-        for (const call of calls) {
+        const reported = calls.filter((call) => {
           const now = pending.get(call.activityId);
-          if (!now || now.state !== STARTED || now.attempt !== call.attempt) continue;
-          try {
-            await c.activity.fail(call, failure());
-            callsFailed++;
-          } catch (err) {
-            warn(`failing ${call.workflowId} activity ${call.activityId}`, err); // done meanwhile, or the run ended
-          }
-        }
-      };
-      const withoutCalls = async (run: HeldRun) => {
-        if (await unstick(run)) runsUnstuck++;
+          return now?.state === STARTED && now.attempt === call.attempt;
+        });
+        const named = new Set(calls.map((call) => call.activityId));
+        const handed = handedAttempts(described, identities).filter((a) => !named.has(a.activityId));
+        for (const activityId of [...reported.map((call) => call.activityId), ...handed.map((a) => a.activityId)])
+          if (await failCall(c, { ...run, activityId }, input.workerQueue, warn)) callsFailed++;
       };
       await eachLimited<() => Promise<void>>(
         [
-          ...[...byRun.values()].map((calls) => () => withCalls(calls)),
-          ...report.runs.filter((r) => !byRun.has(r.runId)).map((run) => () => withoutCalls(run)),
+          ...[...byRun.values()].map((calls) => () => serve(calls[0], calls)),
+          ...report.runs.filter((r) => !byRun.has(r.runId)).map((run) => () => serve(run, [])),
         ],
         (work) => work(),
       );
+      // This survivor's own recent runs too (their calls may have gone to the dead worker's last polls).
+      const theirs = new Set([...report.runs.map((r) => r.runId), ...byRun.keys()]);
+      if (presence && identities.size > 0)
+        callsFailed += await failHandedCalls(
+          c,
+          namespace,
+          presence.recentRuns(HANDED_WINDOW_MS).filter((r) => !theirs.has(r.runId)),
+          { identities: [...identities], workerQueue: input.workerQueue },
+        );
       return { callsFailed, runsUnstuck, queueAdopted: await adopting, ...(reportMissing ? { reportMissing } : {}) };
     },
   };

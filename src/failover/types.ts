@@ -24,6 +24,11 @@ export interface PresenceReport {
   runs: HeldRun[];
   /** The fleet's workers this one has a link to (their own queues): the ones it tells when their link closes. */
   links?: string[];
+  /**
+   * The identities its pollers give the server. An attempt the server says one of them started and no report
+   * names was handed to the worker's last polls as it died: it is failed too.
+   */
+  identities?: string[];
 }
 
 /** The presence workflow's input. */
