@@ -185,8 +185,11 @@ describe("fast failover", () => {
     expect(result.stopReason).toBe("stop");
     expect(textOf(result.messages.at(-1))).toBe(FINAL);
     const calls = await modelCalls(handle);
-    expect(calls.some((m) => m.queue === first.ownQueue && m.failure?.message?.includes("stopped heartbeating"))).toBe(
-      true,
+    // Its call failed as its worker's (by the fail-over, or by a survivor's link); the list is printed when not.
+    expect(calls).toContainEqual(
+      expect.objectContaining({
+        failure: expect.objectContaining({ message: `worker ${first.ownQueue} stopped heartbeating` }),
+      }),
     );
     // A worker that shuts down ends its presence (the survivor runs the workflow's last task): no failover.
     await first.stop();
@@ -218,8 +221,11 @@ describe("fast failover: links", () => {
     const result = await handle.result();
     expect(textOf(result.messages.at(-1))).toBe(FINAL);
     const calls = await modelCalls(handle);
-    expect(calls.some((m) => m.queue === first.ownQueue && m.failure?.message?.includes("stopped heartbeating"))).toBe(
-      true,
+    // Its call failed as its worker's (by the fail-over, or by a survivor's link); the list is printed when not.
+    expect(calls).toContainEqual(
+      expect.objectContaining({
+        failure: expect.objectContaining({ message: `worker ${first.ownQueue} stopped heartbeating` }),
+      }),
     );
     await second.stop();
   }, 90000);
@@ -460,6 +466,52 @@ describe("calls handed to a dying worker's last polls", () => {
       expect(failed?.activityTaskFailedEventAttributes?.failure?.message).toContain("stopped heartbeating");
       expect(await running()).toMatchObject({ state: 2, attempt: 1 });
       await fakePresence.terminate(); // its ping would wait a minute for the fake worker
+    });
+  }, 60000);
+
+  it("are failed at once by each survivor a link told, for its own runs of the last seconds", async () => {
+    await withPresence("handed-by-link", "30s", async ({ worker }) => {
+      const fake = uniqueId("handed-link");
+      const dead = `${fake}-identity`;
+      // A presence timeout longer than the test waits: only the survivor's sweep can fail the call in time.
+      const fakePresence = await env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
+        taskQueue: fleetTaskQueue(worker.taskQueue),
+        workflowId: `jai-presence-${fake}-1`,
+        args: [{ workerQueue: fake, presenceQueue: `${fake}-presence`, timeoutMs: 60000, renewAfterMs: 600000 }],
+      });
+      await env.connection.workflowService.pollActivityTaskQueue({
+        namespace: "default",
+        taskQueue: { name: `${fake}-presence` },
+        identity: dead,
+      });
+      // A survivor that ran a workflow task of that run a moment ago hears from its link that the worker is gone.
+      const survivorQueue = uniqueId("survivor");
+      const survivor = new WorkerPresence(survivorQueue, 1000, false);
+      survivor.watch(env.client, uniqueId("survivor-shared"));
+      try {
+        survivor.runSeen(fakePresence.workflowId, fakePresence.firstExecutionRunId);
+        survivor.peerLost(
+          {
+            workerQueue: fake,
+            address: { host: "127.0.0.1", port: 1 },
+            presenceWorkflowId: fakePresence.workflowId,
+            identities: [dead],
+          },
+          "refused",
+        );
+        const failed = async () =>
+          (await fakePresence.fetchHistory()).events?.some((e) =>
+            e.activityTaskFailedEventAttributes?.failure?.message?.includes(`worker ${fake} stopped heartbeating`),
+          ) === true;
+        await waitFor(failed, 10000, "the handed call to fail");
+      } finally {
+        survivor.unwatch();
+        await env.client.workflow
+          .getHandle(`jai-presence-${survivorQueue}-1`)
+          .terminate()
+          .catch(() => {});
+        await fakePresence.terminate().catch(() => {});
+      }
     });
   }, 60000);
 });

@@ -158,7 +158,8 @@ export class WorkerPresence {
     links: LinkOptions | false = {},
   ) {
     this.presenceQueue = `${workerQueue}-presence`;
-    if (links !== false) this.links = new PeerLinks(workerQueue, (peer, evidence) => this.lost(peer, evidence), links);
+    if (links !== false)
+      this.links = new PeerLinks(workerQueue, (peer, evidence) => this.peerLost(peer, evidence), links);
   }
 
   /** Counts an activity attempt in (on start) and out (when it settles). */
@@ -327,8 +328,11 @@ export class WorkerPresence {
     };
   }
 
-  /** A link to `peer` closed and the check says it is gone (or may be): its presence workflow is told. */
-  private lost(peer: LinkPeer, evidence: LinkEvidence): void {
+  /**
+   * @internal A link to `peer` closed and the check says it is gone (or may be): its presence workflow is told,
+   * and when it is gone for sure, this worker's own calls its pollers had taken are failed.
+   */
+  peerLost(peer: LinkPeer, evidence: LinkEvidence): void {
     if (!this.client) return;
     void tellWorkerLost(this.client, peer, { evidence, by: this.workerQueue });
     // Gone for sure: this worker's own runs' calls handed to its last polls are failed from here (the fail-over
