@@ -55,8 +55,8 @@ const config = (variant?: HarnessConfig["variant"]) =>
   files.config(variant, {
     // Under a whole suite's load a short timeout could take a live worker for dead; the mechanism is the same.
     presenceTimeout: "3s",
-    // Turn 2's answer streams for several seconds: long enough to be cut.
-    tokensPerSecond: 20,
+    // Turn 2's answer streams for ~6 s: long enough to be cut, also when a loaded suite is slow to see it reported.
+    tokensPerSecond: 10,
   });
 
 async function child(c: HarnessConfig): Promise<ChildWorker> {
@@ -69,7 +69,7 @@ async function child(c: HarnessConfig): Promise<ChildWorker> {
 const startRun = (c: HarnessConfig) =>
   startScenarioRun(env.client, c, { heartbeatTimeout: "60s", workflowTaskTimeout: "2s" });
 
-/** Turn 2's model call has started on worker `pid` (routed there: it holds the run's context); it streams ~3 s. */
+/** Turn 2's model call has started on worker `pid` (routed there: it holds the run's context); it streams ~6 s. */
 const turn2On = (log: LogEntry[], pid: number) =>
   log.some((e) => e.event === "model_call" && e.results === 3 && e.pid === pid);
 
@@ -98,7 +98,7 @@ async function reportOf(worker: ChildWorker): Promise<PresenceReport | undefined
 }
 
 /**
- * The scenario's run with two workers, the first one in turn 2's model call (~3 s of streaming) and its presence
+ * The scenario's run with two workers, the first one in turn 2's model call (~6 s of streaming) and its presence
  * having reported it: the first worker alone until it holds the run's context (turn 1's answer), then the survivor.
  */
 async function firstWorkerInTurn2() {
@@ -201,7 +201,7 @@ describe("fast failover", () => {
 describe("fast failover: links", () => {
   it("kill -9: the survivor's link closes and nothing listens at the dead worker's address: it is failed over at once, not after its presence timeout", async () => {
     // A presence timeout longer than the test: only the link can tell in time.
-    const c = files.config(undefined, { presenceTimeout: "60s", tokensPerSecond: 20 });
+    const c = files.config(undefined, { presenceTimeout: "60s", tokensPerSecond: 10 });
     const first = await child(c);
     const handle = await startRun(c);
     await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
@@ -305,6 +305,14 @@ describe("what a worker reports", () => {
     expect(() => presenceTimeoutMs("100ms")).toThrow(RangeError);
     expect(presenceTimeoutMs("250ms")).toBe(250);
     expect(presenceTimeoutMs(undefined)).toBe(1000);
+  });
+
+  it("trusts a dead worker's identities only where they name it alone: never this worker's own", () => {
+    const presence = new WorkerPresence("q@w", 1000, false);
+    presence.identities = ["1@host"];
+    // A fleet given one identity for all its workers: failing "its" calls would fail the living's.
+    expect(presence.deadIdentities(["1@host", "2@host"], "dead@w")).toEqual(["2@host"]);
+    expect(presence.deadIdentities(undefined, "dead@w")).toEqual([]);
   });
 });
 

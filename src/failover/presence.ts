@@ -148,6 +148,8 @@ export class WorkerPresence {
   readonly links?: PeerLinks;
   /** Set by the worker: the identities its pollers give the server (`PresenceReport.identities`). */
   identities: string[] = [];
+  /** The fleet's other workers at the last listing (links on). */
+  private fleetPeers: LinkPeer[] = [];
 
   constructor(
     /** The worker's own queue (its routed model calls): what names it, and what a survivor polls once it died. */
@@ -319,7 +321,8 @@ export class WorkerPresence {
               ...(memo.identities ? { identities: memo.identities } : {}),
             });
         }
-        this.links.update([...peers.values()]);
+        this.fleetPeers = [...peers.values()];
+        this.links.update(this.fleetPeers);
       } catch (err) {
         console.warn(`jai: ${this.workerQueue} could not list the fleet's presences: ${String(err)}`);
       } finally {
@@ -337,10 +340,12 @@ export class WorkerPresence {
     void tellWorkerLost(this.client, peer, { evidence, by: this.workerQueue });
     // Gone for sure: this worker's own runs' calls handed to its last polls are failed from here (the fail-over
     // reads the dead worker's runs and those of the survivor that runs it, not every survivor's).
-    if (evidence !== "closed" && peer.identities?.length)
+    const identities = this.deadIdentities(peer.identities, peer.workerQueue);
+    if (evidence !== "closed" && identities.length > 0)
       void failHandedCalls(this.client, this.client.options.namespace, this.recentRuns(HANDED_WINDOW_MS), {
-        identities: peer.identities,
+        identities,
         workerQueue: peer.workerQueue,
+        before: Date.now(),
       }).catch((err: unknown) => console.warn(`jai: failing ${peer.workerQueue}'s handed calls: ${String(err)}`));
   }
 
@@ -357,6 +362,18 @@ export class WorkerPresence {
       ...(this.links ? { links: this.links.linked() } : {}),
       ...(this.identities.length > 0 ? { identities: this.identities } : {}),
     };
+  }
+
+  /**
+   * The identities of a dead worker that name it alone: not this worker's, nor a live peer's (workers given one
+   * identity for the whole fleet would otherwise have each other's calls failed).
+   */
+  deadIdentities(identities: string[] | undefined, deadQueue: string): string[] {
+    const live = new Set([
+      ...this.identities,
+      ...this.fleetPeers.filter((p) => p.workerQueue !== deadQueue).flatMap((p) => p.identities ?? []),
+    ]);
+    return (identities ?? []).filter((id) => !live.has(id));
   }
 
   /** The runs this worker ran a workflow task of in the last `ms`. */
@@ -405,12 +422,18 @@ const describe = (c: Client, namespace: string | undefined, run: HeldRun, warn: 
   });
 
 /**
- * The attempts the server says one of `identities` (a dead worker's pollers) started and that still run: handed
- * to its last polls as it died, they are in no report.
+ * The attempts the server says one of `identities` (a dead worker's pollers) started before `before` (when its
+ * death was learned) and that still run: handed to its last polls as it died, they are in no report.
  */
-function handedAttempts(described: Described, identities: Set<string>) {
+function handedAttempts(described: Described, identities: Set<string>, before: number) {
   return (described.pendingActivities ?? [])
-    .filter((a) => Number(a.state ?? 0) === STARTED && identities.has(a.lastWorkerIdentity ?? ""))
+    .filter(
+      (a) =>
+        Number(a.state ?? 0) === STARTED &&
+        identities.has(a.lastWorkerIdentity ?? "") &&
+        // A process that took the dead one's identity since (a restarted container: same pid, same host) is not it.
+        Number(a.lastStartedTime?.seconds ?? 0) * 1000 + Math.floor((a.lastStartedTime?.nanos ?? 0) / 1e6) <= before,
+    )
     .map((a) => ({ activityId: a.activityId ?? "", attempt: a.attempt ?? 0 }));
 }
 
@@ -441,7 +464,7 @@ export async function failHandedCalls(
   c: Client,
   namespace: string | undefined,
   runs: HeldRun[],
-  dead: { identities: string[]; workerQueue: string },
+  dead: { identities: string[]; workerQueue: string; before: number },
 ): Promise<number> {
   const identities = new Set(dead.identities);
   const warn: Warn = (what, err) => console.warn(`jai: failing over ${dead.workerQueue}: ${what}: ${String(err)}`);
@@ -449,7 +472,7 @@ export async function failHandedCalls(
   await eachLimited(runs, async (run) => {
     const described = await describe(c, namespace, run, warn);
     if (!described) return;
-    for (const { activityId } of handedAttempts(described, identities))
+    for (const { activityId } of handedAttempts(described, identities, dead.before))
       if (await failCall(c, { ...run, activityId }, dead.workerQueue, warn)) failed++;
   });
   return failed;
@@ -530,7 +553,10 @@ export function createPresenceActivities(client: () => Client | undefined, prese
           return false; // ended, or not found: nothing waits on it
         }
       };
-      const identities = new Set(report.identities ?? []);
+      const learnedAt = Date.now();
+      const identities = new Set(
+        presence ? presence.deadIdentities(report.identities, input.workerQueue) : report.identities,
+      );
       let callsFailed = 0;
       let runsUnstuck = 0;
       const byRun = new Map<string, HeldCall[]>();
@@ -552,7 +578,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
           return now?.state === STARTED && now.attempt === call.attempt;
         });
         const named = new Set(calls.map((call) => call.activityId));
-        const handed = handedAttempts(described, identities).filter((a) => !named.has(a.activityId));
+        const handed = handedAttempts(described, identities, learnedAt).filter((a) => !named.has(a.activityId));
         for (const activityId of [...reported.map((call) => call.activityId), ...handed.map((a) => a.activityId)])
           if (await failCall(c, { ...run, activityId }, input.workerQueue, warn)) callsFailed++;
       };
@@ -570,7 +596,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
           c,
           namespace,
           presence.recentRuns(HANDED_WINDOW_MS).filter((r) => !theirs.has(r.runId)),
-          { identities: [...identities], workerQueue: input.workerQueue },
+          { identities: [...identities], workerQueue: input.workerQueue, before: learnedAt },
         );
       return { callsFailed, runsUnstuck, queueAdopted: await adopting, ...(reportMissing ? { reportMissing } : {}) };
     },
