@@ -343,6 +343,26 @@ async function withPresence(
   });
 }
 
+/**
+ * A fake worker `name` of `worker`'s fleet: its presence workflow starts with `timeoutMs`, and the test takes
+ * its presence activity under `identity`, as a worker's poller would, and never answers unless it chooses to.
+ */
+async function fakeWorkerTakes(worker: AgentWorker, name: string, identity: string, timeoutMs: number) {
+  const input = { workerQueue: name, presenceQueue: `${name}-presence`, timeoutMs, renewAfterMs: 600000 };
+  const presence = await env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
+    taskQueue: fleetTaskQueue(worker.taskQueue),
+    workflowId: `jai-presence-${name}-1`,
+    args: [input],
+  });
+  const take = () =>
+    env.connection.workflowService.pollActivityTaskQueue({
+      namespace: "default",
+      taskQueue: { name: input.presenceQueue },
+      identity,
+    });
+  return { presence, take };
+}
+
 describe("a short presence timeout", () => {
   it("is kept by a live worker: it beats at least twice per timeout, so its presence never times out", async () => {
     await withPresence("short-presence", "400ms", async ({ presence, running }) => {
@@ -389,12 +409,7 @@ describe("a report read from the server", () => {
     await withPresence("timed-out-report", "30s", async ({ worker, presence }) => {
       // A fake worker's presence on the fleet: the test takes its activity, heartbeats one report and goes silent.
       const fake = uniqueId("fake-worker");
-      const input = { workerQueue: fake, presenceQueue: `${fake}-presence`, timeoutMs: 1000, renewAfterMs: 600000 };
-      const fakePresence = await env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
-        taskQueue: fleetTaskQueue(worker.taskQueue),
-        workflowId: `jai-presence-${fake}-1`,
-        args: [input],
-      });
+      const { presence: fakePresence, take } = await fakeWorkerTakes(worker, fake, "fake-worker", 1000);
       // Nothing heartbeated yet: the fail-over says it found no report (the workflow then waits for the timeout's).
       const activities = createPresenceActivities(() => env.client, undefined);
       const failOver = async () =>
@@ -403,11 +418,7 @@ describe("a report read from the server", () => {
           workflowExecution: { workflowId: fakePresence.workflowId, runId: fakePresence.firstExecutionRunId },
         }).run(activities.failOverWorker, { workerQueue: fake })) as FailoverResult;
       expect(await failOver()).toMatchObject({ runsUnstuck: 0, reportMissing: true });
-      const task = await env.connection.workflowService.pollActivityTaskQueue({
-        namespace: "default",
-        taskQueue: { name: input.presenceQueue },
-        identity: "fake-worker",
-      });
+      const task = await take();
       expect(task.activityType?.name).toBe("workerPresence");
       // It names a running run: the in-process worker's own presence, whose sticky queue a fail-over can clear.
       const { runId } = await presence.describe();
@@ -441,16 +452,8 @@ describe("calls handed to a dying worker's last polls", () => {
       // under the dead worker's identity, and never answers.
       const fake = uniqueId("handed");
       const dead = `${fake}-identity`;
-      const fakePresence = await env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
-        taskQueue: fleetTaskQueue(worker.taskQueue),
-        workflowId: `jai-presence-${fake}-1`,
-        args: [{ workerQueue: fake, presenceQueue: `${fake}-presence`, timeoutMs: 60000, renewAfterMs: 600000 }],
-      });
-      const task = await env.connection.workflowService.pollActivityTaskQueue({
-        namespace: "default",
-        taskQueue: { name: `${fake}-presence` },
-        identity: dead,
-      });
+      const { presence: fakePresence, take } = await fakeWorkerTakes(worker, fake, dead, 60000);
+      const task = await take();
       expect(task.activityType?.name).toBe("workerPresence");
       const report: PresenceReport = {
         calls: [],
@@ -482,16 +485,8 @@ describe("calls handed to a dying worker's last polls", () => {
       const fake = uniqueId("handed-link");
       const dead = `${fake}-identity`;
       // A presence timeout longer than the test waits: only the survivor's sweep can fail the call in time.
-      const fakePresence = await env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
-        taskQueue: fleetTaskQueue(worker.taskQueue),
-        workflowId: `jai-presence-${fake}-1`,
-        args: [{ workerQueue: fake, presenceQueue: `${fake}-presence`, timeoutMs: 60000, renewAfterMs: 600000 }],
-      });
-      await env.connection.workflowService.pollActivityTaskQueue({
-        namespace: "default",
-        taskQueue: { name: `${fake}-presence` },
-        identity: dead,
-      });
+      const { presence: fakePresence, take } = await fakeWorkerTakes(worker, fake, dead, 60000);
+      await take();
       // A survivor that ran a workflow task of that run a moment ago hears from its link that the worker is gone.
       const survivorQueue = uniqueId("survivor");
       const survivor = new WorkerPresence(survivorQueue, 1000, false);

@@ -415,6 +415,12 @@ const STARTED = 2;
 type Described = Awaited<ReturnType<Client["workflowService"]["describeWorkflowExecution"]>>;
 type Warn = (what: string, err: unknown) => void;
 
+/** What a fail-over of `workerQueue` could not do, logged; its runs' own timeouts still do it. */
+const failingOver =
+  (workerQueue: string): Warn =>
+  (what, err) =>
+    console.warn(`jai: failing over ${workerQueue}: ${what}: ${String(err)}`);
+
 const describe = (c: Client, namespace: string | undefined, run: HeldRun, warn: Warn) =>
   c.workflowService.describeWorkflowExecution({ namespace, execution: run }).catch((err: unknown) => {
     warn(`reading ${run.workflowId}`, err);
@@ -467,7 +473,7 @@ export async function failHandedCalls(
   dead: { identities: string[]; workerQueue: string; before: number },
 ): Promise<number> {
   const identities = new Set(dead.identities);
-  const warn: Warn = (what, err) => console.warn(`jai: failing over ${dead.workerQueue}: ${what}: ${String(err)}`);
+  const warn = failingOver(dead.workerQueue);
   let failed = 0;
   await eachLimited(runs, async (run) => {
     const described = await describe(c, namespace, run, warn);
@@ -527,6 +533,7 @@ export function createPresenceActivities(client: () => Client | undefined, prese
     async failOverWorker(input: { workerQueue: string; report?: PresenceReport }): Promise<FailoverResult> {
       const c = client();
       if (!c) throw new Error("failOverWorker needs the worker's client");
+      const warn = failingOver(input.workerQueue);
       const info = Context.current().info;
       const namespace = info.workflowNamespace;
       // Read from the server when a link told first; a report that cannot be read leaves the calls to their own
@@ -534,12 +541,10 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       const report: PresenceReport =
         input.report ??
         (await lastReport(c, namespace, info.workflowExecution!).catch((err: unknown) => {
-          console.warn(`jai: failing over ${input.workerQueue}: reading its last report: ${String(err)}`);
+          warn("reading its last report", err);
           return { calls: [], runs: [] };
         }));
       const reportMissing = !input.report && report.calls.length === 0 && report.runs.length === 0;
-      const warn = (what: string, err: unknown) =>
-        console.warn(`jai: failing over ${input.workerQueue}: ${what}: ${String(err)}`);
       // At once, while the calls fail: a run's next call may be on its way to the dead worker's queue.
       const adopting = (presence?.adopt(input.workerQueue) ?? Promise.resolve(false)).catch((err) => {
         warn("polling its queue", err);
