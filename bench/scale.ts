@@ -25,6 +25,7 @@ import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import { Client, Connection } from "@temporalio/client";
 import proto from "@temporalio/proto";
 import { eventMs } from "../src/history-story.js";
+import { msToNumber, type Duration } from "@temporalio/common";
 import type { History } from "../src/replay.js";
 import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/cluster/postgres.js";
@@ -34,14 +35,21 @@ import { stallMs } from "./kill-stall.js";
 import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const HEARTBEAT = "5s";
-const HEARTBEAT_MS = 5000;
+/**
+ * The runs' heartbeat timeout (model and tool calls): a call in flight on the killed worker is given up after it
+ * unless fast failover fails it first. 5 s, shorter than the product's 30 s, so a failover is measurable against
+ * it; `--scale-heartbeat=30s` measures the product's defaults.
+ */
+const HEARTBEAT = flag("scale-heartbeat") ?? "5s";
+const HEARTBEAT_MS = msToNumber(HEARTBEAT as Duration);
 /**
  * The runs' workflow task timeout: a workflow task the killed worker had taken is given up after it (Temporal's
  * default, 10 s, alone exceeds the 5 s heartbeat + 3 s goal), so the runs are started as the README says for fast
- * failover, with it equal to the heartbeat timeout. `--scale-wft-timeout=10s` measures Temporal's default.
+ * failover, with it equal to the heartbeat timeout. `--scale-wft-timeout=3s` sets another,
+ * `--scale-wft-timeout=default` leaves Temporal's (10 s).
  */
-const WORKFLOW_TASK_TIMEOUT = flag("scale-wft-timeout") ?? HEARTBEAT;
+const WFT_FLAG = flag("scale-wft-timeout") ?? HEARTBEAT;
+const WORKFLOW_TASK_TIMEOUT = WFT_FLAG === "default" ? undefined : WFT_FLAG;
 
 function flag(name: string): string | undefined {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`) || a === `--${name}`);
@@ -413,7 +421,7 @@ async function runConfig(
             prompt: "go",
             maxTurns: turns + 5,
             modelActivity: { heartbeatTimeout: HEARTBEAT },
-            workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+            ...(WORKFLOW_TASK_TIMEOUT ? { workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT } : {}),
           }),
         ),
       )),
@@ -693,7 +701,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     "",
     "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s once all runs have started; a workflow task that waited past its worker's sticky timeout (1 s unless `--scale-sticky`), a dead worker's runs and a run's next task after a workflow task timeout wait there, and the worker that takes one replays the run's history first." +
       (kill
-        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT} workflow task timeout); its victims are the runs whose last model call or whose last workflow task before it ran there (the two counts in brackets), or whose tool call was in flight there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Stall: from the kill to the start of the run's earliest activity scheduled after it (or to its end), less the time the run's activities were running on survivors then; it leaves out the work the kill threw away and its redo and keeps every wait (timeouts, backoff, queues, replays), so it is what the failover itself cost; the goal is judged on every victim's stall (a victim without one fails it). Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
+        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT ?? "10s (Temporal's default)"} workflow task timeout); its victims are the runs whose last model call or whose last workflow task before it ran there (the two counts in brackets), or whose tool call was in flight there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Stall: from the kill to the start of the run's earliest activity scheduled after it (or to its end), less the time the run's activities were running on survivors then; it leaves out the work the kill threw away and its redo and keeps every wait (timeouts, backoff, queues, replays), so it is what the failover itself cost; the goal is judged on every victim's stall (a victim without one fails it). Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
         : ""),
     "",
     table(

@@ -518,3 +518,58 @@ describe("calls handed to a dying worker's last polls", () => {
     });
   }, 60000);
 });
+
+describe("news that a worker is gone", () => {
+  it("makes the first survivor fail it over at once, from its last report, without waiting for its presence workflow", async () => {
+    const fake = uniqueId("gone");
+    let fakePresence: Awaited<ReturnType<typeof fakeWorkerTakes>>["presence"] | undefined;
+    let call: PresenceReport["calls"][number] | undefined;
+    // The fake worker's presence runs its first task on a fleet worker, which then stops: nothing runs the
+    // presence workflow's fail-over after that, so only the survivor's own can fail the call.
+    await withPresence("gone-fleet", "30s", async ({ worker }) => {
+      const taken = await fakeWorkerTakes(worker, fake, `${fake}-identity`, 60000);
+      fakePresence = taken.presence;
+      const task = await taken.take();
+      call = {
+        workflowId: fakePresence.workflowId,
+        runId: fakePresence.firstExecutionRunId,
+        activityId: task.activityId ?? "",
+        attempt: task.attempt ?? 1,
+      };
+      // Its last report names the call it has in hand (its own presence activity, the one call there is).
+      const report: PresenceReport = { calls: [call], runs: [{ workflowId: call.workflowId, runId: call.runId }] };
+      const { payloadConverter } = env.client.options.loadedDataConverter;
+      await env.connection.workflowService.recordActivityTaskHeartbeat({
+        namespace: "default",
+        taskToken: task.taskToken,
+        details: { payloads: [payloadConverter.toPayload(report)] },
+        identity: `${fake}-identity`,
+      });
+    });
+    const survivor = new WorkerPresence(uniqueId("first-survivor"), 1000, false);
+    survivor.watch(env.client, uniqueId("first-survivor-shared"));
+    try {
+      expect(survivor.firstSurvivor(fake)).toBe(true); // no other worker listed
+      survivor.peerLost(
+        { workerQueue: fake, address: { host: "127.0.0.1", port: 1 }, presenceWorkflowId: fakePresence!.workflowId },
+        "refused",
+      );
+      const failed = async () =>
+        (await fakePresence!.fetchHistory()).events?.find((e) =>
+          e.activityTaskFailedEventAttributes?.failure?.message?.includes(`worker ${fake} stopped heartbeating`),
+        );
+      await waitFor(async () => (await failed()) !== undefined, 10000, "the reported call to fail");
+      // Failed by the survivor: no workflow task of the presence ran after the fleet worker stopped.
+      const events = (await fakePresence!.fetchHistory()).events ?? [];
+      const failedAt = events.findIndex((e) => e.activityTaskFailedEventAttributes);
+      expect(events.slice(failedAt).some((e) => e.workflowTaskCompletedEventAttributes)).toBe(false);
+    } finally {
+      survivor.unwatch();
+      await env.client.workflow
+        .getHandle(`jai-presence-${survivor.workerQueue}-1`)
+        .terminate()
+        .catch(() => {});
+      await fakePresence?.terminate().catch(() => {});
+    }
+  }, 60000);
+});
