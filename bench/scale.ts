@@ -14,6 +14,8 @@
  * for dead included), `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two),
  * `--scale-replays=10` (`maxConcurrentReplays`: workflow tasks from the shared queue a worker runs at once), and
  * the server's dynamic config with `--server-config key=value` (e.g. `matching.numTaskqueueReadPartitions=1`).
+ * The runs' timeouts: `--scale-heartbeat=30s` (calls' heartbeat timeout, 5 s unless set) and
+ * `--scale-wft-timeout=3s` (workflow task timeout, the heartbeat's unless set; `default`: Temporal's 10 s).
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";

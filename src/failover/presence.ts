@@ -220,7 +220,8 @@ export class WorkerPresence {
    */
   async adopt(queue: string): Promise<boolean> {
     if (!this.adopter || this.stopping() || queue === this.workerQueue) return false;
-    if (this.adopted.has(queue) || this.adopted.size >= MAX_ADOPTED) return false;
+    if (this.adopted.has(queue)) return true; // already polled here (a link's news failed it over first)
+    if (this.adopted.size >= MAX_ADOPTED) return false;
     this.adopted.add(queue);
     try {
       await this.adopter(queue);
@@ -350,7 +351,7 @@ export class WorkerPresence {
         namespace,
         this,
         { workflowId: peer.presenceWorkflowId },
-        { workerQueue: peer.workerQueue },
+        { workerQueue: peer.workerQueue, ...(peer.identities ? { identities: peer.identities } : {}) },
       ).catch((err: unknown) => console.warn(`jai: failing over ${peer.workerQueue}: ${String(err)}`));
       return;
     }
@@ -573,7 +574,7 @@ export async function failOver(
   namespace: string | undefined,
   presence: WorkerPresence | undefined,
   presenceExecution: { workflowId: string; runId?: string },
-  input: { workerQueue: string; report?: PresenceReport },
+  input: { workerQueue: string; report?: PresenceReport; identities?: string[] },
 ): Promise<FailoverResult> {
   const warn = failingOver(input.workerQueue);
   // Read from the server when a link told first; a report that cannot be read leaves the calls to their own
@@ -599,9 +600,9 @@ export async function failOver(
     }
   };
   const learnedAt = Date.now();
-  const identities = new Set(
-    presence ? presence.deadIdentities(report.identities, input.workerQueue) : report.identities,
-  );
+  // The report's, and those its presence's memo names (what a link told knows when no report could be read).
+  const named = [...new Set([...(report.identities ?? []), ...(input.identities ?? [])])];
+  const identities = new Set(presence ? presence.deadIdentities(named, input.workerQueue) : named);
   let callsFailed = 0;
   let runsUnstuck = 0;
   const byRun = new Map<string, HeldCall[]>();
