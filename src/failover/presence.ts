@@ -14,8 +14,9 @@
  * survivor clears those runs' sticky queues and fails those attempts by id with a heartbeat timeout (only the
  * attempt the worker reported, still running): to the run, exactly what the server would have said a few seconds
  * later (a routed model call goes to the shared queue, a tool call is retried by Temporal). Sooner still when a
- * peer's link to the worker closes and nothing is left at its address (src/failover/links.ts): the worker is
- * failed over at once, with its last report read from the server. The survivor also
+ * peer's link to the worker closes and nothing is left at its address (src/failover/links.ts): the first survivor
+ * fails it over at once, with its last report read from the server, and its presence workflow does again after
+ * (finding nothing left to fail). The survivor also
  * polls the dead worker's own queue for a while. A worker whose presence ended while it lives (it was only late,
  * or a renewal was lost) starts a new one within `WATCHDOG_MS`.
  */
@@ -601,8 +602,8 @@ export async function failOver(
   };
   const learnedAt = Date.now();
   // The report's, and those its presence's memo names (what a link told knows when no report could be read).
-  const named = [...new Set([...(report.identities ?? []), ...(input.identities ?? [])])];
-  const identities = new Set(presence ? presence.deadIdentities(named, input.workerQueue) : named);
+  const given = [...new Set([...(report.identities ?? []), ...(input.identities ?? [])])];
+  const identities = new Set(presence ? presence.deadIdentities(given, input.workerQueue) : given);
   let callsFailed = 0;
   let runsUnstuck = 0;
   const byRun = new Map<string, HeldCall[]>();
