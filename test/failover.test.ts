@@ -195,7 +195,7 @@ describe("fast failover", () => {
     await first.stop();
     expect(((await presenceOf(first, 2).result()) as PresenceOutcome).worker).toBe("stopped");
     await second.stop();
-  }, 90000);
+  }, 120000);
 });
 
 describe("fast failover: links", () => {
@@ -245,8 +245,13 @@ describe("fast failover: a live worker", () => {
       "the ping",
     );
     first.resume();
+    const resumedAt = Date.now();
     expect(((await presence.result()) as PresenceOutcome).worker).toBe("alive");
-    await waitFor(() => watched(first, 2), 30000, "its new presence (its watchdog starts one)");
+    await waitFor(() => watched(first, 2), 30000, "its new presence");
+    // Started as soon as the worker heard its presence activity was given up, not by its watchdog (10 s unwatched
+    // first): a worker killed meanwhile would not be failed over at all.
+    const restartedAt = (await presenceOf(first, 2).describe()).startTime.getTime();
+    expect(restartedAt - resumedAt).toBeLessThan(10000);
     const result = await handle.result();
     expect(textOf(result.messages.at(-1))).toBe(FINAL);
     // Its call was not failed: it streamed on, and the run's turn 2 answer came from it.
@@ -346,8 +351,14 @@ async function withPresence(
  * A fake worker `name` of `worker`'s fleet: its presence workflow starts with `timeoutMs`, and the test takes
  * its presence activity under `identity`, as a worker's poller would, and never answers unless it chooses to.
  */
-async function fakeWorkerTakes(worker: AgentWorker, name: string, identity: string, timeoutMs: number) {
-  const input = { workerQueue: name, presenceQueue: `${name}-presence`, timeoutMs, renewAfterMs: 600000 };
+async function fakeWorkerTakes(
+  worker: AgentWorker,
+  name: string,
+  identity: string,
+  timeoutMs: number,
+  more: { linked?: boolean } = {},
+) {
+  const input = { workerQueue: name, presenceQueue: `${name}-presence`, timeoutMs, renewAfterMs: 600000, ...more };
   const presence = await env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
     taskQueue: fleetTaskQueue(worker.taskQueue),
     workflowId: `jai-presence-${name}-1`,
@@ -570,5 +581,36 @@ describe("news that a worker is gone", () => {
         .catch(() => {});
       await fakePresence?.terminate().catch(() => {});
     }
+  }, 60000);
+});
+
+describe("a linked worker slow to answer its ping", () => {
+  it("is not failed over: links tell a death at once, so it has 5 s to take the ping and 20 s to answer", async () => {
+    await withPresence("slow-ping", "30s", async ({ worker }) => {
+      const fake = uniqueId("slow-ping");
+      const { presence, take } = await fakeWorkerTakes(worker, fake, fake, 1000, { linked: true });
+      await take(); // its presence activity, never heartbeated: silent after 1 s, then pinged
+      await waitFor(
+        async () =>
+          ((await presence.fetchHistory()).events ?? []).some(
+            (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "workerPing",
+          ),
+        20000,
+        "the ping",
+      );
+      // Overloaded: it takes the ping 2 s late and answers 6 s after that (a 1 s and 5 s wait took it for dead).
+      await new Promise((r) => setTimeout(r, 2000));
+      const ping = await take();
+      expect(ping.activityType?.name).toBe("workerPing");
+      await new Promise((r) => setTimeout(r, 6000));
+      const { payloadConverter } = env.client.options.loadedDataConverter;
+      await env.connection.workflowService.respondActivityTaskCompleted({
+        namespace: "default",
+        taskToken: ping.taskToken,
+        result: { payloads: [payloadConverter.toPayload(fake)] },
+        identity: fake,
+      });
+      expect(((await presence.result()) as PresenceOutcome).worker).toBe("alive");
+    });
   }, 60000);
 });

@@ -41,6 +41,11 @@ export interface PresenceInput {
   timeoutMs: number;
   /** The presence activity ends after this long and the workflow continues as new (keeps each history small). */
   renewAfterMs: number;
+  /**
+   * The worker has links to its peers (src/failover/links.ts), which tell its death at once: its ping, then only
+   * for a worker that hangs or is cut off, is given more time, so an overloaded worker is not taken for dead.
+   */
+  linked?: boolean;
 }
 
 /** News from a peer whose link to the watched worker closed (src/failover/links.ts): the presence workflow's signal. */
