@@ -311,6 +311,20 @@ describe("what a worker reports", () => {
     expect(presenceTimeoutMs(undefined)).toBe(1000);
   });
 
+  it("names one first survivor of a dead worker: the first by queue name of the others the listing holds", () => {
+    const peer = (workerQueue: string) => ({
+      workerQueue,
+      address: { host: "127.0.0.1", port: 1 },
+      presenceWorkflowId: `jai-presence-${workerQueue}-1`,
+    });
+    const [a, b, c] = ["a@w", "b@w", "c@w"].map((q) => new WorkerPresence(q, 1000, false));
+    // Each listing holds every running presence, this worker's own included.
+    for (const p of [a, b, c]) p.listed([peer("a@w"), peer("b@w"), peer("c@w")]);
+    expect([a, b, c].map((p) => p.firstSurvivor("a@w"))).toEqual([false, true, false]);
+    expect([a, b, c].map((p) => p.firstSurvivor("b@w"))).toEqual([true, false, false]);
+    expect([a, b, c].map((p) => p.firstSurvivor("c@w"))).toEqual([true, false, false]);
+  });
+
   it("trusts a dead worker's identities only where they name it alone: never this worker's own", () => {
     const presence = new WorkerPresence("q@w", 1000, false);
     presence.identities = ["1@host"];

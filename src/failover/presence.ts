@@ -389,7 +389,18 @@ export class WorkerPresence {
    * presence workflow's fail-over comes a moment later.
    */
   firstSurvivor(dead: string): boolean {
-    return this.fleetPeers.every((p) => p.workerQueue === dead || p.workerQueue > this.workerQueue);
+    // The listing holds this worker's own presence too.
+    return (
+      dead !== this.workerQueue &&
+      this.fleetPeers.every(
+        (p) => p.workerQueue === dead || p.workerQueue === this.workerQueue || p.workerQueue > this.workerQueue,
+      )
+    );
+  }
+
+  /** @internal The fleet's workers as the last listing saw them (tests). */
+  listed(peers: LinkPeer[]): void {
+    this.fleetPeers = peers;
   }
 
   /** What the next heartbeat says. */
