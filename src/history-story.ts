@@ -82,10 +82,14 @@ const CLOSE: [keyof Event, RunStory["status"]][] = [
   ["workflowExecutionContinuedAsNewEventAttributes", "continued"],
 ];
 
+/** A protobuf timestamp in whole milliseconds; 0 when absent. */
+export function timestampMs(t: Event["eventTime"]): number {
+  return t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
+}
+
 /** An event's time in whole milliseconds (Date.now() inside a workflow task is its start event's). */
 export function eventMs(event: Event | undefined): number {
-  const t = event?.eventTime;
-  return t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
+  return timestampMs(event?.eventTime);
 }
 
 /**

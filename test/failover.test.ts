@@ -236,14 +236,7 @@ describe("fast failover: a live worker", () => {
     // Frozen until its presence has given up on its heartbeats and pings it; thawed, it answers the ping.
     first.pause();
     const presence = presenceOf(first);
-    await waitFor(
-      async () =>
-        ((await presence.fetchHistory()).events ?? []).some(
-          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "workerPing",
-        ),
-      30000,
-      "the ping",
-    );
+    await pinged(presence, 30000);
     first.resume();
     const resumedAt = Date.now();
     expect(((await presence.result()) as PresenceOutcome).worker).toBe("alive");
@@ -384,8 +377,39 @@ async function fakeWorkerTakes(
       taskQueue: { name: input.presenceQueue },
       identity,
     });
-  return { presence, take };
+  const payload = (value: unknown) => ({
+    payloads: [env.client.options.loadedDataConverter.payloadConverter.toPayload(value)],
+  });
+  type Task = { taskToken?: Uint8Array | null };
+  /** Heartbeats `report` on a presence activity it took, as the worker would. */
+  const beat = (task: Task, report: PresenceReport) =>
+    env.connection.workflowService.recordActivityTaskHeartbeat({
+      namespace: "default",
+      taskToken: task.taskToken,
+      details: payload(report),
+      identity,
+    });
+  /** Completes an activity it took (a ping) with `result`. */
+  const answer = (task: Task, result: unknown) =>
+    env.connection.workflowService.respondActivityTaskCompleted({
+      namespace: "default",
+      taskToken: task.taskToken,
+      result: payload(result),
+      identity,
+    });
+  return { presence, take, beat, answer };
 }
+
+/** Resolves once `presence` has pinged its worker (its heartbeats stopped). */
+const pinged = (presence: WorkflowHandle, ms: number) =>
+  waitFor(
+    async () =>
+      ((await presence.fetchHistory()).events ?? []).some(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "workerPing",
+      ),
+    ms,
+    "the ping",
+  );
 
 describe("a short presence timeout", () => {
   it("is kept by a live worker: it beats at least twice per timeout, so its presence never times out", async () => {
@@ -433,7 +457,7 @@ describe("a report read from the server", () => {
     await withPresence("timed-out-report", "30s", async ({ worker, presence }) => {
       // A fake worker's presence on the fleet: the test takes its activity, heartbeats one report and goes silent.
       const fake = uniqueId("fake-worker");
-      const { presence: fakePresence, take } = await fakeWorkerTakes(worker, fake, "fake-worker", 1000);
+      const { presence: fakePresence, take, beat } = await fakeWorkerTakes(worker, fake, "fake-worker", 1000);
       // Nothing heartbeated yet: the fail-over says it found no report (the workflow then waits for the timeout's).
       const activities = createPresenceActivities(() => env.client, undefined);
       const failOver = async () =>
@@ -446,14 +470,7 @@ describe("a report read from the server", () => {
       expect(task.activityType?.name).toBe("workerPresence");
       // It names a running run: the in-process worker's own presence, whose sticky queue a fail-over can clear.
       const { runId } = await presence.describe();
-      const report: PresenceReport = { calls: [], runs: [{ workflowId: presence.workflowId, runId }] };
-      const { payloadConverter } = env.client.options.loadedDataConverter;
-      await env.connection.workflowService.recordActivityTaskHeartbeat({
-        namespace: "default",
-        taskToken: task.taskToken,
-        details: { payloads: [payloadConverter.toPayload(report)] },
-        identity: "fake-worker",
-      });
+      await beat(task, { calls: [], runs: [{ workflowId: presence.workflowId, runId }] });
       // Silent from now on: the activity times out, the ping goes unanswered, the fleet fails the fake worker over.
       expect(((await fakePresence.result()) as PresenceOutcome).worker).toBe("lost");
       const timedOut = (await fakePresence.fetchHistory()).events?.some((e) => e.activityTaskTimedOutEventAttributes);
@@ -561,14 +578,7 @@ describe("news that a worker is gone", () => {
         attempt: task.attempt ?? 1,
       };
       // Its last report names the call it has in hand (its own presence activity, the one call there is).
-      const report: PresenceReport = { calls: [call], runs: [{ workflowId: call.workflowId, runId: call.runId }] };
-      const { payloadConverter } = env.client.options.loadedDataConverter;
-      await env.connection.workflowService.recordActivityTaskHeartbeat({
-        namespace: "default",
-        taskToken: task.taskToken,
-        details: { payloads: [payloadConverter.toPayload(report)] },
-        identity: `${fake}-identity`,
-      });
+      await taken.beat(task, { calls: [call], runs: [{ workflowId: call.workflowId, runId: call.runId }] });
     });
     const survivor = new WorkerPresence(uniqueId("first-survivor"), 1000, false);
     survivor.watch(env.client, uniqueId("first-survivor-shared"));
@@ -602,28 +612,15 @@ describe("a linked worker slow to answer its ping", () => {
   it("is not failed over: links tell a death at once, so it has 5 s to take the ping and 20 s to answer", async () => {
     await withPresence("slow-ping", "30s", async ({ worker }) => {
       const fake = uniqueId("slow-ping");
-      const { presence, take } = await fakeWorkerTakes(worker, fake, fake, 1000, { linked: true });
+      const { presence, take, answer } = await fakeWorkerTakes(worker, fake, fake, 1000, { linked: true });
       await take(); // its presence activity, never heartbeated: silent after 1 s, then pinged
-      await waitFor(
-        async () =>
-          ((await presence.fetchHistory()).events ?? []).some(
-            (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "workerPing",
-          ),
-        20000,
-        "the ping",
-      );
+      await pinged(presence, 20000);
       // Overloaded: it takes the ping 2 s late and answers 6 s after that (a 1 s and 5 s wait took it for dead).
       await new Promise((r) => setTimeout(r, 2000));
       const ping = await take();
       expect(ping.activityType?.name).toBe("workerPing");
       await new Promise((r) => setTimeout(r, 6000));
-      const { payloadConverter } = env.client.options.loadedDataConverter;
-      await env.connection.workflowService.respondActivityTaskCompleted({
-        namespace: "default",
-        taskToken: ping.taskToken,
-        result: { payloads: [payloadConverter.toPayload(fake)] },
-        identity: fake,
-      });
+      await answer(ping, fake);
       expect(((await presence.result()) as PresenceOutcome).worker).toBe("alive");
     });
   }, 60000);

@@ -31,6 +31,7 @@ import {
   type Payload,
 } from "@temporalio/common";
 import { decodePayloads, encodePayloads } from "../codec/history.js";
+import { timestampMs } from "../history-story.js";
 import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
@@ -492,7 +493,7 @@ function handedAttempts(described: Described, identities: Set<string>, before: n
         Number(a.state ?? 0) === STARTED &&
         identities.has(a.lastWorkerIdentity ?? "") &&
         // A process that took the dead one's identity since (a restarted container: same pid, same host) is not it.
-        Number(a.lastStartedTime?.seconds ?? 0) * 1000 + Math.floor((a.lastStartedTime?.nanos ?? 0) / 1e6) <= before,
+        timestampMs(a.lastStartedTime) <= before,
     )
     .map((a) => ({ activityId: a.activityId ?? "", attempt: a.attempt ?? 0 }));
 }
