@@ -311,12 +311,47 @@ describe("what a worker reports", () => {
       presenceWorkflowId: `jai-presence-${workerQueue}-1`,
     });
     const [a, b, c] = ["a@w", "b@w", "c@w"].map((q) => new WorkerPresence(q, 1000, false));
-    // Each listing holds every running presence, this worker's own included.
+    // Each listing holds every running presence, this worker's own included: it is left out.
     for (const p of [a, b, c]) p.listed([peer("a@w"), peer("b@w"), peer("c@w")]);
     expect([a, b, c].map((p) => p.firstSurvivor("a@w"))).toEqual([false, true, false]);
     expect([a, b, c].map((p) => p.firstSurvivor("b@w"))).toEqual([true, false, false]);
     expect([a, b, c].map((p) => p.firstSurvivor("c@w"))).toEqual([true, false, false]);
   });
+
+  it("starts a new presence as soon as its last was given up, but never two within 5 s", async () => {
+    const presence = new WorkerPresence(uniqueId("restarts"), 1000, false);
+    presence.watch(env.client, uniqueId("restarts-shared"));
+    const started = (n: number) =>
+      env.client.workflow
+        .getHandle(`jai-presence-${presence.workerQueue}-${n}`)
+        .describe()
+        .then(
+          () => true,
+          () => false,
+        );
+    try {
+      await waitFor(() => started(1), 10000, "its first presence");
+      const firstAt = Date.now();
+      // Given up at once, twice (an overloaded worker late on every heartbeat): one restart, put off.
+      presence.givenUp();
+      presence.givenUp();
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await started(2)).toBe(false);
+      await waitFor(() => started(2), 10000, "the restart put off");
+      expect(Date.now() - firstAt).toBeGreaterThanOrEqual(4000);
+      expect(await started(3)).toBe(false);
+      // Given up 5 s after the last start: a new one starts at once.
+      presence.givenUp(Date.now() + 5000);
+      await waitFor(() => started(3), 3000, "the restart at once");
+    } finally {
+      presence.unwatch();
+      for (const n of [1, 2, 3])
+        await env.client.workflow
+          .getHandle(`jai-presence-${presence.workerQueue}-${n}`)
+          .terminate()
+          .catch(() => {});
+    }
+  }, 30000);
 
   it("trusts a dead worker's identities only where they name it alone: never this worker's own", () => {
     const presence = new WorkerPresence("q@w", 1000, false);

@@ -106,6 +106,8 @@ const MAX_REPORTED_RUNS = 1000;
 /** How often a worker checks that its presence activity runs, and how long without one before it starts another. */
 const WATCHDOG_MS = 5000;
 const UNWATCHED_MS = 10_000;
+/** The least time between two presences a worker starts when its last was given up (`givenUp`). */
+const RESTART_GAP_MS = 5000;
 /** How often a worker lists the fleet's presences to link to new workers (and drop the ones that left). */
 const LINK_DISCOVERY_MS = 3000;
 /** At most this many dead workers' queues polled at once by one worker. */
@@ -153,8 +155,12 @@ export class WorkerPresence {
   readonly links?: PeerLinks;
   /** Set by the worker: the identities its pollers give the server (`PresenceReport.identities`). */
   identities: string[] = [];
-  /** The fleet's other workers at the last listing (links on). */
+  /** The fleet's other workers at the last listing (links on); never this one. */
   private fleetPeers: LinkPeer[] = [];
+  /** When this worker last started a presence (`watch()`'s start), ms. */
+  private startedAt = 0;
+  /** A restart `givenUp()` put off (presences started too close together). */
+  private restartTimer?: ReturnType<typeof setTimeout>;
 
   constructor(
     /** The worker's own queue (its routed model calls): what names it, and what a survivor polls once it died. */
@@ -218,8 +224,17 @@ export class WorkerPresence {
    * come back late often (eight times in one bench at 500 runs), and a worker killed while unwatched is not failed
    * over at all (its runs then wait out their calls' heartbeat timeouts).
    */
-  givenUp(): void {
-    if (this.watching && !this.stopping()) this.restart?.();
+  givenUp(now = Date.now()): void {
+    if (!this.watching || this.stopping() || this.restartTimer) return;
+    // At most one start per `RESTART_GAP_MS`: a worker late on every heartbeat would otherwise start a presence
+    // workflow (and its peers a listing, a link) every second or two, loading the server it is already late to.
+    const wait = this.startedAt + RESTART_GAP_MS - now;
+    if (wait <= 0) return void this.restart?.();
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.watching && !this.stopping() && this.beating === 0) this.restart?.();
+    }, wait);
+    this.restartTimer.unref();
   }
 
   /** Set by the worker: how it polls another worker's own queue for a while (`adopt`). */
@@ -261,7 +276,8 @@ export class WorkerPresence {
     this.watching = true;
     const fleet = fleetTaskQueue(taskQueue);
     const start = () => {
-      this.lastBeatAt = Date.now(); // a start's grace: its activity has `UNWATCHED_MS` to begin
+      this.startedAt = Date.now();
+      this.lastBeatAt = this.startedAt; // a start's grace: its activity has `UNWATCHED_MS` to begin
       const address = this.links?.address;
       const input: PresenceInput = {
         workerQueue: this.workerQueue,
@@ -309,6 +325,8 @@ export class WorkerPresence {
   unwatch(): void {
     this.watching = false;
     this.restart = undefined;
+    clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
     clearInterval(this.watchdog);
     clearInterval(this.discovery);
   }
@@ -329,18 +347,22 @@ export class WorkerPresence {
       if (busy || !this.links) return;
       busy = true;
       try {
-        const peers = new Map<string, LinkPeer>();
+        // A worker whose presence was just restarted has two running for a moment: the newest is the one told.
+        const peers = new Map<string, LinkPeer & { startedAt: number }>();
         for await (const run of client.workflow.list({ query })) {
           const memo = run.memo as { workerQueue?: string; links?: LinkAddress; identities?: string[] } | undefined;
-          if (memo?.workerQueue && memo.links && !peers.has(memo.workerQueue))
-            peers.set(memo.workerQueue, {
-              workerQueue: memo.workerQueue,
-              address: memo.links,
-              presenceWorkflowId: run.workflowId,
-              ...(memo.identities ? { identities: memo.identities } : {}),
-            });
+          if (!memo?.workerQueue || !memo.links || memo.workerQueue === this.workerQueue) continue;
+          const startedAt = run.startTime.getTime();
+          if ((peers.get(memo.workerQueue)?.startedAt ?? -1) >= startedAt) continue;
+          peers.set(memo.workerQueue, {
+            workerQueue: memo.workerQueue,
+            address: memo.links,
+            presenceWorkflowId: run.workflowId,
+            ...(memo.identities ? { identities: memo.identities } : {}),
+            startedAt,
+          });
         }
-        this.fleetPeers = [...peers.values()];
+        this.listed([...peers.values()].map(({ startedAt: _, ...peer }) => peer));
         this.links.update(this.fleetPeers);
       } catch (err) {
         console.warn(`jai: ${this.workerQueue} could not list the fleet's presences: ${String(err)}`);
@@ -370,7 +392,7 @@ export class WorkerPresence {
         this,
         { workflowId: peer.presenceWorkflowId },
         { workerQueue: peer.workerQueue, ...(peer.identities ? { identities: peer.identities } : {}) },
-      ).catch((err: unknown) => console.warn(`jai: failing over ${peer.workerQueue}: ${String(err)}`));
+      ).catch((err: unknown) => failingOver(peer.workerQueue)("at once, from a link's news", err));
       return;
     }
     // The others fail their own runs' calls handed to its last polls (the fail-over reads the dead worker's runs
@@ -390,18 +412,15 @@ export class WorkerPresence {
    * presence workflow's fail-over comes a moment later.
    */
   firstSurvivor(dead: string): boolean {
-    // The listing holds this worker's own presence too.
     return (
       dead !== this.workerQueue &&
-      this.fleetPeers.every(
-        (p) => p.workerQueue === dead || p.workerQueue === this.workerQueue || p.workerQueue > this.workerQueue,
-      )
+      this.fleetPeers.every((p) => p.workerQueue === dead || p.workerQueue > this.workerQueue)
     );
   }
 
-  /** @internal The fleet's workers as the last listing saw them (tests). */
+  /** @internal The fleet's workers as a listing saw them (the discoverer, tests): this one's own presence left out. */
   listed(peers: LinkPeer[]): void {
-    this.fleetPeers = peers;
+    this.fleetPeers = peers.filter((p) => p.workerQueue !== this.workerQueue);
   }
 
   /** What the next heartbeat says. */
