@@ -4,7 +4,7 @@
  *
  * Without it, each of a dead worker's runs waits out its own call's heartbeat timeout, then ~1 s for the dead
  * worker's sticky queue, and then its turn in the replays every survivor does at once: on a 3-worker fleet with
- * headroom the slowest runs lost 10 s against the 5 s heartbeat (README, "Scaling and sizing").
+ * headroom the slowest runs lost 10 s against the 5 s heartbeat (docs/scaling.md).
  *
  * With it, every worker runs a presence workflow (on the fleet queue, `fleetTaskQueue()`: only presence workflows
  * run there, so a saturated shared queue cannot delay a failover) whose one activity runs on a small queue

@@ -4,7 +4,7 @@
  * 20 turns here). When a worker dies, the survivors get all its runs at once; with 40 slots each takes 40 such
  * tasks off the queue together and works through them on one workflow thread, and the last ones outlive their
  * workflow task timeout (the clock starts when the task is polled), time out, and are replayed again elsewhere:
- * the dead worker's slowest runs waited twice (README, "Fast failover"). Capped, the rest wait in the server's
+ * the dead worker's slowest runs waited twice (docs/scaling.md). Capped, the rest wait in the server's
  * queue, where no timeout runs, and every replay a worker takes finishes in time.
  */
 import type {
@@ -24,7 +24,7 @@ interface Permit extends SlotPermit {
 
 /**
  * Fast failover's cap when none is set: with headroom it took the slowest victims of a kill from 10-13 s to 8 s
- * (no workflow task timed out in the burst); at saturation it changed little (README, "Fast failover").
+ * (no workflow task timed out in the burst); at saturation it changed little (docs/scaling.md).
  */
 export const FAILOVER_REPLAYS = 10;
 
