@@ -10,6 +10,7 @@ import { rmSync } from "node:fs";
 import { Client, Connection } from "@temporalio/client";
 import { runResult, startAgentRun } from "../src/client.js";
 import type { AgentRunResult } from "../src/types.js";
+import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
 import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres, type Postgres } from "./cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema, type TemporalServer } from "./cluster/temporal-server.js";
@@ -71,6 +72,8 @@ test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worke
     JAI_TASK_QUEUE: taskQueue,
     JAI_WORKSPACE: workspace,
     JAI_HEALTH_PORT: "0",
+    // As the compose file runs them: the workers watch each other (presences, links) and fail a dead one over.
+    JAI_FAST_FAILOVER: "on",
   };
   workers.push(...(await Promise.all([startWorkerProcess(dist, workerEnv), startWorkerProcess(dist, workerEnv)])));
   mark("workers");
@@ -112,6 +115,7 @@ test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worke
   const results1 = track(wave1);
   await waitUntil("5 runs of wave 1", () => settled.size >= 5);
   const inFlightAtKill = wave1.filter((id) => !settled.has(id)).length;
+  const killedPid = workers[0].pid;
   await workers[0].kill();
   mark("worker SIGKILL");
   workers.push(await startWorkerProcess(dist, workerEnv));
@@ -141,6 +145,20 @@ test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worke
   console.log(
     `cluster: ${results.length} runs; in flight at the SIGKILL: ${inFlightAtKill}, at the server restart: ${inFlightAtRestart}`,
   );
+
+  // The killed worker was failed over, and no live one was, the server restart included: the presences that ended
+  // did so because their worker was lost (only the killed one's own queue, which names its pid) or, late but
+  // answering their ping, alive.
+  const ended: { workflowId: string; outcome: PresenceOutcome }[] = [];
+  const query = `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${fleetTaskQueue(taskQueue)}' AND ExecutionStatus = 'Completed'`;
+  for await (const p of client.workflow.list({ query }))
+    ended.push({
+      workflowId: p.workflowId,
+      outcome: (await client.workflow.getHandle(p.workflowId, p.runId).result()) as PresenceOutcome,
+    });
+  const lost = ended.filter((p) => p.outcome.worker === "lost");
+  expect(lost.map((p) => p.workflowId.includes(`-${killedPid}-`))).toEqual([true]);
+  console.log(`cluster: fail-over of the killed worker: ${JSON.stringify(lost[0].outcome)}`);
 
   // The survivors drain on SIGTERM and exit 0.
   const codes = await Promise.all(workers.slice(1).map((w) => w.stop()));

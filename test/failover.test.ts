@@ -101,8 +101,8 @@ async function reportOf(worker: ChildWorker): Promise<PresenceReport | undefined
  * The scenario's run with two workers, the first one in turn 2's model call (~6 s of streaming) and its presence
  * having reported it: the first worker alone until it holds the run's context (turn 1's answer), then the survivor.
  */
-async function firstWorkerInTurn2() {
-  const c = config();
+async function firstWorkerInTurn2(extra: Partial<HarnessConfig> = {}) {
+  const c = { ...config(), ...extra };
   const first = await child(c);
   const handle = await startRun(c);
   await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
@@ -174,7 +174,9 @@ describe("fast failover", () => {
   }, 90000);
 
   it("a worker paused past its presence timeout is failed over, and watched again once it resumes", async () => {
-    const { first, second, handle } = await firstWorkerInTurn2();
+    // Without links: with them, a hung worker has 60 s to answer its ping, and its call's own heartbeat timeout
+    // comes first (the patience is tested below, "a linked worker slow to answer its ping").
+    const { first, second, handle } = await firstWorkerInTurn2({ links: false });
     first.pause();
     const outcome = (await presenceOf(first).result()) as PresenceOutcome;
     expect(outcome.worker).toBe("lost");
@@ -644,19 +646,20 @@ describe("news that a worker is gone", () => {
 });
 
 describe("a linked worker slow to answer its ping", () => {
-  it("is not failed over: links tell a death at once, so it has 5 s to take the ping and 20 s to answer", async () => {
+  it("is not failed over: links tell a death at once, so it has 30 s to take the ping and 60 s to answer", async () => {
     await withPresence("slow-ping", "30s", async ({ worker }) => {
       const fake = uniqueId("slow-ping");
       const { presence, take, answer } = await fakeWorkerTakes(worker, fake, fake, 1000, { linked: true });
       await take(); // its presence activity, never heartbeated: silent after 1 s, then pinged
       await pinged(presence, 20000);
-      // Overloaded: it takes the ping 2 s late and answers 6 s after that (a 1 s and 5 s wait took it for dead).
-      await new Promise((r) => setTimeout(r, 2000));
+      // Overloaded: it takes the ping 6 s late and answers 21 s after that (at 500 and 1,000 runs, waits of 1 s
+      // and 5 s, then of 5 s and 20 s, took live workers for dead).
+      await new Promise((r) => setTimeout(r, 6000));
       const ping = await take();
       expect(ping.activityType?.name).toBe("workerPing");
-      await new Promise((r) => setTimeout(r, 6000));
+      await new Promise((r) => setTimeout(r, 21000));
       await answer(ping, fake);
       expect(((await presence.result()) as PresenceOutcome).worker).toBe("alive");
     });
-  }, 60000);
+  }, 90000);
 });

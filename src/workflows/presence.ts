@@ -30,8 +30,8 @@ import type {
 const PRESENCE_OWN_END_PATCH = "jai-presence-own-end-v1";
 
 /** With links: how long a worker has to take its ping, and then to answer it, before it is taken for dead. */
-const PING_TAKEN_MS = 5000;
-const PING_ANSWERED_MS = 20_000;
+const PING_TAKEN_MS = 30_000;
+const PING_ANSWERED_MS = 60_000;
 
 /** Workflow type name of a worker's presence. */
 export const WORKER_PRESENCE_WORKFLOW = "agentWorkerPresence";
@@ -55,12 +55,13 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     retry: { maximumAttempts: 1 },
   });
   // A worker whose heartbeats were late but that answers this in time is alive (a pause, a slow server): it is
-  // not failed over, and its watchdog starts another presence. Only the worker itself answers with its queue's
-  // name (the presence queue is its alone). A dead worker's polls are gone, so nothing takes the ping. With links,
-  // which tell a killed worker's death at once, the ping is there for a worker that hangs or is cut off, and is
-  // patient: at 500 runs on 3 workers of 2 cores, overloaded live workers took their ping after more than 1 s, or
-  // took it and did not answer within 5 s, and were failed over alive (their calls failed, ~200 runs replayed
-  // elsewhere). A frozen worker (SIGSTOP: an outstanding poll of its takes the ping) is failed over that much later.
+  // not failed over, and it starts another presence. Only the worker itself answers with its queue's name (the
+  // presence queue is its alone). A dead worker's polls are gone, so nothing takes the ping. With links, which
+  // tell a killed worker's death at once, the ping is there for a worker that hangs or is cut off, and is patient
+  // (30 s to take it, 60 s to answer): overloaded live workers, whose event loop stalls, took their ping more than
+  // 1 s late or did not answer within 5 s (500 runs on 3 workers of 2 cores), and did not take it within 5 s or
+  // answer within 20 s (1,000 runs), and were failed over alive: their calls failed, ~150 runs each replayed
+  // elsewhere. A hung worker is failed over that much later; its calls' own heartbeat timeouts fail them meanwhile.
   const patient = input.linked === true;
   const { workerPing } = proxyActivities<PresenceActivities>({
     taskQueue: input.presenceQueue,

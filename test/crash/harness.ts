@@ -81,6 +81,8 @@ export interface HarnessConfig {
   localTools?: boolean;
   /** Fast failover with this presence timeout (e.g. "1s"). */
   presenceTimeout?: string;
+  /** With fast failover: `false` for no links (a worker is then failed over by its heartbeats and ping only). */
+  links?: false;
 }
 
 /** A test file's folder for its child workers: the workflow bundle, written once, and each scenario's log. */
@@ -130,6 +132,7 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       CRASH_TOKENS_PER_SECOND: String(config.tokensPerSecond ?? 60),
       CRASH_LOCAL_TOOLS: config.localTools ? "1" : "",
       CRASH_PRESENCE_TIMEOUT: config.presenceTimeout ?? "",
+      CRASH_FAILOVER_LINKS: config.links === false ? "off" : "",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -31,7 +31,12 @@ const worker = await createAgentWorker({
   models: [model],
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
   ...(process.env.CRASH_PRESENCE_TIMEOUT
-    ? { fastFailover: { presenceTimeout: process.env.CRASH_PRESENCE_TIMEOUT } }
+    ? {
+        fastFailover: {
+          presenceTimeout: process.env.CRASH_PRESENCE_TIMEOUT,
+          ...(process.env.CRASH_FAILOVER_LINKS === "off" ? { links: false as const } : {}),
+        },
+      }
     : {}),
   onEvent: (event) => {
     if (event.type === "message_start" && event.message.role === "assistant") announce = true;
