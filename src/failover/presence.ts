@@ -18,7 +18,8 @@
  * fails it over at once, with its last report read from the server, and its presence workflow does again after
  * (finding nothing left to fail). The survivor also
  * polls the dead worker's own queue for a while. A worker whose presence ended while it lives (it was only late,
- * or a renewal was lost) starts a new one as soon as it hears, else within `WATCHDOG_MS` + `UNWATCHED_MS`.
+ * or a renewal was lost) starts a new one as soon as it hears (at most one per `RESTART_GAP_MS`), else within
+ * `WATCHDOG_MS` + `UNWATCHED_MS`.
  */
 import { Context, type Info } from "@temporalio/activity";
 import { type Client } from "@temporalio/client";
