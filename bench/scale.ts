@@ -12,7 +12,8 @@
  * `autoscaling`), `--scale-activity-polls=autoscaling`, `--scale-nonsticky-ratio=1`, `--scale-wft-timeout=10s`,
  * `--scale-failover[=1s]` (fast failover, with this presence timeout; prints each failover, a live worker taken
  * for dead included), `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two),
- * `--scale-replays=10` (`maxConcurrentReplays`: workflow tasks from the shared queue a worker runs at once), and
+ * `--scale-replays=10` (`maxConcurrentReplays`: workflow tasks from the shared queue a worker runs at once),
+ * `--scale-can-turns=5` (runs continue as new every 5 turns: shorter replays), and
  * the server's dynamic config with `--server-config key=value` (e.g. `matching.numTaskqueueReadPartitions=1`).
  * The runs' timeouts: `--scale-heartbeat=30s` (calls' heartbeat timeout, 5 s unless set) and
  * `--scale-wft-timeout=3s` (workflow task timeout, the heartbeat's unless set; `default`: Temporal's 10 s).
@@ -29,6 +30,8 @@ import proto from "@temporalio/proto";
 import { eventMs } from "../src/history-story.js";
 import { msToNumber, type Duration } from "@temporalio/common";
 import type { History } from "../src/replay.js";
+
+type Event = proto.temporal.api.history.v1.IHistoryEvent;
 import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/cluster/temporal-server.js";
@@ -53,6 +56,12 @@ const HEARTBEAT_MS = msToNumber(HEARTBEAT as Duration);
  */
 const WFT_FLAG = flag("scale-wft-timeout") ?? HEARTBEAT;
 const WORKFLOW_TASK_TIMEOUT = WFT_FLAG === "default" ? undefined : WFT_FLAG;
+
+/**
+ * `--scale-can-turns=5`: runs continue as new after that many turns (`continueAsNew.afterTurns`), so a survivor
+ * replays at most that many turns of a victim's history; unset, a run keeps one history for all its turns.
+ */
+const CAN_TURNS = flag("scale-can-turns");
 
 function flag(name: string): string | undefined {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`) || a === `--${name}`);
@@ -271,6 +280,23 @@ async function clusterTarget(): Promise<Target> {
 }
 
 /**
+ * A run's histories from the run that was open at `since` on, oldest first: one unless it continued as new since
+ * (`--scale-can-turns`). Each run numbers its events from 1.
+ */
+async function chainSince(client: Client, workflowId: string, since: number): Promise<Event[][]> {
+  const runs: Event[][] = [];
+  let runId: string | undefined;
+  for (;;) {
+    const events = (await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
+    runs.unshift(events);
+    const start = events[0];
+    const previous = start?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+    if (!start || !previous || eventMs(start) <= since) return runs;
+    runId = previous;
+  }
+}
+
+/**
  * The replay a kill hands to the survivors: its victims' histories up to the kill (to the last workflow task
  * completed before it), replayed here after the bench, when the machine is idle. Returns ms per victim (0 when
  * not measured).
@@ -278,7 +304,8 @@ async function clusterTarget(): Promise<Target> {
 async function victimReplayMs(client: Client, bundle: { code: string }, ids: string[], killedAt: number) {
   const histories: { workflowId: string; history: History }[] = [];
   for (const workflowId of ids) {
-    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    // The run a survivor replayed: the one open at the kill.
+    const [events] = await chainSince(client, workflowId, killedAt);
     let cut = -1;
     events.forEach((e, i) => {
       if (e.workflowTaskCompletedEventAttributes && eventMs(e) <= killedAt) cut = i;
@@ -349,26 +376,28 @@ async function killFromHistories(client: Client, ids: string[], killedAt: number
     while (next < ids.length) {
       const id = ids[next++];
       let last: string | undefined;
-      const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
-      const scheduledAt = new Map<number, number>();
-      for (const e of events) {
-        if (e.workflowTaskStartedEventAttributes && eventMs(e) <= killedAt)
-          last = e.workflowTaskStartedEventAttributes.identity ?? undefined;
-        const timeout = e.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType;
-        if (timeout === 2 && eventMs(e) > killedAt) waitedOnDead.add(id); // SCHEDULE_TO_START: only routed calls have one
-        if (e.activityTaskScheduledEventAttributes) scheduledAt.set(Number(e.eventId), eventMs(e));
-        // An activity scheduled before the kill that timed out on its heartbeat, or was started again, after it.
-        const lost =
-          timeout === 4
-            ? e.activityTaskTimedOutEventAttributes?.scheduledEventId
-            : (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1
-              ? e.activityTaskStartedEventAttributes?.scheduledEventId
-              : undefined;
-        if (lost != null && eventMs(e) > killedAt && (scheduledAt.get(Number(lost)) ?? Infinity) <= killedAt)
-          lostActivity.add(id);
+      const runs = await chainSince(client, id, killedAt);
+      for (const events of runs) {
+        const scheduledAt = new Map<number, number>(); // event ids are per run
+        for (const e of events) {
+          if (e.workflowTaskStartedEventAttributes && eventMs(e) <= killedAt)
+            last = e.workflowTaskStartedEventAttributes.identity ?? undefined;
+          const timeout = e.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType;
+          if (timeout === 2 && eventMs(e) > killedAt) waitedOnDead.add(id); // SCHEDULE_TO_START: only routed calls have one
+          if (e.activityTaskScheduledEventAttributes) scheduledAt.set(Number(e.eventId), eventMs(e));
+          // An activity scheduled before the kill that timed out on its heartbeat, or was started again, after it.
+          const lost =
+            timeout === 4
+              ? e.activityTaskTimedOutEventAttributes?.scheduledEventId
+              : (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1
+                ? e.activityTaskStartedEventAttributes?.scheduledEventId
+                : undefined;
+          if (lost != null && eventMs(e) > killedAt && (scheduledAt.get(Number(lost)) ?? Infinity) <= killedAt)
+            lostActivity.add(id);
+        }
       }
       if (last === identity) on.add(id);
-      const stall = stallMs(events, killedAt);
+      const stall = stallMs(runs, killedAt);
       if (stall !== undefined) stalls.set(id, stall);
     }
   };
@@ -425,6 +454,7 @@ async function runConfig(
             maxTurns: turns + 5,
             modelActivity: { heartbeatTimeout: HEARTBEAT },
             ...(WORKFLOW_TASK_TIMEOUT ? { workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT } : {}),
+            ...(CAN_TURNS ? { continueAsNew: { afterTurns: Number(CAN_TURNS) } } : {}),
           }),
         ),
       )),
@@ -585,7 +615,7 @@ async function runConfig(
     const slowest = [...victimGaps].sort((a, b) => stallOf(b[0]) - stallOf(a[0])).slice(0, 3);
     const picks = [...new Set([...victimGaps.slice(0, 3), ...slowest, victimGaps[Math.floor(victimGaps.length / 2)]])];
     for (const [id, gap] of picks) {
-      const events = (await target.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+      const events = (await chainSince(target.client, id, killedAt!)).flat();
       const trace = events
         .map((e) => ({ e, at: eventMs(e) }))
         .filter(({ at }) => at >= killedAt! - 2000 && at <= killedAt! + gap + 2000)

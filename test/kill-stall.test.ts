@@ -94,6 +94,19 @@ describe("stallMs", () => {
     expect(stallMs(events, KILL)).toBe(5900);
   });
 
+  it("a run that continues as new across the kill: to the next run's first activity, its ids its own", () => {
+    const first = [
+      scheduled(10, KILL - 500),
+      started(11, KILL - 400, 10),
+      completed(12, KILL + 300, 11), // a tool call that ran 300 ms of the stall on a survivor
+      ev(16, KILL + 5200, { workflowExecutionContinuedAsNewEventAttributes: {} }),
+    ];
+    // The next run numbers its events from 1 again: its activity 10 is not the first run's.
+    const next = [scheduled(5, KILL + 5600), started(6, KILL + 5800, 5), completed(7, KILL + 6000, 6)];
+    expect(stallMs([first, next], KILL)).toBe(5800 - 300);
+    expect(stallMs(first, KILL)).toBeUndefined();
+  });
+
   it("nothing after the kill yet: no figure", () => {
     expect(stallMs([scheduled(10, KILL - 500), started(11, KILL - 400, 10)], KILL)).toBeUndefined();
   });

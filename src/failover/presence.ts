@@ -518,7 +518,13 @@ function handedAttempts(described: Described, identities: Set<string>, before: n
     .map((a) => ({ activityId: a.activityId ?? "", attempt: a.attempt ?? 0 }));
 }
 
-/** Fails one call of a dead worker with a heartbeat timeout; false when it was done meanwhile or its run ended. */
+/**
+ * Fails one call of a dead worker with a heartbeat timeout; false when it was done meanwhile or its run ended. By
+ * id, not by the attempt's task token (which would leave a retry alone by itself): the server takes only an
+ * application failure by token ("Failure must have ApplicationFailureInfo"), and the run must see the heartbeat
+ * timeout it would have seen. A retry starts only after its backoff (1-2 s), so the attempt read just before
+ * stands for the one failed.
+ */
 async function failCall(
   c: Client,
   call: { workflowId: string; runId: string; activityId: string },
