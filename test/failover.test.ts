@@ -290,6 +290,7 @@ describe("what a worker reports", () => {
     const now = Date.now();
     expect(presence.report(now)).toEqual({
       links: [],
+      linkedBy: 0,
       calls: [{ workflowId: "w2", runId: "r2", activityId: "7", attempt: 2 }],
       runs: [
         { workflowId: "w2", runId: "r2" },
@@ -660,6 +661,30 @@ describe("a linked worker slow to answer its ping", () => {
       await new Promise((r) => setTimeout(r, 21000));
       await answer(ping, fake);
       expect(((await presence.result()) as PresenceOutcome).worker).toBe("alive");
+    });
+  }, 90000);
+
+  it("that no peer holds a link to (none reach its address) is pinged as an unlinked one: its silence alone tells", async () => {
+    await withPresence("unreached", "30s", async ({ worker }) => {
+      /** The ping's timeouts as scheduled, once a fake worker whose last report says `linkedBy` falls silent. */
+      const pingOf = async (linkedBy: number) => {
+        const fake = uniqueId(`linked-by-${linkedBy}`);
+        const { presence, take, beat } = await fakeWorkerTakes(worker, fake, fake, 1000, { linked: true });
+        await beat(await take(), { calls: [], runs: [], links: [], linkedBy });
+        await pinged(presence, 20000);
+        const scheduled = ((await presence.fetchHistory()).events ?? []).find(
+          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "workerPing",
+        )!.activityTaskScheduledEventAttributes!;
+        return { presence, takenWithin: Number(scheduled.scheduleToStartTimeout?.seconds ?? 0) };
+      };
+      // No peer reached it: the ping is the presence timeout's (1 s), and nothing takes it: failed over.
+      const unreached = await pingOf(0);
+      expect(unreached.takenWithin).toBe(1);
+      expect(((await unreached.presence.result()) as PresenceOutcome).worker).toBe("lost");
+      // A peer held a link to it: the patient ping (a killed worker's links would have told at once).
+      const reached = await pingOf(1);
+      expect(reached.takenWithin).toBe(30);
+      await reached.presence.terminate();
     });
   }, 90000);
 });

@@ -146,6 +146,34 @@ describe("a link to a peer", () => {
   });
 });
 
+describe("a peer's address", () => {
+  it("that no socket can have (a hand-started or older presence's memo) is never linked, and crashes nothing", async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => void rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      const b = await fakePeer("b");
+      opened.push(b);
+      const { links, news } = watcher();
+      const bad = (address: unknown): LinkPeer => ({ ...b.peer(), address: address as LinkPeer["address"] });
+      // Every worker of the fleet lists the same memo: one throw there would end them all.
+      links.update([bad({ host: "127.0.0.1", port: 70000 })]);
+      links.update([bad({ host: "127.0.0.1" })]);
+      links.update([bad({ host: "127.0.0.1", port: "x" })]);
+      links.update([bad(null)]);
+      await pause(300);
+      expect(rejections).toEqual([]);
+      expect(links.linked()).toEqual([]);
+      expect(news).toEqual([]);
+      // The same peer at its real address links as ever.
+      links.update([b.peer()]);
+      await waitFor(() => links.linked().includes("b"), WAIT_MS, "the link");
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
+  });
+});
+
 describe("a link that closes", () => {
   it("where nothing answers clearly is unsure news (closed), and the peer is linked again once it answers", async () => {
     const b = await fakePeer("b");

@@ -40,12 +40,24 @@ function looping(turns: number, seen: number[], lastResults: string[] = []) {
   });
 }
 
-/** Bytes of history per turn: from one model call's scheduling to the next. */
+/**
+ * Bytes of history per turn: from one model call's scheduling to the next. A call that never ran (a routed call
+ * that waited out its worker's queue on a slow moment, then was sent to the shared queue) is part of its turn.
+ */
 function bytesPerTurn(events: proto.temporal.api.history.v1.IHistoryEvent[]): number[] {
+  const completed = new Set(
+    events.flatMap((e) =>
+      e.activityTaskCompletedEventAttributes ? [Number(e.activityTaskCompletedEventAttributes.scheduledEventId)] : [],
+    ),
+  );
   const turns: number[] = [];
   for (const event of events) {
     const size = proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
-    if (event.activityTaskScheduledEventAttributes?.activityType?.name === "streamAssistantMessage") turns.push(0);
+    if (
+      event.activityTaskScheduledEventAttributes?.activityType?.name === "streamAssistantMessage" &&
+      completed.has(Number(event.eventId))
+    )
+      turns.push(0);
     if (turns.length > 0) turns[turns.length - 1] += size;
   }
   return turns;

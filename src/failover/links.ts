@@ -88,6 +88,12 @@ export function advertisedHost(host: string, interfaces = os.networkInterfaces()
   return "127.0.0.1";
 }
 
+/** An address a peer can be reached at: a host and a TCP port (what `net.connect` would otherwise throw for). */
+function isLinkAddress(address: unknown): address is LinkAddress {
+  const a = address as Partial<LinkAddress> | null | undefined;
+  return typeof a?.host === "string" && a.host.length > 0 && Number.isInteger(a.port) && a.port! > 0 && a.port! < 65536;
+}
+
 /**
  * Connects to `address` and reads the peer's name: "same" (it is `workerQueue`; the socket stays open), "other" (a
  * different worker answers there), or what the failure says.
@@ -170,10 +176,18 @@ export class PeerLinks {
     return this.address;
   }
 
-  /** The fleet as its presences show it now: links the new peers, drops the ones that left it. */
+  /**
+   * The fleet as its presences show it now: links the new peers, drops the ones that left it. A peer whose memo
+   * gives no address a socket can have (a hand-started presence, another version's) is left to its heartbeats:
+   * every worker lists the same memo, and a throw there would end them all.
+   */
   update(peers: LinkPeer[]): void {
     if (this.closed) return;
-    const listed = new Map(peers.filter((p) => p.workerQueue !== this.workerQueue).map((p) => [p.workerQueue, p]));
+    const listed = new Map(
+      peers
+        .filter((p) => p.workerQueue !== this.workerQueue && isLinkAddress(p.address))
+        .map((p) => [p.workerQueue, p]),
+    );
     for (const [queue, link] of this.links) {
       const now = listed.get(queue);
       if (now)
@@ -182,7 +196,12 @@ export class PeerLinks {
     }
     for (const peer of listed.values())
       if (!this.links.has(peer.workerQueue) && !this.pending.has(peer.workerQueue) && !this.lost.has(peer.workerQueue))
-        void this.link(peer);
+        this.link(peer).catch((err: unknown) => console.warn(`jai: linking ${peer.workerQueue}: ${String(err)}`));
+  }
+
+  /** How many peers hold a link to this worker now (connections its listener accepted and keeps). */
+  linkedBy(): number {
+    return this.accepted.size;
   }
 
   /** The peers linked now (their queues). */
@@ -237,7 +256,10 @@ export class PeerLinks {
     socket.on("error", () => {});
     socket.on("close", () => {
       if (this.links.get(peer.workerQueue) === link) this.links.delete(peer.workerQueue);
-      if (!link.quiet && !this.closed) void this.recheck(link.peer);
+      if (!link.quiet && !this.closed)
+        this.recheck(link.peer).catch((err: unknown) =>
+          console.warn(`jai: checking ${peer.workerQueue} again: ${String(err)}`),
+        );
     });
   }
 

@@ -434,7 +434,7 @@ export class WorkerPresence {
     return {
       calls: [...this.calls.values()],
       runs: [...this.runs.values()].map(({ workflowId, runId }) => ({ workflowId, runId })),
-      ...(this.links ? { links: this.links.linked() } : {}),
+      ...(this.links ? { links: this.links.linked(), linkedBy: this.links.linkedBy() } : {}),
       ...(this.identities.length > 0 ? { identities: this.identities } : {}),
     };
   }

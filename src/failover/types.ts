@@ -25,6 +25,11 @@ export interface PresenceReport {
   /** The fleet's workers this one has a link to (their own queues): the ones it tells when their link closes. */
   links?: string[];
   /**
+   * How many of the fleet's workers hold a link to this one (with links on). None: no link can tell its death,
+   * so a silence is not given the patient ping a linked worker gets. Absent (an older worker): taken as linked.
+   */
+  linkedBy?: number;
+  /**
    * The identities its pollers give the server. An attempt the server says one of them started and no report
    * names was handed to the worker's last polls as it died: it is failed too.
    */
@@ -43,7 +48,8 @@ export interface PresenceInput {
   renewAfterMs: number;
   /**
    * The worker has links to its peers (src/failover/links.ts), which tell its death at once: its ping, then only
-   * for a worker that hangs or is cut off, is given more time, so an overloaded worker is not taken for dead.
+   * for a worker that hangs or is cut off, is given more time, so an overloaded worker is not taken for dead. Not
+   * after a silence whose last report says no peer holds a link to it (`linkedBy`): nothing else could tell.
    */
   linked?: boolean;
 }

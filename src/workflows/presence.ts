@@ -62,15 +62,17 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
   // 1 s late or did not answer within 5 s (500 runs on 3 workers of 2 cores), and did not take it within 5 s or
   // answer within 20 s (1,000 runs), and were failed over alive: their calls failed, ~150 runs each replayed
   // elsewhere. A hung worker is failed over that much later; its calls' own heartbeat timeouts fail them meanwhile.
-  const patient = input.linked === true;
-  const { workerPing } = proxyActivities<PresenceActivities>({
-    taskQueue: input.presenceQueue,
-    scheduleToStartTimeout: patient ? Math.max(PING_TAKEN_MS, input.timeoutMs) : input.timeoutMs,
-    startToCloseTimeout: Math.max(patient ? PING_ANSWERED_MS : 5000, input.timeoutMs),
-    retry: { maximumAttempts: 1 },
-  });
-  const answers = () =>
-    workerPing().then(
+  // Patient only where a link could have told: a worker no peer holds a link to (none reach its address) is
+  // known dead by its silence alone, and a patient ping would make its fail-over wait 30 s.
+  const ping = (patient: boolean) =>
+    proxyActivities<PresenceActivities>({
+      taskQueue: input.presenceQueue,
+      scheduleToStartTimeout: patient ? Math.max(PING_TAKEN_MS, input.timeoutMs) : input.timeoutMs,
+      startToCloseTimeout: Math.max(patient ? PING_ANSWERED_MS : 5000, input.timeoutMs),
+      retry: { maximumAttempts: 1 },
+    }).workerPing;
+  const answers = (patient: boolean) =>
+    ping(patient)().then(
       (queue) => queue === input.workerQueue,
       () => false,
     );
@@ -106,7 +108,12 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     // presence activity ended on a live worker.
     const endedLive = () => ended !== undefined && "end" in ended;
     const gone = () => lost !== undefined && lost.evidence !== "closed";
-    const alive = endedLive() || gone() ? false : await Promise.race([answers(), condition(gone).then(() => false)]);
+    // A silence says whether anyone held a link to the worker in its last report; a link's news says so itself.
+    const silent =
+      ended && "silence" in ended ? (ended.silence.lastHeartbeatDetails as PresenceReport | undefined) : undefined;
+    const patient = input.linked === true && (byLink || (silent?.linkedBy ?? 1) > 0);
+    const alive =
+      endedLive() || gone() ? false : await Promise.race([answers(patient), condition(gone).then(() => false)]);
     // Its presence activity ended on a live worker (renewal, shutdown), before news or during the ping: no death.
     if (ended && "end" in ended) {
       if (ended.end === "renew") await continueAsNew<typeof agentWorkerPresence>(input);
