@@ -299,6 +299,11 @@ describe("what a worker reports", () => {
     });
     // A minute on, nothing seen since: the runs have moved, or wait with no workflow task due.
     expect(presence.report(now + 61 * 1000).runs).toEqual([]);
+    // Bounded without reports too (no presence runs once its queue's worker stopped): the newest 1,000 kept.
+    for (let i = 0; i < 1500; i++) presence.runSeen(`w${i}`, `r${i}`);
+    const held = presence.recentRuns(Infinity);
+    expect(held).toHaveLength(1000);
+    expect(held[0]).toEqual({ workflowId: "w500", runId: "r500" });
     expect(WORKER_PRESENCE_WORKFLOW).toBe("agentWorkerPresence");
     // A zero timeout would turn the heartbeat timeout off, and the watch with it; under two beats' throttle, too short.
     expect(() => presenceTimeoutMs("0s")).toThrow(RangeError);

@@ -185,6 +185,8 @@ export class WorkerPresence {
   runSeen(workflowId: string, runId: string): void {
     this.runs.delete(runId);
     this.runs.set(runId, { workflowId, runId, seenAt: Date.now() });
+    // Bounded also while no presence reports (its queue's worker stopped): the oldest sighting goes first.
+    if (this.runs.size > MAX_REPORTED_RUNS) this.runs.delete(this.runs.keys().next().value!);
   }
 
   /** @internal */
