@@ -30,14 +30,14 @@ import proto from "@temporalio/proto";
 import { eventMs } from "../src/history-story.js";
 import { msToNumber, type Duration } from "@temporalio/common";
 import type { History } from "../src/replay.js";
-
-type Event = proto.temporal.api.history.v1.IHistoryEvent;
 import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/cluster/temporal-server.js";
 import { mb, replayMsEach, serverConfig, table, type Bench } from "./common.js";
 import { stallMs } from "./kill-stall.js";
 import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
+
+type Event = proto.temporal.api.history.v1.IHistoryEvent;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /**

@@ -98,6 +98,9 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
       ended = { silence: err.cause };
     },
   );
+  /** The last report the worker heartbeated before its silence, once its presence activity fell silent. */
+  const silenceReport = () =>
+    ended && "silence" in ended ? (ended.silence.lastHeartbeatDetails as PresenceReport | undefined) : undefined;
   for (;;) {
     // The first news wins: the activity's end, or a peer's (a killed worker's sockets close at once).
     await Promise.race([presence, condition(() => lost !== undefined)]);
@@ -109,9 +112,7 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     const endedLive = () => ended !== undefined && "end" in ended;
     const gone = () => lost !== undefined && lost.evidence !== "closed";
     // A silence says whether anyone held a link to the worker in its last report; a link's news says so itself.
-    const silent =
-      ended && "silence" in ended ? (ended.silence.lastHeartbeatDetails as PresenceReport | undefined) : undefined;
-    const patient = input.linked === true && (byLink || (silent?.linkedBy ?? 1) > 0);
+    const patient = input.linked === true && (byLink || (silenceReport()?.linkedBy ?? 1) > 0);
     const alive =
       endedLive() || gone() ? false : await Promise.race([answers(patient), condition(gone).then(() => false)]);
     // Its presence activity ended on a live worker (renewal, shutdown), before news or during the ping: no death.
@@ -126,16 +127,13 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     }
     // The report: the silence's last heartbeat details (also when it came during the ping), else read from the
     // server (a link told first: no timeout carries them yet).
-    const report =
-      ended && "silence" in ended
-        ? ((ended.silence.lastHeartbeatDetails as PresenceReport | undefined) ?? { calls: [], runs: [] })
-        : undefined;
+    const report = ended && "silence" in ended ? (silenceReport() ?? { calls: [], runs: [] }) : undefined;
     let failover = await failOverWorker({ workerQueue: input.workerQueue, ...(report ? { report } : {}) });
     // A link told, and the fail-over found no report on the server: the presence activity timed out while it ran
     // (at saturation its task can outlast the presence timeout), and the timeout carries the report. Once more
     // with it; the timeout comes within the presence timeout of the news, or never (a worker that is not dead).
     if (failover.reportMissing && (await condition(() => ended !== undefined, 2 * input.timeoutMs))) {
-      const silence = ended && "silence" in ended ? (ended.silence.lastHeartbeatDetails as PresenceReport) : undefined;
+      const silence = silenceReport();
       if (silence) {
         const again = await failOverWorker({ workerQueue: input.workerQueue, report: silence });
         failover = {
