@@ -12,8 +12,10 @@ RUN npm run build \
 
 # Runtime stage: production dependencies, the built code and its workflow bundle; runs as the unprivileged `node` user.
 FROM node:20.19-bookworm-slim
+# Health and /metrics listen on loopback unless told otherwise; in the container they serve the orchestrator and Prometheus.
 ENV NODE_ENV=production \
     JAI_HEALTH_PORT=8080 \
+    JAI_HEALTH_HOST=0.0.0.0 \
     JAI_WORKSPACE=/workspace \
     TEMPORAL_ADDRESS=temporal:7233
 WORKDIR /app

@@ -19,7 +19,13 @@ export default tseslint.config(
     },
   },
   {
-    files: ["src/workflows/**/*.ts", "src/common/**/*.ts"],
+    // The loop, and fast failover's workflow code (its presence workflow and workflow entry).
+    files: [
+      "src/workflows/**/*.ts",
+      "src/common/**/*.ts",
+      "src/failover/presence-workflow.ts",
+      "src/failover/workflows.ts",
+    ],
     rules: {
       "no-restricted-imports": [
         "error",

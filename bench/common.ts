@@ -24,7 +24,7 @@ import type { AgentTool } from "../src/types.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
 import type { AgentSinks } from "../src/workflows/definitions.js";
 import type { BenchActivities } from "./naive-workflows.js";
-import { fleetSink } from "../src/failover/presence.js";
+import { extensionSinks } from "../src/extension.js";
 import { noMetricsSink } from "../src/telemetry/metrics.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -105,7 +105,7 @@ export async function benchWorker(
   const sinks: InjectedSinks<AgentSinks> = {
     agent: { emit: { fn: () => {}, callDuringReplay: false } },
     metrics: noMetricsSink(),
-    fleet: fleetSink(undefined),
+    extensions: extensionSinks(),
   };
   return Worker.create({
     connection: bench.connection,

@@ -16,6 +16,7 @@ import {
 } from "@jai/ai";
 import type { AgentTool } from "../src/types.js";
 import { createAgentWorker } from "../src/worker.js";
+import { fastFailover } from "../src/failover/index.js";
 
 const env = (name: string) => {
   const value = process.env[name];
@@ -81,7 +82,15 @@ const worker = await createAgentWorker({
   // SCALE_FAILOVER: fast failover with this presence timeout (e.g. "2s"), or "default".
   ...(process.env.SCALE_FAILOVER
     ? {
-        fastFailover: process.env.SCALE_FAILOVER === "default" ? true : { presenceTimeout: process.env.SCALE_FAILOVER },
+        extensions: [
+          fastFailover({
+            ...(process.env.SCALE_FAILOVER === "default" ? {} : { presenceTimeout: process.env.SCALE_FAILOVER }),
+            // As a fleet runs it: links and news proven by a shared secret.
+            secret: process.env.SCALE_FAILOVER_SECRET ?? "scale-bench-failover-secret-0123456789",
+            // The bench's bundle holds the presence workflow (bench/workflows.ts).
+            workflowBundle: { codePath: env("SCALE_BUNDLE") },
+          }),
+        ],
       }
     : {}),
   workerOptions: {

@@ -51,7 +51,7 @@ const HEARTBEAT_MS = msToNumber(HEARTBEAT as Duration);
  * The runs' workflow task timeout: a workflow task the killed worker had taken is given up after it (Temporal's
  * default, 10 s, alone exceeds the 5 s heartbeat + 3 s goal), so the runs are started with it equal to the heartbeat
  * timeout. Shorter is quicker after a kill but, at saturation, a survivor's replay outlives it and is replayed
- * again (with 3 s: worst victims 7.0-15.4 s in seven benches; docs/scaling.md). `--scale-wft-timeout=3s` sets
+ * again (with 3 s: worst victims 7.0-15.4 s in seven benches; docs/lab/scaling.md). `--scale-wft-timeout=3s` sets
  * another, `--scale-wft-timeout=default` leaves Temporal's (10 s).
  */
 const WFT_FLAG = flag("scale-wft-timeout") ?? HEARTBEAT;

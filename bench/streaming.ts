@@ -10,6 +10,7 @@
  * with a tap capped small enough that its trimming engages.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider, Type, type Context } from "@jai/ai";
@@ -158,6 +159,8 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
       emitted.set(run.workflowId, list);
     }
   };
+  // One bearer token for both run servers, inherited by the subscribers (handle.events() sends JAI_HTTP_TOKEN).
+  process.env.JAI_HTTP_TOKEN ||= randomBytes(24).toString("base64url");
   const service = await startRunEventsService({ client: bench.client, port: 0 });
   const small = await startRunEventsService({ client: bench.client, port: 0, tap: { maxRunBytes: SMALL_TAP_BYTES } });
   const common = { connection: bench.connection, tools: [script.tool], models: [script.model] };

@@ -16,9 +16,9 @@ const ARGS = [
   "--disable-sync",
 ];
 
-/** Launches it, or says how to install it. */
-export async function launchChromium(): Promise<Browser> {
+/** Launches it (with any extra switches, e.g. --host-resolver-rules), or says how to install it. */
+export async function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM))
     throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set CHROMIUM_PATH`);
-  return chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  return chromium.launch({ executablePath: CHROMIUM, args: [...ARGS, ...extraArgs] });
 }

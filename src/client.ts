@@ -388,6 +388,18 @@ export async function chainTranscript(
   return out;
 }
 
+/** startAgentRun's options besides the run input: suggested for a misspelt field too. */
+const START_OPTIONS = [
+  "taskQueue",
+  "workflowId",
+  "workflowTaskTimeout",
+  "staticSummary",
+  "staticDetails",
+  "searchAttributes",
+  "memo",
+  "eagerStart",
+] as const satisfies readonly Exclude<keyof StartAgentRunOptions, keyof AgentRunInput>[];
+
 /** Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. */
 export async function startAgentRun(client: Client, options: StartAgentRunOptions): Promise<AgentRunHandle> {
   const {
@@ -401,7 +413,8 @@ export async function startAgentRun(client: Client, options: StartAgentRunOption
     eagerStart,
     ...input
   } = options;
-  const problem = validateRunInput(input);
+  // A field no run input has (e.g. "maxTurn") is refused, with the field it most likely misspells.
+  const problem = validateRunInput(input, { alsoNamed: START_OPTIONS });
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
   // Backstop for the byte budgets of validateRunInput: never let the server refuse the input with a raw error.
   if (jsonBytes(input) > TEMPORAL_PAYLOAD_LIMIT_BYTES) throw tooBigInput(input);

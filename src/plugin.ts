@@ -9,8 +9,9 @@ import { createActivities } from "./activities/index.js";
 import type { AgentServeOptions } from "./serving.js";
 import { agentWorkflowsPath, webpackConfigHook } from "./worker.js";
 import type { AgentSinks } from "./workflows/definitions.js";
-import { fleetSink } from "./failover/presence.js";
+import { extensionSinks } from "./extension.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
+import { bundleEncryptsFailures, encryptsFailures, withEncryptedFailures } from "./codec/config.js";
 
 /**
  * What the plugin serves (see `AgentServeOptions`). A plugin worker has no own
@@ -22,18 +23,25 @@ export type AgentPluginOptions = AgentServeOptions;
  * Adds the agent's activities, its event sink and (when the worker has no
  * workflows of its own) its workflows to a worker. A worker that has its own
  * `workflowsPath` keeps it: that module must `export * from "jai-agent/workflows"`
- * so one worker serves both. On a client it changes nothing; `startAgentRun`
- * works with any client.
+ * so one worker serves both. On a worker, client or replayer with a payload
+ * codec it encrypts failure messages and stack traces too; otherwise a client
+ * is left as it is (`startAgentRun` works with any client).
  */
 export class AgentPlugin extends SimplePlugin {
   constructor(private readonly agent: AgentPluginOptions = {}) {
-    super({ name: "jai-agent.AgentPlugin" });
+    // Under a codec, failure messages and stack traces go through it too (a provider's error can quote the request).
+    super({ name: "jai-agent.AgentPlugin", dataConverter: (dc) => withEncryptedFailures(dc ?? {}) });
   }
 
   override configureWorker(options: WorkerOptions): WorkerOptions {
     const base = super.configureWorker(options);
     if (!base.connection)
       throw new TypeError("AgentPlugin needs the worker's `connection` option (a NativeConnection)");
+    if (base.workflowBundle && encryptsFailures(base.dataConverter) && !bundleEncryptsFailures(base.workflowBundle))
+      throw new TypeError(
+        "AgentPlugin: the worker has a payload codec but its workflowBundle writes failures in plain text: " +
+          "bundle it with bundleAgentWorkflows(path, { encryptFailures: true })",
+      );
     // NativeConnection serves a Client too: activities read a run's context through it on a cache miss.
     // With the worker's data converter: under a codec the context query's answer is encoded too.
     const client = new Client({
@@ -53,7 +61,7 @@ export class AgentPlugin extends SimplePlugin {
         },
       },
       metrics: noMetricsSink(),
-      fleet: fleetSink(undefined),
+      extensions: extensionSinks(),
     };
     const ownWorkflows = base.workflowsPath !== undefined || base.workflowBundle !== undefined;
     return {

@@ -3,8 +3,6 @@
  * the worker process's config file all take these fields, with the same
  * meaning and defaults.
  */
-import type { LinkOptions } from "./failover/links.js";
-import type { Duration } from "@temporalio/common";
 import type { DataConverter } from "@temporalio/common";
 import type { WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
@@ -19,6 +17,17 @@ export interface AgentServeOptions {
   tools?: AgentTool<any>[];
   /** Extra models a run may name as "provider/modelId" (e.g. a local server or the faux provider). */
   models?: Model<Api>[];
+  /**
+   * Base URLs (e.g. a self-hosted vLLM or a company proxy) where a run may point a model object of one of
+   * @jai/ai's built-in APIs, besides the base URLs of `models` and @jai/ai's catalogue. Without it a run's model
+   * object is served only when it is one of those models at its own base URL, headers and api; anything else is
+   * refused at setup (`InvalidRunInput`, naming the field), and the model activity never sends a request, nor the
+   * key, elsewhere. The worker process adds `JAI_ALLOWED_MODEL_BASE_URLS` / `--allowed-model-base-urls`.
+   * Contract: every provider key `getApiKey` resolves may be sent to these URLs (a run names the provider):
+   * list only endpoints you trust with them; each is a plain http(s) URL (no credentials, query or fragment;
+   * a `TypeError` at worker creation), compared after dropping a trailing slash.
+   */
+  allowedModelBaseUrls?: string[];
   /** API keys per provider; default: @jai/ai's environment variables. */
   getApiKey?: ApiKeyResolver;
   /** Receives every AgentEvent of every run served here (logging, metrics, a UI). */
@@ -38,7 +47,7 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
    * opens its own connection (a stdio server is a child process of the worker).
    */
   mcpServers?: McpServerConfig[];
-  /** Completion webhooks: signing secrets by name (else `JAI_WEBHOOK_SECRET_<NAME>`), whether private hosts may be reached. */
+  /** Completion webhooks: signing secrets by name, each bound to the origins it signs for (else `JAI_WEBHOOK_SECRET_<NAME>` + `JAI_WEBHOOK_ORIGINS_<NAME>`), whether private hosts may be reached. */
   webhooks?: WebhookOptions;
   /**
    * Data converter (e.g. `{ payloadCodecs: [codec] }` for encryption) for the worker and the client its
@@ -54,32 +63,15 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
    */
   routeModelCalls?: boolean;
   /**
-   * Fast failover (needs `routeModelCalls`; default off): the worker heartbeats what it has in hand through a
-   * presence workflow on the fleet queue (`<taskQueue>-fleet`, polled by a small workflow worker in each
-   * fast-failover worker); when the heartbeats stop for `presenceTimeout` (default 1 s) and a
-   * ping on its own queue goes unanswered as long, another worker fails its calls, frees its runs and polls its
-   * queue, instead of each run waiting out its own heartbeat timeout and the sticky timeout (README, "Scaling and
-   * sizing"). Contract: every worker of the queue runs this version
-   * (an older one cannot run the presence workflow or its fail-over), and a bundle of your own exports
-   * `agentWorkerPresence` as `bundleAgentWorkflows()`'s does.
-   *
-   * `links` (default on): each worker also listens on a TCP port and connects to every other fast-failover worker
-   * of the queue (found through their presences), so a killed worker, whose kernel closes its sockets at once, is
-   * failed over within a second or two when nothing is left at its address, without waiting for its heartbeats.
-   * Contract: workers reach each other at the advertised address (the first non-internal IPv4 address unless
-   * set; a worker out of reach is failed over by its heartbeats only). `false` turns links off.
-   */
-  fastFailover?: boolean | { presenceTimeout?: Duration; links?: false | LinkOptions };
-  /**
    * At most this many workflow tasks from the shared queue at once, of `maxConcurrentWorkflowTaskExecutions`
    * (default 40). Such a task is nearly always a run this worker does not hold, which it replays first. When a
    * worker dies the survivors get all its runs at once: uncapped, each takes dozens together, replays them side by
    * side on one workflow thread, and the last ones outlive their workflow task timeout (counted from when the task
    * was taken) and are replayed again elsewhere. Capped, the rest wait in the server's queue, where no timeout
-   * runs (README, "Fast failover"). Default: 10 with `fastFailover` (fewer than the slots; none without a
-   * workflow cache, where every task would count), else no cap. Contract: an integer from 1 to the slots - 1
-   * (a `RangeError`), and not with `workerOptions.tuner` (a `TypeError`; with a tuner, fast failover's default
-   * cap is left out).
+   * runs (docs/lab/scaling.md). Default: no cap, or the default an extension of the worker sets (fewer than the
+   * slots; none without a workflow cache, where every task would count). Contract: an integer from 1 to the
+   * slots - 1 (a `RangeError`), and not with `workerOptions.tuner` (a `TypeError`; with a tuner, an extension's
+   * default cap is left out).
    */
   maxConcurrentReplays?: number;
   /** Any other Temporal worker option (concurrency limits, interceptors, tuning, ...). */

@@ -161,6 +161,13 @@ export interface SubAgentSpec {
   toolExecution?: ToolExecutionMode;
   /** Task queue of the child; default the parent's. */
   taskQueue?: string;
+  /**
+   * How deep sub-agents may nest through this tool, the top-level run being
+   * depth 0: a call made by a run at depth `maxDepth` (or deeper) starts no
+   * child and gets an error tool result instead. Default 3; 1 lets only a
+   * top-level run delegate.
+   */
+  maxDepth?: number;
 }
 
 /** Everything the loop tells the outside world about a run, in order. */
@@ -251,6 +258,12 @@ export interface AgentRunInput {
 export interface AgentRunWorkflowInput extends AgentRunInput {
   /** What the previous run of the chain carried over. */
   continued?: ContinuedRun;
+  /**
+   * How deep this run is in a tree of sub-agents: set by the parent run when
+   * it starts this one as a child (1 for its children); absent in a top-level
+   * run (0). Sub-agent tools refuse calls past their `maxDepth`.
+   */
+  subAgentDepth?: number;
 }
 
 export interface ContinuedRun {

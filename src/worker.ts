@@ -4,11 +4,14 @@ import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
+import type { DataConverter } from "@temporalio/common";
 import {
   bundleWorkflowCode,
   NativeConnection,
   Worker,
+  type ActivityInterceptorsFactory,
   type InjectedSinks,
+  type WorkerInterceptors,
   type WorkerOptions,
 } from "@temporalio/worker";
 import { ContextCache, createActivities, type ContextCacheStats } from "./activities/index.js";
@@ -16,25 +19,25 @@ import type { AgentWorkerServeOptions } from "./serving.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
 import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
 import { McpToolSource } from "./mcp/source.js";
+import { replayCap, replayCappedOptions } from "./replay-cap.js";
 import {
-  fleetSink,
-  fleetTaskQueue,
-  PRESENCE_SLOTS,
-  PRESENCE_THROTTLE,
-  presenceTimeoutMs,
-  WorkerPresence,
-} from "./failover/presence.js";
-import { replayCap, replayCappedOptions } from "./failover/replay-slots.js";
+  extensionSinks,
+  type AgentWorkerExtension,
+  type AgentWorkerExtensionParts,
+  type AgentWorkerHost,
+  type AgentWorkerPollers,
+} from "./extension.js";
+import {
+  bundleEncryptsFailures,
+  encryptsFailures,
+  ENCRYPTED_FAILURES_PATH,
+  withEncryptedFailures,
+} from "./codec/config.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
+import type { AgentEventSink } from "./types.js";
 
 export { DEFAULT_TASK_QUEUE };
-
-/**
- * How long a worker polls a dead worker's own queue after failing it over: runs that held their context there
- * send their next model call to it until one is answered elsewhere (a run waiting on a long tool or a person may
- * send it later, and waits out the call's schedule-to-start timeout instead).
- */
-const ADOPT_MS = 15 * 60 * 1000;
+export type { AgentWorkerExtension } from "./extension.js";
 
 /** How long a run's workflow task (or query) waits for the worker that holds it cached before any worker takes it. */
 export const DEFAULT_STICKY_TIMEOUT = "1s";
@@ -46,7 +49,10 @@ export interface AgentWorkerOptions extends AgentWorkerServeOptions {
   namespace?: string;
   /** Task queue; default "jai-agent". */
   taskQueue?: string;
-  /** A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many workers. */
+  /**
+   * A bundle from `bundleAgentWorkflows()` (or a file holding one), to skip bundling (seconds) when starting many
+   * workers. Under a payload codec, bundle it with `bundleAgentWorkflows(path, { encryptFailures: true })`.
+   */
   workflowBundle?: { code: string } | { codePath: string };
   /**
    * OpenTelemetry traces (`createAgentTracing()` / `tracingFromEnv()`). With a
@@ -55,6 +61,11 @@ export interface AgentWorkerOptions extends AgentWorkerServeOptions {
   tracing?: AgentTracing;
   /** Prometheus metrics of the runs this worker serves (`createAgentMetrics()`; the worker process serves them on /metrics). */
   metrics?: AgentMetrics;
+  /**
+   * Optional features, each set up once before any Temporal worker is created; none by default (src/extension.ts
+   * says what an extension may add, and which ones the package ships).
+   */
+  extensions?: AgentWorkerExtension[];
 }
 
 /** Where the workflow sources are: `.ts` when running from source (tsx, jest), `.js` when built. */
@@ -76,7 +87,11 @@ export const webpackConfigHook = (config: any) => {
  */
 export async function bundleAgentWorkflows(
   workflowsPath = agentWorkflowsPath(),
-  options: { tracing?: boolean } = {},
+  options: {
+    tracing?: boolean;
+    /** For workers with a payload codec: the failures the workflows write go through it (see `withEncryptedFailures`). */
+    encryptFailures?: boolean;
+  } = {},
 ): Promise<{ code: string }> {
   // Tracing needs Temporal's workflow interceptors inside the bundle; without it the workflows carry nothing extra.
   const workflowInterceptorModules = options.tracing ? [workflowTracingModule()] : undefined;
@@ -85,10 +100,18 @@ export async function bundleAgentWorkflows(
     webpackConfigHook,
     logger: quietLogger,
     ...(workflowInterceptorModules ? { workflowInterceptorModules } : {}),
+    ...(options.encryptFailures ? { failureConverterPath: ENCRYPTED_FAILURES_PATH } : {}),
   });
 }
 
-const quietLogger = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} } as any;
+export const quietLogger = {
+  trace() {},
+  debug() {},
+  info() {},
+  warn: console.warn,
+  error: console.error,
+  log() {},
+} as any;
 
 /** A running worker; `runUntil`/`run` as Temporal's Worker, closing the connection it opened itself. */
 export interface AgentWorker {
@@ -115,16 +138,73 @@ export interface AgentWorker {
   shutdown(): void;
 }
 
+/** What every step below shares: the connection, the queues, the client, the cache and the event sink. */
+interface Agent {
+  options: AgentWorkerOptions;
+  connection: NativeConnection;
+  /** The connection was opened here (closed when the worker stops). */
+  owned: boolean;
+  namespace: string;
+  taskQueue: string;
+  ownTaskQueue?: string;
+  dataConverter?: DataConverter;
+  client: Client;
+  contextCache: ContextCache;
+  onEvent?: AgentEventSink;
+  mcp?: McpToolSource;
+  /** Temporal workers created so far: shut down if a later step fails (the connection refuses to close before). */
+  made: Worker[];
+}
+
+/** The agent's Temporal workers, once created; read by the activities (routing, identity) before they exist. */
+type Pollers = { worker?: Worker; ownWorker?: Worker };
+
+/** What the shared, own-queue and extensions' activity workers register: activities and activity interceptors. */
+interface ActivitySpec {
+  activities: ReturnType<typeof createActivities>;
+  activity: ActivityInterceptorsFactory[];
+}
+
+/**
+ * A worker serving agent runs, in named steps: the connection and queues (1), each extension's setup (2), the
+ * agent's activities (3), the workflows' sinks (4) and interceptors (5), the shared queue's worker (6), the own
+ * queue's (7), the extensions' own workers, then all of them run and stop together (8). No extension: one Temporal
+ * worker, plus the own-queue worker while model calls are routed.
+ */
 export async function createAgentWorker(options: AgentWorkerOptions = {}): Promise<AgentWorker> {
+  const agent = await connectAgent(options);
+  const pollers: Pollers = {};
+  let parts: AgentWorkerExtensionParts[] = [];
+  try {
+    const spec: Partial<ActivitySpec> = {};
+    parts = await setUpExtensions(options.extensions ?? [], extensionHost(agent, spec));
+    spec.activities = agentActivities(agent, pollers);
+    const interceptors = agentInterceptors(options, parts);
+    spec.activity = interceptors.activity;
+    pollers.worker = await createSharedWorker(agent, spec as ActivitySpec, interceptors.worker, parts);
+    if (agent.ownTaskQueue)
+      pollers.ownWorker = await createActivityWorker(agent, spec as ActivitySpec, agent.ownTaskQueue);
+    const extra: Worker[] = [];
+    for (const p of parts) extra.push(...((await p.created?.(pollers as AgentWorkerPollers)) ?? []));
+    return runningAgent(agent, pollers as AgentWorkerPollers, extra, parts);
+  } catch (err) {
+    await closeAgent(agent, parts, true);
+    throw err;
+  }
+}
+
+/** Step 1: the connection, the queues, the data converter, the client and the context cache. */
+async function connectAgent(options: AgentWorkerOptions): Promise<Agent> {
+  const dataConverter = checkedDataConverter(options);
   const owned = options.connection === undefined;
   const connection =
     options.connection ??
     (await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? "localhost:7233" }));
+  const namespace = options.namespace ?? "default";
   const taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
   const metrics = options.metrics;
-  const onEvent = metrics ? metrics.wrapEvents(options.onEvent) : options.onEvent;
-  const namespace = options.namespace ?? "default";
-  const dataConverter = options.dataConverter ?? options.workerOptions?.dataConverter;
+  // Metrics label models by this worker's list (and the catalogue): a model a run made up counts as "other".
+  metrics?.addModels(options.models ?? []);
   // NativeConnection serves a Client too: activities use it to read a run's context on a cache miss
   // (with the worker's data converter: the query's answer is encoded like every other payload).
   const client = new Client({ connection, namespace, dataConverter });
@@ -134,38 +214,94 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
     onLookup: metrics?.contextCache,
   });
   // Unique per process start: a restarted worker has an empty cache, so it must not inherit the old queue's calls.
-  const ownTaskQueue =
-    options.routeModelCalls === false
-      ? undefined
-      : `${taskQueue}@${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-  if (options.fastFailover && !ownTaskQueue)
-    throw new TypeError(
-      "fastFailover needs routeModelCalls: a worker without its own queue has nothing to watch it by",
-    );
-  const failover = ownTaskQueue && options.fastFailover ? options.fastFailover : undefined;
-  const presence = failover
-    ? new WorkerPresence(
-        ownTaskQueue!,
-        presenceTimeoutMs(failover === true ? undefined : failover.presenceTimeout),
-        failover === true ? undefined : failover.links,
-      )
-    : undefined;
+  const ownTaskQueue = options.routeModelCalls === false ? undefined : `${taskQueue}@${workerName()}`;
+  const onEvent = metrics ? metrics.wrapEvents(options.onEvent) : options.onEvent;
   const mcp = options.mcpServers?.length ? new McpToolSource(options.mcpServers) : undefined;
-  const activities = createActivities({
+  return {
+    options,
+    connection,
+    owned,
+    namespace,
+    taskQueue,
+    ownTaskQueue,
+    dataConverter,
+    client,
+    contextCache,
+    onEvent,
     mcp,
+    made: [],
+  };
+}
+
+/** The worker's data converter; under a codec, failure messages and stack traces go through it too. */
+function checkedDataConverter(options: AgentWorkerOptions): DataConverter | undefined {
+  // The workflows write their failures from the bundle: it must encrypt them too.
+  const dataConverter = withEncryptedFailures(options.dataConverter ?? options.workerOptions?.dataConverter);
+  if (options.workflowBundle && encryptsFailures(dataConverter) && !bundleEncryptsFailures(options.workflowBundle))
+    throw new TypeError(
+      "this worker has a payload codec but its workflowBundle writes failures in plain text: " +
+        "bundle it with bundleAgentWorkflows(path, { encryptFailures: true })",
+    );
+  return dataConverter;
+}
+
+const workerName = () => `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+
+/** Step 2: what each extension is told, and how it creates workers of its own. */
+function extensionHost(agent: Agent, spec: Partial<ActivitySpec>): AgentWorkerHost {
+  const { connection, namespace, taskQueue, ownTaskQueue, client, dataConverter } = agent;
+  return {
+    taskQueue,
+    ownTaskQueue,
+    client,
+    dataConverter,
+    createWorker: async (options) => {
+      const worker = await Worker.create({ ...options, connection, namespace, dataConverter } as WorkerOptions);
+      agent.made.push(worker);
+      return worker;
+    },
+    createActivityWorker: (queue) => {
+      if (!spec.activities) throw new Error("createActivityWorker: the agent's activities do not exist yet");
+      return createActivityWorker(agent, spec as ActivitySpec, queue, false);
+    },
+  };
+}
+
+/** Each extension's setup, in order; an error names the extension. */
+async function setUpExtensions(
+  extensions: AgentWorkerExtension[],
+  host: AgentWorkerHost,
+): Promise<AgentWorkerExtensionParts[]> {
+  const parts: AgentWorkerExtensionParts[] = [];
+  for (const extension of extensions) parts.push(await extension.setup(host));
+  return parts;
+}
+
+/** Step 3: the agent's activities, bound to this worker's tools, models, keys, cache and queues. */
+function agentActivities(agent: Agent, pollers: Pollers): ReturnType<typeof createActivities> {
+  const { options, ownTaskQueue, dataConverter } = agent;
+  return createActivities({
+    mcp: agent.mcp,
     webhooks: options.webhooks,
     tools: options.tools ?? [],
     models: options.models,
+    allowedModelBaseUrls: options.allowedModelBaseUrls,
     getApiKey: options.getApiKey,
-    onEvent,
-    client,
-    contextCache,
+    onEvent: agent.onEvent,
+    client: agent.client,
+    contextCache: agent.contextCache,
     // Named only while its poller runs: a worker whose own queue stopped must not draw calls to it.
-    ownTaskQueue: () => (ownWorker?.getState() === "RUNNING" ? ownTaskQueue : undefined),
+    ownTaskQueue: () => (pollers.ownWorker?.getState() === "RUNNING" ? ownTaskQueue : undefined),
+    // Named in failures that say which worker lacks a run's model or key.
+    workerIdentity: () => pollers.worker?.options.identity,
     compactContext: options.compactContext,
     encrypted: (dataConverter?.payloadCodecs?.length ?? 0) > 0,
-    presence,
   });
+}
+
+/** Step 4: the sinks the workflows write to: events, metrics, tracing's exporter and the extensions' seam. */
+function agentSinks(agent: Agent, parts: AgentWorkerExtensionParts[]): InjectedSinks<AgentSinks> {
+  const { onEvent, options } = agent;
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {
       emit: {
@@ -173,222 +309,160 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
         callDuringReplay: false,
       },
     },
-    metrics: metrics ? metricsSink(metrics) : noMetricsSink(),
-    fleet: fleetSink(presence),
+    metrics: options.metrics ? metricsSink(options.metrics) : noMetricsSink(),
+    extensions: extensionSinks(parts),
   };
-  const tracing = options.tracing;
-  if (tracing) (sinks as Record<string, unknown>).exporter = tracing.workflowExporter;
-  const userInterceptors = options.workerOptions?.interceptors;
+  if (options.tracing) (sinks as Record<string, unknown>).exporter = options.tracing.workflowExporter;
+  return sinks;
+}
+
+/** Step 5: the interceptors: the caller's, tracing's, metrics' and the extensions' (activity ones on every poller). */
+function agentInterceptors(
+  options: AgentWorkerOptions,
+  parts: AgentWorkerExtensionParts[],
+): { worker?: WorkerInterceptors; activity: ActivityInterceptorsFactory[] } {
+  const { tracing, metrics } = options;
+  const user = options.workerOptions?.interceptors;
   const activity = [
     ...(tracing?.activityInterceptors ?? []),
-    ...(userInterceptors?.activity ?? []),
+    ...(user?.activity ?? []),
     ...(metrics ? [metrics.activityInterceptor] : []),
-    ...(presence ? [presence.activityInterceptor] : []),
+    ...parts.flatMap((p) => p.activityInterceptors ?? []),
   ];
   const workflowModules = [
-    ...(userInterceptors?.workflowModules ?? []),
+    ...(user?.workflowModules ?? []),
     ...(tracing && !options.workflowBundle ? [workflowTracingModule()] : []),
   ];
-  const interceptors =
-    tracing || metrics || presence
-      ? { ...userInterceptors, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) }
-      : userInterceptors;
-  const replays = replayCap(options.maxConcurrentReplays, presence !== undefined, options.workerOptions);
-  let worker: Worker;
-  let ownWorker: Worker | undefined;
-  let presenceWorker: Worker | undefined;
-  let fleetWorker: Worker | undefined;
-  // Workers made before a later one failed to be: shut down before the connection closes (it refuses while any holds it).
-  const created: Worker[] = [];
-  const made = (w: Worker) => (created.push(w), w);
-  try {
-    // The fleet queue's workflow code, before any worker exists (bundling is the step likeliest to fail): the
-    // worker's own bundle, else only the presence workflow (the whole loop would cost seconds more to bundle).
-    const fleetBundle = !presence
-      ? undefined
-      : (options.workflowBundle ??
-        (await bundleWorkflowCode({
-          workflowsPath: agentWorkflowsPath("presence"),
-          webpackConfigHook,
-          logger: quietLogger,
-          payloadConverterPath: dataConverter?.payloadConverterPath,
-          failureConverterPath: dataConverter?.failureConverterPath,
-        })));
-    worker = made(
-      await Worker.create({
-        connection,
-        namespace,
-        taskQueue,
-        activities,
-        ...(options.workflowBundle
-          ? { workflowBundle: options.workflowBundle }
-          : { workflowsPath: agentWorkflowsPath(), bundlerOptions: { webpackConfigHook } }),
-        sinks,
-        // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s, not 80% of the heartbeat timeout.
-        maxHeartbeatThrottleInterval: "1s",
-        // A killed worker's sticky queue holds its runs' next workflow task, and the context query of the worker that
-        // takes over its model call, until this timeout (Temporal's default: 10 s). At 1 s a run recovers within its
-        // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
-        stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
-        ...(replays === undefined ? options.workerOptions : replayCappedOptions(options.workerOptions ?? {}, replays)),
-        ...(interceptors ? { interceptors } : {}),
-        dataConverter,
-      }),
-    );
-    if (ownTaskQueue) {
-      // Activities only: the model calls of the runs whose context this worker holds.
-      ownWorker = made(
-        await Worker.create({
-          connection,
-          namespace,
-          taskQueue: ownTaskQueue,
-          activities,
-          maxHeartbeatThrottleInterval: "1s",
-          ...ownWorkerOptions(options.workerOptions),
-          // The same payloads and activity interceptors (traces, metrics) as the shared worker; no workflows here.
-          dataConverter,
-          interceptors: { activity },
-        }),
-      );
-    }
-    if (presence) {
-      // The presence activity and its pings only, on a queue of their own: a busy own queue must not make a
-      // live worker look dead. It beats as soon as a call starts (the report must name a call before the worker
-      // can die in it), so its heartbeat throttle is short.
-      const { workerPresence, workerPing } = activities;
-      presenceWorker = made(
-        await Worker.create({
-          connection,
-          namespace,
-          taskQueue: presence.presenceQueue,
-          activities: { workerPresence, workerPing },
-          maxHeartbeatThrottleInterval: PRESENCE_THROTTLE,
-          maxConcurrentActivityTaskExecutions: PRESENCE_SLOTS,
-          dataConverter,
-        }),
-      );
-      // The fleet's presence workflows and their fail-overs (a local activity), on a queue of their own with a
-      // workflow thread of their own: a survivor saturated by runs still fails a dead worker over within ~3 s.
-      const { failOverWorker } = activities;
-      fleetWorker = made(
-        await Worker.create({
-          connection,
-          namespace,
-          taskQueue: fleetTaskQueue(taskQueue),
-          workflowBundle: fleetBundle!,
-          activities: { failOverWorker },
-          // Local activities only: nothing is ever scheduled on the fleet queue as an activity.
-          enableNonLocalActivities: false,
-          maxConcurrentWorkflowTaskExecutions: PRESENCE_SLOTS,
-          maxConcurrentLocalActivityExecutions: PRESENCE_SLOTS,
-          workflowThreadPoolSize: 1,
-          stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
-          // A bundle of the caller's may carry workflow interceptors that need the sinks (a tracing exporter).
-          sinks,
-          dataConverter,
-        }),
-      );
-    }
-  } catch (err) {
-    // Each made worker runs for an instant and stops: only then does it let go of the connection.
-    await Promise.allSettled(created.map((w) => w.runUntil(Promise.resolve())));
-    await mcp?.close().catch(() => {});
-    if (owned) await connection.close().catch(() => {});
-    throw err;
-  }
-  // What the server will say started a call of this worker's (shared queue, own queue): the fleet fails such calls
-  // when this worker dies, also those handed to its last polls that no report of its named.
-  if (presence)
-    presence.identities = [...new Set([worker.options.identity, ownWorker?.options.identity])].filter(
-      (id): id is string => typeof id === "string" && id.length > 0,
-    );
-  // Dead workers' own queues this one polls for a while (fast failover), without the presence activity (the
-  // queue's worker, alive after all, runs that).
-  const adopted = new Map<Worker, Promise<void>>();
-  presence?.onAdopt(async (queue) => {
-    const { workerPresence: _presence, workerPing: _ping, ...served } = activities;
-    const adopter = await Worker.create({
-      connection,
-      namespace,
-      taskQueue: queue,
-      activities: served,
-      maxHeartbeatThrottleInterval: "1s",
-      ...ownWorkerOptions(options.workerOptions),
-      dataConverter,
-      interceptors: { activity },
-    });
-    const stop = setTimeout(() => adopter.getState() === "RUNNING" && adopter.shutdown(), ADOPT_MS);
-    stop.unref();
-    const running: Promise<void> = adopter
-      .run()
-      .catch((err) => console.warn(`jai: polling ${queue} for a dead worker ended: ${String(err)}`))
-      .finally(() => {
-        clearTimeout(stop);
-        adopted.delete(adopter);
-        presence.released(queue);
-      });
-    adopted.set(adopter, running);
-    // This worker began to stop while the adopter was being created: it stops too.
-    if (presence.stopping() && adopter.getState() === "RUNNING") adopter.shutdown();
+  const changed =
+    activity.length > (user?.activity?.length ?? 0) || workflowModules.length > (user?.workflowModules?.length ?? 0);
+  const worker = changed ? { ...user, activity, ...(workflowModules.length > 0 ? { workflowModules } : {}) } : user;
+  return { worker, activity };
+}
+
+/** Step 6: the worker of the shared queue: the workflows (bundled unless given) and every activity. */
+async function createSharedWorker(
+  agent: Agent,
+  spec: ActivitySpec,
+  interceptors: WorkerInterceptors | undefined,
+  parts: AgentWorkerExtensionParts[],
+): Promise<Worker> {
+  const { options, connection, namespace, taskQueue, dataConverter } = agent;
+  const defaultCap = parts.reduce<number | undefined>((cap, p) => p.defaultMaxConcurrentReplays ?? cap, undefined);
+  const replays = replayCap(options.maxConcurrentReplays, defaultCap, options.workerOptions);
+  const worker = await Worker.create({
+    connection,
+    namespace,
+    taskQueue,
+    activities: spec.activities,
+    ...(options.workflowBundle
+      ? { workflowBundle: options.workflowBundle }
+      : { workflowsPath: agentWorkflowsPath(), bundlerOptions: { webpackConfigHook } }),
+    sinks: agentSinks(agent, parts),
+    // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s, not 80% of the heartbeat timeout.
+    maxHeartbeatThrottleInterval: "1s",
+    // A killed worker's sticky queue holds its runs' next workflow task, and the context query of the worker that
+    // takes over its model call, until this timeout (Temporal's default: 10 s). At 1 s a run recovers within its
+    // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
+    stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
+    ...(replays === undefined ? options.workerOptions : replayCappedOptions(options.workerOptions ?? {}, replays)),
+    ...(interceptors ? { interceptors } : {}),
+    dataConverter,
   });
+  agent.made.push(worker);
+  return worker;
+}
+
+/**
+ * Step 7: a worker of activities only on `taskQueue`: the own queue (the model calls of the runs whose context this
+ * worker holds), or another queue an extension polls. The same payloads and activity interceptors as the shared one.
+ */
+async function createActivityWorker(
+  agent: Agent,
+  spec: ActivitySpec,
+  taskQueue: string,
+  track = true,
+): Promise<Worker> {
+  const worker = await Worker.create({
+    connection: agent.connection,
+    namespace: agent.namespace,
+    taskQueue,
+    activities: spec.activities,
+    maxHeartbeatThrottleInterval: "1s",
+    ...ownWorkerOptions(agent.options.workerOptions),
+    dataConverter: agent.dataConverter,
+    interceptors: { activity: spec.activity },
+  });
+  if (track) agent.made.push(worker);
+  return worker;
+}
+
+/** Shuts down what was made and closes what was opened here; `failed`: the workers made never ran. */
+async function closeAgent(agent: Agent, parts: AgentWorkerExtensionParts[], failed: boolean): Promise<void> {
+  if (failed) {
+    // Each made worker runs for an instant and stops: only then does it let go of the connection.
+    await Promise.allSettled(agent.made.map((w) => w.runUntil(Promise.resolve())));
+    for (const p of parts) await p.stopped?.().catch(() => {});
+    await agent.mcp?.close().catch(() => {});
+    if (agent.owned) await agent.connection.close().catch(() => {});
+    return;
+  }
+  await agent.mcp?.close();
+  if (agent.owned) await agent.connection.close();
+}
+
+/** Step 8: the pollers live and stop together; the own queue's calls fall back to the shared one when it is gone. */
+function runningAgent(
+  agent: Agent,
+  pollers: AgentWorkerPollers,
+  extra: Worker[],
+  parts: AgentWorkerExtensionParts[],
+): AgentWorker {
+  const { worker, ownWorker } = pollers;
+  const others = [...(ownWorker ? [ownWorker] : []), ...extra];
   const stopAll = () => {
-    presence?.unwatch();
-    for (const w of [ownWorker, presenceWorker, fleetWorker, ...adopted.keys()])
-      if (w?.getState() === "RUNNING") w.shutdown();
+    for (const p of parts) p.stop?.();
+    for (const w of others) if (w.getState() === "RUNNING") w.shutdown();
   };
-  const closeOwned = async () => {
-    await mcp?.close();
-    if (owned) await connection.close();
-  };
-  const own = ownWorker;
-  const presenceOwn = presenceWorker;
-  const fleet = fleetWorker;
-  // A worker draining in-flight calls (a shutdown grace time) is leaving: its presence ends at once.
-  if (presence && own) presence.stopping = () => own.getState() !== "RUNNING" || worker.getState() !== "RUNNING";
-  // Both pollers live and stop together; the own queue's calls fall back to the shared one when it is gone.
-  const runBoth = async <R>(main: Promise<R>): Promise<R> => {
-    if (!own) return main;
-    // Handled at once: a poller that fails while `main` is awaited must not be an unhandled rejection.
-    const ended = (what: string) => (err: unknown) => console.warn(`jai: ${what} worker ended: ${String(err)}`);
-    const ownRunning = own.run().catch(ended("own-queue"));
-    const presenceRunning = presenceOwn?.run().catch(ended("presence"));
-    const fleetRunning = fleet?.run().catch(ended("fleet-queue"));
-    // Watched from now on (a worker that cannot start its presence still serves, and fails over the slow way).
-    if (presence) presence.watch(client, taskQueue);
-    try {
-      return await main;
-    } finally {
-      stopAll();
-      await Promise.all([ownRunning, presenceRunning, fleetRunning, ...adopted.values()]);
-      // Stopped and drained, its presence ended: now its peers may see its links close.
-      await presence?.leave();
-    }
-  };
+  const runAll = <R>(main: Promise<R>) => runTogether(agent, main, others, parts, stopAll);
   return {
     worker,
-    taskQueue,
-    client,
-    ...(own ? { ownTaskQueue, ownWorker: own } : {}),
-    cacheStats: () => contextCache.stats,
-    async runUntil(promise) {
-      try {
-        return await runBoth(worker.runUntil(promise));
-      } finally {
-        await closeOwned();
-      }
-    },
-    async run() {
-      try {
-        await runBoth(worker.run());
-      } finally {
-        await closeOwned();
-      }
-    },
+    taskQueue: agent.taskQueue,
+    client: agent.client,
+    ...(ownWorker ? { ownTaskQueue: agent.ownTaskQueue, ownWorker } : {}),
+    cacheStats: () => agent.contextCache.stats,
+    runUntil: (promise) => runAll(worker.runUntil(promise)),
+    run: () => runAll(worker.run()),
     shutdown: () => {
       worker.shutdown();
       stopAll();
     },
   };
+}
+
+/** Runs `others` and the extensions while `main` (the shared worker) runs; then stops and drains them all. */
+async function runTogether<R>(
+  agent: Agent,
+  main: Promise<R>,
+  others: Worker[],
+  parts: AgentWorkerExtensionParts[],
+  stopAll: () => void,
+): Promise<R> {
+  try {
+    // Handled at once: a poller that fails while `main` is awaited must not be an unhandled rejection.
+    const running = others.map((w) =>
+      w.run().catch((err) => console.warn(`jai: worker of ${w.options.taskQueue} ended: ${String(err)}`)),
+    );
+    for (const p of parts) p.start?.();
+    try {
+      return await main;
+    } finally {
+      stopAll();
+      await Promise.all(running);
+      for (const p of parts) await p.stopped?.();
+    }
+  } finally {
+    await closeAgent(agent, parts, false);
+  }
 }
 
 /** The shared worker's options that also apply to the own-queue worker (activity limits, interceptors, data converter, ...). */

@@ -72,6 +72,7 @@ describe("streamAssistantMessage", () => {
     const asked: string[] = [];
     const { streamAssistantMessage } = createActivities({
       tools: [],
+      models: [faux.getModel()],
       getApiKey: (p) => (asked.push(p), "sk-from-worker"),
     });
     const message: AssistantMessage = await new MockActivityEnvironment().run(
@@ -100,8 +101,8 @@ describe("streamAssistantMessage", () => {
 });
 
 describe("resolveRunSetup", () => {
-  it("resolves a catalogue model by 'provider/modelId' and keeps a custom Model object as given", async () => {
-    const { resolveRunSetup } = createActivities({ tools: [] });
+  it("resolves a catalogue model by 'provider/modelId' and keeps a custom Model object at an allowed base URL as given", async () => {
+    const { resolveRunSetup } = createActivities({ tools: [], allowedModelBaseUrls: ["http://127.0.0.1:1/v1/"] });
     const env = new MockActivityEnvironment();
     const setup = (await env.run(resolveRunSetup, { model: "anthropic/claude-sonnet-4-5" })) as { model: Model<Api> };
     expect(setup.model).toMatchObject({ provider: "anthropic", id: "claude-sonnet-4-5", api: "anthropic-messages" });

@@ -89,7 +89,7 @@ describe("the Temporal UI through the codec server", () => {
       const worker = await createAgentWorker({
         connection,
         taskQueue: uniqueId("ui"),
-        workflowBundle: await bundleAgentWorkflows(),
+        workflowBundle: await bundleAgentWorkflows(undefined, { encryptFailures: true }),
         dataConverter,
       });
       const handle = await startAgentRun(client, {

@@ -18,7 +18,9 @@ import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai"
 import { getAgentRun, startAgentRun, type AgentRunHandle } from "../src/client.js";
 import { AesGcmCodec, CodecKeyError, ENCRYPTED_ENCODING, KEY_ID_METADATA } from "../src/codec/aes-gcm.js";
 import { parseCodecKeys } from "../src/codec/config.js";
+import { decodeHistory } from "../src/codec/history.js";
 import { closedRunView } from "../src/history-view.js";
+import { bundleAgentWorkflows } from "../src/worker.js";
 import type { AgentTool } from "../src/types.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "./helpers.js";
 
@@ -34,6 +36,8 @@ let env: TestEnv;
 let clientA: Client;
 beforeAll(async () => {
   env = await openTestEnv();
+  // Every worker of this file has a codec: its workflow bundle encrypts failures too.
+  env = { ...env, bundle: await bundleAgentWorkflows(undefined, { encryptFailures: true }) };
   clientA = new Client({ connection: env.client.connection, dataConverter: converter(KEY_A) });
 });
 afterAll(async () => {
@@ -238,11 +242,24 @@ describe("the codec end to end", () => {
       for (;;) {
         const events = (await env.client.workflow.getHandle(handle.workflowId).fetchHistory()).events ?? [];
         const failed = events.find((e) => e.workflowTaskFailedEventAttributes);
-        if (failed) return failed.workflowTaskFailedEventAttributes!.failure!.message ?? "";
+        if (failed) return failed.workflowTaskFailedEventAttributes!.failure!;
         await new Promise((r) => setImmediate(r));
       }
     });
-    expect(failure).toMatch(/key "A", which this process does not have \(loaded: B\)/);
+    // The failure went through the worker's codec (key B, which it has): sealed in history, readable with B.
+    expect(failure.message).toBe("Encoded failure");
+    const [opened] = (
+      await decodeHistory(
+        { events: [{ workflowTaskFailedEventAttributes: { failure } }] },
+        {
+          ...clientA.options.loadedDataConverter,
+          payloadCodecs: onlyB.payloadCodecs,
+        },
+      )
+    ).events!;
+    expect(opened.workflowTaskFailedEventAttributes!.failure!.message).toMatch(
+      /key "A", which this process does not have \(loaded: B\)/,
+    );
     expect(keyErrors[0]).toBeInstanceOf(CodecKeyError);
     expect(keyErrors[0].keyId).toBe("A");
     expect(keyErrors[0].reason).toBe("missing-key");

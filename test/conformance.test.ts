@@ -4,8 +4,8 @@
  * server (one worker, one bundle, all scenarios at once), with the same faux
  * script and the same tools. Events, streamed deltas, tool progress and
  * transcripts must be equal. What differs on purpose is listed in
- * INTENTIONAL_DIFFERENCES, which must match the README's "Differences from the
- * in-process loop".
+ * INTENTIONAL_DIFFERENCES, which must match docs/conformance.md's "Differences
+ * from the in-process loop".
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
@@ -208,7 +208,7 @@ function replyMessage(reply: Reply | undefined): AssistantMessage {
 // ---------------------------------------------------------------- intentional differences
 
 /**
- * Must match the README's "Differences from the in-process loop". `excludes`
+ * Must match docs/conformance.md's "Differences from the in-process loop". `excludes`
  * names the scenarios a difference shows in (they are skipped and counted);
  * differences no scenario here can express have none, and `maxTurns` is
  * compared against the reference cut at the limit (see `expectedFromReference`).
@@ -498,9 +498,9 @@ describe("conformance with pi-agent-core's runAgentLoop", () => {
     expect(durable.stopReason).toBe(expected.stopReason);
   });
 
-  it("excludes exactly the differences the README lists, by name", () => {
-    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-    const section = /## Differences from the in-process loop\n([\s\S]*?)(\n## |$)/.exec(readme)?.[1] ?? "";
+  it("excludes exactly the differences docs/conformance.md lists, by name", () => {
+    const doc = readFileSync(new URL("../docs/conformance.md", import.meta.url), "utf8");
+    const section = /## Differences from the in-process loop\n([\s\S]*?)(\n## |$)/.exec(doc)?.[1] ?? "";
     const listed = [...section.matchAll(/^- \*\*`?([a-z-]+)`?\*\*/gm)].map((m) => m[1]);
     expect(listed).toEqual(INTENTIONAL_DIFFERENCES.map((d) => d.name));
   });

@@ -18,6 +18,13 @@ import {
   type PresenceOutcome,
 } from "../src/failover/presence.js";
 import type { FailoverResult, PresenceReport } from "../src/failover/types.js";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "@temporalio/worker";
+import { readHistoryFile, replayOptions } from "../src/replay.js";
+import { workerLostSignal } from "../src/failover/presence-workflow.js";
+import { failoverWorkflowsPath, fastFailover } from "../src/failover/index.js";
 import {
   harnessDir,
   readLog,
@@ -29,7 +36,7 @@ import {
   type HarnessDir,
   type LogEntry,
 } from "./crash/harness.js";
-import { createAgentWorker, type AgentWorker } from "../src/worker.js";
+import { bundleAgentWorkflows, createAgentWorker, type AgentWorker } from "../src/worker.js";
 import type { WorkflowHandle } from "@temporalio/client";
 import { openTestEnv, textOf, uniqueId, type TestEnv } from "./helpers.js";
 
@@ -42,7 +49,7 @@ const children: ChildWorker[] = [];
 
 beforeAll(async () => {
   env = await openTestEnv();
-  files = await harnessDir("failover");
+  files = await harnessDir("failover", { failover: true });
 }, 60000);
 
 afterAll(async () => {
@@ -382,12 +389,13 @@ async function withPresence(
     presence: WorkflowHandle;
     running: () => Promise<proto.temporal.api.workflow.v1.IPendingActivityInfo | undefined>;
   }) => Promise<void>,
+  more: { secret?: string } = {},
 ) {
   const worker = await createAgentWorker({
     connection: env.connection,
     taskQueue: uniqueId(name),
     workflowBundle: env.bundle,
-    fastFailover: { presenceTimeout },
+    extensions: [fastFailover({ presenceTimeout, ...more })],
   });
   await worker.runUntil(async () => {
     const presence = env.client.workflow.getHandle(`jai-presence-${worker.ownTaskQueue}-1`);
@@ -692,4 +700,164 @@ describe("a linked worker slow to answer its ping", () => {
       await reached.presence.terminate();
     });
   }, 90000);
+});
+
+describe("an attacker with a client of the namespace (does not know the fleet's secret)", () => {
+  it("signals a live worker's presence that it is gone: it is pinged, answers, and its in-flight tool call runs once", async () => {
+    // The slow tool runs 8 s; its presence has reported it when the forged news comes.
+    const c = { ...config(), slowMs: 8000 };
+    const first = await child(c);
+    const handle = await startRun(c);
+    await waitFor(
+      () => readLog(c.logFile).some((e) => e.event === "tool_start" && e.tool === "slow"),
+      30000,
+      "the slow tool call",
+    );
+    await reported(first, handle.workflowId);
+    const presence = presenceOf(first);
+    await presence.signal(workerLostSignal, { evidence: "refused", by: "attacker" });
+    await presence.signal(workerLostSignal, { evidence: "replaced", by: "attacker", mac: "0".repeat(64) });
+    const result = await handle.result();
+    expect(textOf(result.messages.at(-1))).toBe(FINAL);
+    // Each tool call ran once (a fail-over would have failed the slow one, and Temporal would have run it again).
+    const starts = readLog(c.logFile).filter((e) => e.event === "tool_start");
+    const calls = starts.map((e) => e.toolCallId);
+    expect(calls).toEqual([...new Set(calls)]);
+    expect(starts.filter((e) => e.tool === "slow")).toHaveLength(1);
+    // Not failed over: its presence runs on.
+    expect((await presence.describe()).status.name).toBe("RUNNING");
+    await first.stop();
+  }, 90000);
+
+  it("starts a presence whose memo points at its own listener: no worker connects there", async () => {
+    let connections = 0;
+    const listener = net.createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    const port = (listener.address() as net.AddressInfo).port;
+    try {
+      await withPresence(
+        "crafted-memo",
+        "30s",
+        async ({ worker }) => {
+          const forged = [
+            { workerQueue: uniqueId("attacker"), links: { host: "127.0.0.1", port } },
+            { workerQueue: uniqueId("attacker"), links: { host: "127.0.0.1", port }, mac: "0".repeat(64) },
+          ];
+          const handles = await Promise.all(
+            forged.map((memo, i) =>
+              env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
+                taskQueue: fleetTaskQueue(worker.taskQueue),
+                workflowId: `jai-presence-${memo.workerQueue}-${i}`,
+                args: [
+                  {
+                    workerQueue: memo.workerQueue,
+                    presenceQueue: `${memo.workerQueue}-presence`,
+                    timeoutMs: 60000,
+                    renewAfterMs: 600000,
+                  },
+                ],
+                memo,
+              }),
+            ),
+          );
+          try {
+            // Two listings and more (every 3 s): none links to an unproven memo.
+            await new Promise((r) => setTimeout(r, 7500));
+            expect(connections).toBe(0);
+          } finally {
+            await Promise.all(handles.map((h) => h.terminate().catch(() => {})));
+          }
+        },
+        { secret: "failover-test-secret-0123456789" },
+      );
+    } finally {
+      listener.close();
+    }
+  }, 40000);
+
+  it("starts a presence naming a live worker and its call, then falls silent: the fleet fails nothing over", async () => {
+    await withPresence(
+      "forged-presence",
+      "30s",
+      async ({ worker, presence, running }) => {
+        const own = (await running())!;
+        const attackerQueue = uniqueId("attacker-presence");
+        const forged = await env.client.workflow.start(WORKER_PRESENCE_WORKFLOW, {
+          taskQueue: fleetTaskQueue(worker.taskQueue),
+          workflowId: uniqueId("forged-presence"),
+          args: [
+            {
+              workerQueue: worker.ownTaskQueue!,
+              presenceQueue: attackerQueue,
+              timeoutMs: 1000,
+              renewAfterMs: 600000,
+            },
+          ],
+          memo: { workerQueue: worker.ownTaskQueue! },
+        });
+        const task = await env.connection.workflowService.pollActivityTaskQueue({
+          namespace: "default",
+          taskQueue: { name: attackerQueue },
+          identity: "attacker",
+        });
+        expect(task.activityType?.name).toBe("workerPresence");
+        // Its report names the live worker's own presence activity (a call the server says is running).
+        const { runId } = await presence.describe();
+        const report: PresenceReport = {
+          calls: [{ workflowId: presence.workflowId, runId, activityId: own.activityId!, attempt: own.attempt! }],
+          runs: [{ workflowId: presence.workflowId, runId }],
+        };
+        await env.connection.workflowService.recordActivityTaskHeartbeat({
+          namespace: "default",
+          taskToken: task.taskToken,
+          details: { payloads: [env.client.options.loadedDataConverter.payloadConverter.toPayload(report)] },
+          identity: "attacker",
+        });
+        // Silent from now on, its ping unanswered: a fail-over would fail the live worker's call.
+        const outcome = await forged.result().then(
+          (o) => o as PresenceOutcome,
+          (err: Error) => err,
+        );
+        expect(outcome).toBeInstanceOf(Error);
+        const messages: string[] = [];
+        for (let e: (Error & { cause?: unknown }) | undefined = outcome as Error; e; e = e.cause as typeof e)
+          messages.push(e.message);
+        expect(messages.join(" / ")).toContain("does not prove the fleet's secret");
+        expect(await running()).toMatchObject({ state: 2, attempt: 1, activityId: own.activityId });
+        const events = (await presence.fetchHistory()).events ?? [];
+        expect(events.some((e) => e.activityTaskFailedEventAttributes)).toBe(false);
+      },
+      { secret: "failover-test-secret-0123456789" },
+    );
+  }, 60000);
+});
+
+describe("presences that ran before news was checked", () => {
+  it("replay as they ran: sure news failed the worker over without a check (a patched change)", async () => {
+    // Recorded with the code before the check: "closed" news, a ping answered, then "refused" news and a fail-over.
+    const file = path.join(
+      path.dirname(fileURLToPath(import.meta.url)),
+      "fixtures/histories/frozen/before-presence-news-check.json",
+    );
+    const history = await readHistoryFile(file);
+    const events = history.events ?? [];
+    expect(events.filter((e) => e.workflowExecutionSignaledEventAttributes)).toHaveLength(2);
+    expect(events.some((e) => e.markerRecordedEventAttributes?.markerName === "core_patch")).toBe(true); // its end
+    const patches = events
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === "core_patch")
+      .map((e) =>
+        Buffer.from(e.markerRecordedEventAttributes!.details?.["patch-data"]?.payloads?.[0]?.data ?? []).toString(),
+      );
+    expect(patches.some((p) => p.includes("jai-presence-news-checked"))).toBe(false);
+    await expect(
+      Worker.runReplayHistory(
+        replayOptions(await bundleAgentWorkflows(failoverWorkflowsPath())),
+        history,
+        "before-presence-news-check",
+      ),
+    ).resolves.toBeUndefined();
+  }, 60000);
 });

@@ -5,26 +5,49 @@
  * A real SIGKILLed worker process is in test/failover.test.ts.
  */
 import { afterEach, describe, expect, it } from "@jest/globals";
+import { randomBytes } from "node:crypto";
 import net from "node:net";
-import { advertisedHost, PeerLinks, type LinkEvidence, type LinkPeer } from "../src/failover/links.js";
+import { advertisedHost, macOf, PeerLinks, type LinkEvidence, type LinkPeer } from "../src/failover/links.js";
 import { waitFor } from "./crash/harness.js";
 
 const WAIT_MS = 5000;
 
-/** A peer named `queue`: a server that says hello on each connection (the sockets are kept to be cut). */
-async function fakePeer(queue: string, port = 0) {
+/** The fleet's shared secret in these tests. */
+const SECRET = "links-test-secret-0123456789abcdef";
+
+/**
+ * A peer named `queue`: a server that speaks the links' handshake on each connection, proving `secret` (the
+ * sockets are kept to be cut).
+ */
+async function fakePeer(queue: string, port = 0, secret: string | null = SECRET) {
   const sockets = new Set<net.Socket>();
   const peer = {
     /** Says nothing to a new connection: its event loop is stuck, or something else took the port. */
     silent: false,
-    /** What it says on connect. */
-    hello: `jai-link ${queue}\n`,
+    /** What it says after its name (e.g. a bye). */
+    after: "",
   };
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on("error", () => {});
     socket.on("close", () => sockets.delete(socket));
-    if (!peer.silent) socket.write(peer.hello);
+    if (peer.silent) return;
+    const ours = randomBytes(16).toString("hex");
+    socket.setEncoding("utf8");
+    let heard = "";
+    let answered = false;
+    socket.on("data", (d: string) => {
+      if (answered) return; // beats
+      heard += d;
+      const end = heard.indexOf("\n");
+      if (end < 0) return;
+      answered = true;
+      const [theirs, proof] = heard.slice(0, end).split(" ");
+      const key = secret ?? undefined;
+      if (proof !== macOf(key, "link-connect", [ours, theirs])) return void socket.destroy();
+      socket.write(`${macOf(key, "link-accept", [theirs, ours, queue])} ${queue}\n${peer.after}`);
+    });
+    socket.write(`jai-link/2 ${ours}\n`);
   });
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   const address = { host: "127.0.0.1", port: (server.address() as net.AddressInfo).port };
@@ -55,7 +78,7 @@ afterEach(async () => {
 
 function watcher() {
   const news: { peer: LinkPeer; evidence: LinkEvidence }[] = [];
-  const links = new PeerLinks("me", (peer, evidence) => news.push({ peer, evidence }), { host: "127.0.0.1" });
+  const links = new PeerLinks("me", (peer, evidence) => news.push({ peer, evidence }), { host: "127.0.0.1" }, SECRET);
   opened.push(links);
   return { links, news };
 }
@@ -193,7 +216,7 @@ describe("a link that closes", () => {
   it("after a bye that came with the hello is not news", async () => {
     const b = await fakePeer("b");
     opened.push(b);
-    b.mode.hello = "jai-link b\nbye\n";
+    b.mode.after = "bye\n";
     const { news } = await linkedTo(b.peer());
     await b.crash();
     await pause(300);
@@ -201,21 +224,136 @@ describe("a link that closes", () => {
   });
 });
 
-describe("a worker's listener", () => {
-  it("names its worker to each peer, and says bye when it closes", async () => {
-    const links = new PeerLinks("w1", () => {}, { host: "127.0.0.1" });
+describe("a stranger on the network (does not know the secret)", () => {
+  /** A worker's listener, and a real peer of its fleet that links to it. */
+  async function worker(queue = "w1-secret-queue") {
+    const news: LinkEvidence[] = [];
+    const links = new PeerLinks(queue, (_, evidence) => news.push(evidence), { host: "127.0.0.1" }, SECRET);
+    opened.push(links);
+    const address = await links.listen();
+    const peerLinks = async () => {
+      const peer = new PeerLinks("w2", () => {}, { host: "127.0.0.1" }, SECRET);
+      opened.push(peer);
+      peer.update([{ workerQueue: queue, address, presenceWorkflowId: `jai-presence-${queue}-1` }]);
+      await waitFor(() => peer.linked().includes(queue), WAIT_MS, "a real peer's link");
+    };
+    return { queue, links, address, news, peerLinks };
+  }
+
+  it("who connects is told nothing, not even the queue name, and is dropped after the handshake timeout", async () => {
+    const w = await worker();
+    const startedAt = Date.now();
+    const [silent, guessing] = [await connectAs(w.address), await connectAs(w.address, "a-guessed-secret-0123456789")];
+    await waitFor(() => guessing.closed, WAIT_MS, "the wrong proof to be refused");
+    await waitFor(() => silent.closed, 8000, "the handshake timeout");
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(4000);
+    for (const stranger of [silent, guessing]) {
+      expect(stranger.heard).toMatch(/^jai-link\/2 [0-9a-f]{32}\n$/);
+      expect(stranger.heard).not.toContain(w.queue);
+    }
+    expect(w.links.held()).toEqual({ linked: 0, handshaking: 0 });
+  }, 15000);
+
+  it("who sends garbage (or a forged bye, a forged report) is dropped at once, and the worker goes on", async () => {
+    const w = await worker();
+    const b = await fakePeer("b");
+    opened.push(b);
+    w.links.update([b.peer()]);
+    await waitFor(() => w.links.linked().includes("b"), WAIT_MS, "the worker's own link");
+    const sends = [
+      randomBytes(5000).toString("latin1"), // no line end: past the longest line
+      "garbage\n",
+      "bye\n",
+      `${randomBytes(16).toString("hex")} ${"0".repeat(64)}\n`, // a well-formed proof that proves nothing
+      `{"evidence":"refused","by":"b"}\nclosed\n`,
+    ];
+    const strangers = await Promise.all(sends.map(() => connectAs(w.address)));
+    strangers.forEach((s, i) => s.socket.write(sends[i]));
+    await waitFor(() => strangers.every((s) => s.closed), 2000, "every stranger to be dropped");
+    for (const s of strangers) expect(s.heard).not.toContain(w.queue);
+    // The worker goes on: its own link stands, nothing is news, and a real peer links to it.
+    await w.peerLinks();
+    expect(w.links.linked()).toEqual(["b"]);
+    expect(w.news).toEqual([]);
+    expect(w.links.held()).toEqual({ linked: 1, handshaking: 0 });
+  });
+
+  it("who opens 1,000 connections holds a bounded few of the worker's sockets: a real peer still links", async () => {
+    const w = await worker();
+    const strangers: Awaited<ReturnType<typeof connectAs>>[] = [];
+    for (let i = 0; i < 10; i++)
+      strangers.push(...(await Promise.all(Array.from({ length: 100 }, () => connectAs(w.address)))));
+    // The oldest unproven ones make room for newer ones: at most 16 held, the rest dropped at once.
+    await waitFor(() => strangers.filter((s) => !s.closed).length <= 16, WAIT_MS, "the flood to be dropped");
+    expect(w.links.held().handshaking).toBeLessThanOrEqual(16);
+    // Still flooded (the last ones are held until their handshake timeout): a real peer links.
+    await w.peerLinks();
+    expect(w.links.held().linked).toBe(1);
+    for (const s of strangers) expect(s.heard).not.toContain(w.queue);
+    strangers.forEach((s) => s.socket.destroy());
+  }, 20000);
+
+  it("who answers at a listed address but not as the peer is tried again only after a backoff", async () => {
+    let connections = 0;
+    const stranger = net.createServer((socket) => {
+      connections++;
+      socket.on("error", () => {});
+      socket.end("jai-link w1\n"); // the old hello: no proof
+    });
+    await new Promise<void>((resolve) => stranger.listen(0, "127.0.0.1", resolve));
+    opened.push({ close: () => new Promise<void>((resolve) => stranger.close(() => resolve())) });
+    const { links, news } = watcher();
+    const listed: LinkPeer = {
+      workerQueue: "w1",
+      address: { host: "127.0.0.1", port: (stranger.address() as net.AddressInfo).port },
+      presenceWorkflowId: "jai-presence-w1-1",
+    };
+    for (let i = 0; i < 5; i++) {
+      links.update([listed]);
+      await pause(300);
+    }
+    expect(connections).toBe(1);
+    expect(links.linked()).toEqual([]);
+    expect(news).toEqual([]);
+  });
+});
+
+describe("links without a secret", () => {
+  it("listen on loopback only, refuse a wider interface, and link only to loopback addresses", async () => {
+    const links = new PeerLinks("w1", () => {}, {});
+    opened.push(links);
     const address = await links.listen();
     expect(address.host).toBe("127.0.0.1");
-    const socket = net.connect(address);
-    socket.setEncoding("utf8");
-    let heard = "";
-    socket.on("data", (d: string) => (heard += d));
-    await waitFor(() => heard.includes("\n"), WAIT_MS, "the hello");
-    expect(heard).toBe("jai-link w1\n");
+    expect(() => new PeerLinks("w1", () => {}, { host: "0.0.0.0" })).toThrow(TypeError);
+    expect(() => new PeerLinks("w1", () => {}, { advertise: "10.1.2.3" })).toThrow(TypeError);
+    expect(() => new PeerLinks("w1", () => {}, {}, "short")).toThrow(RangeError);
+    // A peer of the same host links; one with a secret does not (nor does it learn anything).
+    const b = await fakePeer("b", 0, null);
+    const c = await fakePeer("c", 0, SECRET);
+    opened.push(b, c);
+    const unproven = new PeerLinks("me", () => {}, { host: "127.0.0.1" });
+    opened.push(unproven);
+    unproven.update([b.peer(), c.peer(), { ...b.peer(), workerQueue: "far", address: { host: "192.0.2.1", port: 1 } }]);
+    await waitFor(() => unproven.linked().includes("b"), WAIT_MS, "the loopback link");
+    await pause(300);
+    expect(unproven.linked()).toEqual(["b"]);
+  });
+});
+
+describe("a worker's listener", () => {
+  it("names its worker only to a peer that proves the secret, and says bye when it closes", async () => {
+    const links = new PeerLinks("w1", () => {}, { host: "127.0.0.1" }, SECRET);
+    opened.push(links);
+    const address = await links.listen();
+    expect(address.host).toBe("127.0.0.1");
+    const peer = await connectAs(address, SECRET);
+    await waitFor(() => peer.heard.split("\n").length === 3, WAIT_MS, "the name");
+    const [, accept] = peer.heard.split("\n");
+    expect(accept).toBe(`${macOf(SECRET, "link-accept", [peer.ours, peer.theirs, "w1"])} w1`);
+    expect(links.held()).toEqual({ linked: 1, handshaking: 0 });
     await links.close();
-    await waitFor(() => heard.includes("bye"), WAIT_MS, "the bye");
-    expect(heard).toBe("jai-link w1\nbye\n");
-    socket.destroy();
+    await waitFor(() => peer.heard.endsWith("bye\n"), WAIT_MS, "the bye");
+    peer.socket.destroy();
   });
 
   it("is advertised at the interface it binds, or the first non-internal IPv4 address when it binds them all", () => {
@@ -231,3 +369,25 @@ describe("a worker's listener", () => {
     expect(advertisedHost("0.0.0.0", { lo: interfaces.lo })).toBe("127.0.0.1");
   });
 });
+
+/**
+ * Connects to a listener and, with `secret`, answers its challenge as a peer of the fleet would (a wrong secret:
+ * as a stranger who guessed). Everything the listener says is in `heard`; `closed` once it hung up.
+ */
+async function connectAs(address: { host: string; port: number }, secret?: string) {
+  const socket = net.connect(address);
+  socket.setEncoding("utf8");
+  const peer = { socket, heard: "", closed: false, ours: randomBytes(16).toString("hex"), theirs: "" };
+  socket.on("error", () => {});
+  socket.on("close", () => (peer.closed = true));
+  socket.on("data", (d: string) => {
+    peer.heard += d;
+    const greeting = /^jai-link\/2 ([0-9a-f]{32})\n/.exec(peer.heard);
+    if (secret !== undefined && greeting && !peer.theirs) {
+      peer.theirs = greeting[1];
+      socket.write(`${peer.ours} ${macOf(secret, "link-connect", [peer.theirs, peer.ours])}\n`);
+    }
+  });
+  await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  return peer;
+}

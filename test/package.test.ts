@@ -163,8 +163,8 @@ await connection.close();
   TIMEOUT,
 );
 
-test("jai-agent/client's import graph has no worker, bundler or dev server", () => {
-  const dist = path.join(project, "node_modules", "jai-agent", "dist");
+/** The files a built module loads (value imports only) and the packages they import. */
+function importGraph(entry: string): { files: Set<string>; packages: Set<string> } {
   const seen = new Set<string>();
   const packages = new Set<string>();
   const visit = (file: string) => {
@@ -178,11 +178,42 @@ test("jai-agent/client's import graph has no worker, bundler or dev server", () 
       else packages.add(spec);
     }
   };
-  visit(path.join(dist, "entry", "client.js"));
+  visit(entry);
+  return { files: seen, packages };
+}
+
+test("jai-agent/client's import graph has no worker, bundler or dev server", () => {
+  const dist = path.join(project, "node_modules", "jai-agent", "dist");
+  const { files: seen, packages } = importGraph(path.join(dist, "entry", "client.js"));
   expect(seen.size).toBeGreaterThan(3);
   expect(packages).toContain("@temporalio/workflow");
   expect([...packages].filter((p) => /@temporalio\/(worker|testing)|webpack|swc/.test(p))).toEqual([]);
   expect(
     [...seen].map((f) => path.relative(dist, f)).filter((f) => /dev-server|worker\.js|plugin|cli\//.test(f)),
   ).toEqual([]);
+});
+
+test("fast failover is its own subpath: the worker, the plugin and the workflows load none of it", () => {
+  const dist = path.join(project, "node_modules", "jai-agent", "dist");
+  for (const entry of ["worker.js", "plugin.js", "replay.js", "workflows/index.js"]) {
+    const { files } = importGraph(path.join(dist, entry));
+    expect([...files].map((f) => path.relative(dist, f)).filter((f) => f.startsWith("failover/"))).toEqual([]);
+  }
+  const out = sh(
+    "node",
+    [
+      "--input-type=module",
+      "-e",
+      `import { fastFailover, failoverWorkflowsPath } from "jai-agent/failover";
+import { existsSync } from "node:fs";
+const ext = fastFailover({ presenceTimeout: "2s" });
+console.log(JSON.stringify({ name: ext.name, setup: typeof ext.setup, workflows: existsSync(failoverWorkflowsPath()) }));`,
+    ],
+    project,
+  );
+  expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual({
+    name: "fastFailover",
+    setup: "function",
+    workflows: true,
+  });
 });

@@ -49,6 +49,8 @@ async function run(
 ) {
   server.script(steps);
   const { worker, taskQueue, events } = await testWorker(env, [lookup], {
+    // The local server's model is the worker's own: a run cannot point a provider at a base URL of its choice.
+    models: [model],
     getApiKey: () => options.apiKey ?? SENTINEL,
   });
   const handle = await startAgentRun(env.client, {

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import type { SlotReserveContext } from "@temporalio/worker";
 import { startAgentRun } from "../src/client.js";
-import { FAILOVER_REPLAYS, replayCap, ReplayCappedSlots, replayCappedOptions } from "../src/failover/replay-slots.js";
+import { replayCap, ReplayCappedSlots, replayCappedOptions } from "../src/replay-cap.js";
+import { FAILOVER_REPLAYS } from "../src/failover/index.js";
 import type { AgentTool } from "../src/types.js";
 import { createAgentWorker } from "../src/worker.js";
 import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "./helpers.js";
@@ -91,14 +92,14 @@ describe("ReplayCappedSlots", () => {
     expect(() => replayCappedOptions({ tuner: options.tuner }, 3)).toThrow(TypeError);
   });
 
-  it("is fast failover's default, below the slots, never beside a tuner of the caller's; a cap set wins", () => {
-    expect(replayCap(undefined, false, {})).toBeUndefined();
-    expect(replayCap(undefined, true, undefined)).toBe(FAILOVER_REPLAYS);
-    expect(replayCap(undefined, true, { maxConcurrentWorkflowTaskExecutions: 4 })).toBe(3);
-    expect(replayCap(undefined, true, { tuner: replayCappedOptions({}, 2).tuner })).toBeUndefined();
-    expect(replayCap(undefined, true, { maxCachedWorkflows: 0 })).toBeUndefined();
-    expect(replayCap(20, true, {})).toBe(20);
-    expect(replayCap(2, false, {})).toBe(2);
+  it("is an extension's default (fast failover's), below the slots, never beside a tuner of the caller's; a cap set wins", () => {
+    expect(replayCap(undefined, undefined, {})).toBeUndefined();
+    expect(replayCap(undefined, FAILOVER_REPLAYS, undefined)).toBe(10);
+    expect(replayCap(undefined, FAILOVER_REPLAYS, { maxConcurrentWorkflowTaskExecutions: 4 })).toBe(3);
+    expect(replayCap(undefined, FAILOVER_REPLAYS, { tuner: replayCappedOptions({}, 2).tuner })).toBeUndefined();
+    expect(replayCap(undefined, FAILOVER_REPLAYS, { maxCachedWorkflows: 0 })).toBeUndefined();
+    expect(replayCap(20, FAILOVER_REPLAYS, {})).toBe(20);
+    expect(replayCap(2, undefined, {})).toBe(2);
   });
 });
 

@@ -13,6 +13,7 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../src/client.js";
 import { readHistoryFile, replayHistory, replayOptions } from "../src/replay.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
+import { failoverWorkflowsPath, WORKER_PRESENCE_WORKFLOW } from "../src/failover/index.js";
 import { BASELINE_PATCH, BASELINE_V2_PATCH, LOCAL_ACTIVITIES_PATCH, MEMO_PATCH } from "../src/workflows/patches.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, type TestEnv } from "./helpers.js";
 
@@ -90,15 +91,30 @@ describe("golden histories", () => {
 
   it("replays every fixture against the current workflow code without nondeterminism", async () => {
     const bundle = await bundleAgentWorkflows();
+    // Fast failover's presence workflow is not in the agent's bundle: its histories replay against its own.
+    const presenceBundle = await bundleAgentWorkflows(failoverWorkflowsPath("presence-workflow"));
     const histories = await Promise.all(
-      fixtures.map(async (f) => ({ workflowId: f, history: await readHistoryFile(path.join(fixturesDir, f)) })),
+      fixtures.map(async (f) => {
+        const history = await readHistoryFile(path.join(fixturesDir, f));
+        // A run that started sub-agents names them after its own id (`<id>/sub-<turn>-<index>`): replay it under that id.
+        const child = history.events?.find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)
+          ?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
+        return { workflowId: child ? child.replace(/\/sub-\d+-\d+$/, "") : f, history };
+      }),
     );
     const failures: string[] = [];
     let replayed = 0;
-    for await (const result of Worker.runReplayHistories(replayOptions(bundle), histories)) {
-      replayed++;
-      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
-    }
+    const isPresence = (h: (typeof histories)[number]) =>
+      h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name === WORKER_PRESENCE_WORKFLOW;
+    expect(histories.filter(isPresence).length).toBeGreaterThan(0);
+    for (const [code, some] of [
+      [bundle, histories.filter((h) => !isPresence(h))],
+      [presenceBundle, histories.filter(isPresence)],
+    ] as const)
+      for await (const result of Worker.runReplayHistories(replayOptions(code), some)) {
+        replayed++;
+        if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+      }
     expect(failures).toEqual([]);
     expect(replayed).toBe(fixtures.length);
   }, 120000);
@@ -140,6 +156,18 @@ describe("golden histories", () => {
     expect(await memoEvents("frozen/baseline-v2-fast-tools.json")).toBe(2);
     expect(await hasPatchMarker("fast-tools.json", BASELINE_V2_PATCH)).toBe(false);
     expect(await memoEvents("fast-tools.json")).toBe(0);
+  });
+
+  it("keeps a sub-agent tree recorded before the depth bound replayable (a run at depth 3 that started a child)", async () => {
+    // Replayed with the others above. Its input records no depth (it predates subAgentDepth): it replays as the
+    // top-level run it then was, so the bound does not refuse the call that started its child at depth 4.
+    const events = (await readHistoryFile(path.join(fixturesDir, "frozen/before-subagent-depth.json"))).events ?? [];
+    const started = events.find(
+      (e) => e.workflowExecutionStartedEventAttributes,
+    )?.workflowExecutionStartedEventAttributes;
+    expect(started?.parentWorkflowExecution?.workflowId).toMatch(/\/sub-1-0\/sub-1-0$/);
+    const child = events.find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
+    expect(child?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId).toMatch(/(\/sub-1-0){4}$/);
   });
 
   it("catches a changed loop: replaying against it reports nondeterminism and the event", async () => {

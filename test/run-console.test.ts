@@ -29,12 +29,13 @@ const lookup: AgentTool = {
 };
 
 /** `npm run watch -- <id>` in its own process: what it printed once it exits, and a wait for a line to appear. */
-function watch(workflowId: string): Promise<string> & { printed(text: string): Promise<void> } {
+function watch(workflowId: string, token: string): Promise<string> & { printed(text: string): Promise<void> } {
   let out = "";
   const waiting: { text: string; resolve: () => void }[] = [];
   const done = new Promise<string>((resolve, reject) => {
     const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/watch.ts", workflowId], {
-      env: process.env,
+      // The token the run server minted; watch sends it to the server found in history only on a trusted host.
+      env: { ...process.env, JAI_HTTP_TOKEN: token, JAI_EVENTS_TRUSTED_HOSTS: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const take = (c: Buffer) => {
@@ -87,9 +88,12 @@ describe("run console", () => {
           model: faux.getModel(),
           prompt: "What is hello?",
         });
-        const live = watch(workflowId);
+        const token = service.server.token!;
+        const live = watch(workflowId, token);
         const page = await browser.newPage();
-        await page.goto(`${service.server.url}/runs/${workflowId}/console`);
+        // The token comes in the fragment, as the worker prints it; the page keeps it and takes it out of the address bar.
+        expect(service.server.consoleUrl).toBe(`${service.server.url}/#token=${token}`);
+        await page.goto(`${service.server.url}/runs/${workflowId}/console#token=${token}`);
         // Tokens arrive: the streaming message grows before it is complete.
         await page.waitForFunction(
           () => Number((globalThis as any).document.body.dataset.deltas ?? 0) >= 3,
@@ -97,6 +101,7 @@ describe("run console", () => {
           { timeout: 60_000 },
         );
         await expect(page.locator(".assistant").first().textContent()).resolves.toContain("Looking the word up");
+        expect(page.url()).toBe(`${service.server.url}/runs/${workflowId}/console`);
         // The person approves once watch, in another process, has shown the call waiting.
         await within(live.printed("waits for approval"), 60_000, "watch to show the waiting approval");
         await page.locator(".approval button.approve").click({ timeout: 60_000 });
@@ -115,7 +120,7 @@ describe("run console", () => {
         expect(attached).toContain("waits for approval");
         expect(attached).toContain("Final answer: hello is a greeting.");
         expect(attached).toMatch(/completed after 2 turn\(s\)/);
-        const replayed = await within(watch(workflowId), 60_000, "watch of the finished run");
+        const replayed = await within(watch(workflowId, token), 60_000, "watch of the finished run");
         expect(replayed).toContain("✓ lookup: hello: a greeting");
         expect(replayed).toContain("Final answer: hello is a greeting.");
       });

@@ -35,10 +35,11 @@ interface Line {
 }
 
 /** Runs test/events-child.ts in its own node process; resolves with its lines once it exits. */
-function child(args: string[], onLine?: (line: Line) => void): Promise<Line[]> {
+function child(args: string[], onLine?: (line: Line) => void, token?: string): Promise<Line[]> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, ["--import", "tsx", "test/events-child.ts", ...args], {
-      env: process.env,
+      // handle.events() sends it as a bearer token to a run server found in history only on a trusted host.
+      env: { ...process.env, ...(token ? { JAI_HTTP_TOKEN: token, JAI_EVENTS_TRUSTED_HOSTS: "127.0.0.1" } : {}) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const lines: Line[] = [];
@@ -80,6 +81,7 @@ describe("run events in another process", () => {
       port: 0,
       onEvent: (e) => void seen.push(snapshot(e)),
     });
+    const token = service.server.token!; // minted: no JAI_HTTP_TOKEN here
     const taskQueue = uniqueId("tq");
     const worker = await createAgentWorker({
       connection: env.connection,
@@ -101,12 +103,12 @@ describe("run events in another process", () => {
     try {
       await worker.runUntil(async () => {
         // First subscriber: leaves after the third token delta, in the middle of the first message.
-        const first = await within(child([workflowId, "", "update:3"]), 60_000, "first subscriber");
+        const first = await within(child([workflowId, "", "update:3"], undefined, token), 60_000, "first subscriber");
         const last = first.filter((l) => l.cursor).at(-1)!;
         expect(last.event?.type).toBe("message_update");
         // Second: resumes from that cursor; the run waits for approval until it is attached.
         const attached = deferred();
-        const rest = child([workflowId, last.cursor!], (line) => line.event && attached.resolve());
+        const rest = child([workflowId, last.cursor!], (line) => line.event && attached.resolve(), token);
         await within(attached.promise, 60_000, "second subscriber attached");
         await within(
           (async () => {
@@ -125,7 +127,7 @@ describe("run events in another process", () => {
         expect(received).toEqual(seen);
         // And a late joiner of the finished run gets it all again.
         await handle.result();
-        const replay = await within(child([workflowId]), 60_000, "late joiner");
+        const replay = await within(child([workflowId], undefined, token), 60_000, "late joiner");
         expect(replay.filter((l) => l.event).map((l) => l.event)).toEqual(seen);
       });
     } finally {
@@ -159,8 +161,43 @@ describe("run events in another process", () => {
     expect(got).toEqual(seen.filter((e) => e.type !== "message_update"));
   }, 60_000);
 
+  it("a cursor whose later events the tap evicted starts over on the transcript, not silently past the gap", async () => {
+    const texts = Array.from({ length: 6 }, (_, i) => `Turn ${i} ${"x".repeat(3_000)}`);
+    const faux = fauxModel([
+      ...texts.slice(0, 5).map((t, i) => fauxAssistantMessage([fauxText(t), fauxToolCall("echo", { text: `${i}` })])),
+      fauxAssistantMessage(texts[5]),
+    ]);
+    const taskQueue = uniqueId("tq");
+    // A tap far smaller than the run: its first events are evicted long before the end.
+    const service = await startRunEventsService({ client: env.client, port: 0, tap: { maxRunBytes: 8_000 } });
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue,
+      workflowBundle: env.bundle,
+      tools: [{ ...echo, requiresApproval: false }],
+      onEvent: service.onEvent,
+    });
+    try {
+      const workflowId = uniqueId("events-gap");
+      const handle = await startAgentRun(env.client, { taskQueue, workflowId, model: faux.getModel(), prompt: "Go" });
+      await worker.runUntil(handle.result());
+      expect(service.tap.complete(workflowId, 2)).toBe(false);
+      const res = await fetch(`${service.server.url}/runs/${workflowId}/events`, {
+        headers: { authorization: `Bearer ${service.server.token}`, "last-event-id": "t2" },
+      });
+      const body = await res.text();
+      const ids = [...body.matchAll(/^id: (\S+)$/gm)].map((m) => m[1]);
+      expect(ids.length).toBeGreaterThan(0);
+      expect(ids.every((id) => id.startsWith("h"))).toBe(true);
+      for (const text of texts) expect(body).toContain(text.slice(0, 12));
+    } finally {
+      await service.server.close();
+    }
+  }, 60_000);
+
   it("keeps a run's log bounded by dropping deltas of finished streams", () => {
-    const tap = new EventTap({ maxRunBytes: 2000, maxRuns: 2 });
+    // Room for every message_start/end (~8 KB) and one stream's deltas: only deltas of finished streams go.
+    const tap = new EventTap({ maxRunBytes: 10_000, maxRuns: 2 });
     const run = { workflowId: "w", runId: "r" };
     const partial = { role: "assistant", content: [{ type: "text", text: "" }], usage: {} } as never;
     for (let m = 0; m < 20; m++) {
@@ -176,6 +213,7 @@ describe("run events in another process", () => {
     const events = tap.since("w", -1);
     expect(events.filter((e) => e.event.type === "message_start")).toHaveLength(20);
     expect(events.length).toBeLessThan(20 * 52);
+    expect(tap.complete("w", -1)).toBe(true);
     tap.append({ workflowId: "a", runId: "r" }, { type: "agent_start" });
     tap.append({ workflowId: "b", runId: "r" }, { type: "agent_start" });
     expect(tap.has("w")).toBe(false);

@@ -1,10 +1,12 @@
 /** Scheduled agent runs on Temporal Schedules. Real server, faux model. */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
+import { spawnSync } from "node:child_process";
 import { getAgentRun, InvalidRunInputError } from "../src/client.js";
 import {
   deleteAgentSchedule,
   describeAgentSchedule,
+  InvalidScheduleError,
   listAgentSchedules,
   pauseAgentSchedule,
   scheduleAgentRun,
@@ -79,5 +81,88 @@ describe("scheduled runs", () => {
       /needs "cron" or "interval"/,
     );
     await expect(env.client.schedule.getHandle(scheduleId).describe()).rejects.toThrow();
+  });
+
+  it("bad schedule options give a typed error naming the field, and create nothing", async () => {
+    const run = { model: "faux/x", prompt: "hi" };
+    const cases: [string, Record<string, unknown>][] = [
+      ["scheduleId", { scheduleId: "", spec: { interval: "1h" } }],
+      ["spec", { spec: undefined }],
+      ["spec", { spec: "daily" }],
+      ["spec", { spec: {} }],
+      ["spec.every", { spec: { every: "1h" } }],
+      ["spec.cron", { spec: { cron: 5 } }],
+      ["spec.cron", { spec: { cron: "hello" } }],
+      ["spec.cron", { spec: { cron: "99 * * * *" } }],
+      ["spec.cron", { spec: { cron: "*/0 * * * *" } }],
+      ["spec.cron", { spec: { cron: "0 0 L * *" } }],
+      ["spec.cron", { spec: { cron: "@fortnightly" } }],
+      ["spec.cron", { spec: { cron: "5-1 * * * *" } }],
+      ["spec.cron", { spec: { cron: "0 0 * * # every day" } }],
+      ["spec.cron", { spec: { cron: [] } }],
+      ["spec.cron[1]", { spec: { cron: ["0 9 * * MON-FRI", "0 9 * FOO *"] } }],
+      ["spec.cron[0]", { spec: { cron: ["CRON_TZ=UTC 0 9 * * *"], timezone: "Europe/Paris" } }],
+      ["spec.interval", { spec: { interval: "soon" } }],
+      ["spec.interval", { spec: { interval: 0 } }],
+      ["spec.interval", { spec: { interval: "500ms" } }],
+      ["spec.timezone", { spec: { cron: "0 9 * * *", timezone: "Mars/Base" } }],
+      ["overlap", { spec: { interval: "1h" }, overlap: "sometimes" }],
+      ["taskQueue", { spec: { interval: "1h" }, taskQueue: "" }],
+      // Past the checks made here, the server's refusal is reported the same way.
+      ["spec.cron", { spec: { cron: "0 0 * * 1%2" } }],
+    ];
+    for (const [field, options] of cases) {
+      const scheduleId = uniqueId("sched-bad");
+      const err = await scheduleAgentRun(env.client, { ...run, scheduleId, ...options } as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect([field, err]).toEqual([field, expect.any(InvalidScheduleError)]);
+      expect(err).toBeInstanceOf(InvalidRunInputError);
+      expect((err as InvalidScheduleError).field).toBe(field);
+      expect((err as Error).message).toContain(`Invalid schedule: "${field}"`);
+      await expect(env.client.schedule.getHandle(scheduleId).describe()).rejects.toThrow(/not found/i);
+    }
+    // The run input is checked too, with startAgentRun's message naming its field.
+    const scheduleId = uniqueId("sched-bad");
+    await expect(
+      scheduleAgentRun(env.client, { scheduleId, spec: { cron: "0 9 * * *" }, model: "nope", prompt: "hi" }),
+    ).rejects.toThrow(
+      new InvalidRunInputError('Invalid run input: "model" must be "provider/modelId" or a Model object, got "nope"'),
+    );
+    await expect(env.client.schedule.getHandle(scheduleId).describe()).rejects.toThrow(/not found/i);
+    // Good forms of each field pass (and are deleted again).
+    for (const spec of [
+      { cron: "0 9 * * MON-FRI", timezone: "Europe/Paris" },
+      { cron: ["@daily", "@every 1h/5m", "0 0 1 jan *", "0 9 * * 1-5 # weekdays", "0 0 9 * * * 2030"] },
+      { interval: 60_000 },
+    ]) {
+      const id = uniqueId("sched-good");
+      await scheduleAgentRun(env.client, { ...run, scheduleId: id, spec, paused: true });
+      await deleteAgentSchedule(env.client, id);
+    }
+  });
+
+  it("the schedule command reports a bad option by its field and exits 2", () => {
+    const scheduleId = uniqueId("sched-cli");
+    const cli = spawnSync(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "src/cli/schedule.ts",
+        "create",
+        scheduleId,
+        "--model",
+        "faux/x",
+        "--prompt",
+        "hi",
+        "--cron",
+        "0 25 * * *",
+      ],
+      { env: { ...process.env, NODE_OPTIONS: "" }, encoding: "utf8", timeout: 60_000 },
+    );
+    expect(cli.stderr).toContain('Invalid schedule: "spec.cron" has hour 25, not in range [0-23]');
+    expect(cli.status).toBe(2);
   });
 });

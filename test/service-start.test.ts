@@ -58,6 +58,9 @@ it("Ctrl-C during `npm start --address …` cancels the run, which closes as abo
   child.kill("SIGINT");
   expect(await within(exited, 60000, "npm start to exit")).toBe(0);
   expect(output).toContain("Cancelling the run");
+  // It followed the run through its own run server, with the token that server minted (in the console URL's fragment).
+  expect(output).toMatch(/the console http:\/\/127\.0\.0\.1:\d+\/runs\/\S+\/console#token=[\w-]{32,}/);
+  expect(output).not.toContain("following the run failed");
   const handle = env.client.workflow.getHandle(workflowId);
   expect((await handle.describe()).status.name).not.toBe("RUNNING");
   const result = (await handle.result()) as AgentRunResult;

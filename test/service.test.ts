@@ -21,7 +21,7 @@ import type { AgentTool } from "../src/types.js";
 import { fauxModel, openTestEnv, textOf, uniqueId, within, type TestEnv } from "./helpers.js";
 import { repoRoot } from "./service/processes.js";
 import { waitFor } from "./crash/harness.js";
-import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW } from "../src/failover/presence.js";
+import { fleetTaskQueue, presenceMemoMac, WORKER_PRESENCE_WORKFLOW } from "../src/failover/presence.js";
 
 let env: TestEnv;
 let dir: string;
@@ -145,9 +145,11 @@ describe("worker process", () => {
     const taskQueue = uniqueId("presence");
     // A 10-minute grace: a presence that waited for the end of it would hold the worker past this test's timeout.
     const linksPort = await freePort("127.0.0.1");
+    const secret = "service-test-failover-secret-0123";
     const worker = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--shutdown-grace", "10m"], {
       TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
       JAI_FAILOVER_LINKS: `127.0.0.1:${linksPort}`,
+      JAI_FAILOVER_SECRET: secret,
     });
     // On the fleet queue: a saturated shared queue must not delay a failover.
     const presences = async () => {
@@ -163,6 +165,9 @@ describe("worker process", () => {
     expect(presence.workflowId).toMatch(new RegExp(`^jai-presence-${taskQueue}@`));
     // Its peers' links find it where JAI_FAILOVER_LINKS says it listens (the presence's memo names the address).
     expect(presence.memo).toMatchObject({ links: { host: "127.0.0.1", port: linksPort } });
+    // Proven with JAI_FAILOVER_SECRET: the fleet's other workers link to it, and to no memo that is not.
+    const { mac, ...memo } = presence.memo as { mac?: string; workerQueue: string };
+    expect(mac).toBe(presenceMemoMac(secret, presence.workflowId, memo));
     const handle = env.client.workflow.getHandle(presence.workflowId);
     await waitFor(
       async () => (await handle.describe()).raw.pendingActivities?.[0]?.state === 2, // STARTED: it heartbeats
@@ -187,6 +192,17 @@ describe("worker process", () => {
       JAI_FAILOVER_LINKS: "host:port",
     }).catch((err: Error) => err);
     expect(String(badLinks)).toContain('JAI_FAILOVER_LINKS must be "off", a port or host:port, got "host:port"');
+    // Links beyond loopback need a secret; a short one is refused.
+    const openLinks = await startWorker(["--task-queue", taskQueue, "--fast-failover"], {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+      JAI_FAILOVER_LINKS: "0.0.0.0:0",
+    }).catch((err: Error) => err);
+    expect(String(openLinks)).toContain("links beyond this host need fastFailover.secret (JAI_FAILOVER_SECRET)");
+    const shortSecret = await startWorker(["--task-queue", taskQueue, "--fast-failover"], {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+      JAI_FAILOVER_SECRET: "short",
+    }).catch((err: Error) => err);
+    expect(String(shortSecret)).toContain("fastFailover.secret must be at least 16 characters");
     // Its replay cap: one shared-queue task at least, fewer than the workflow task slots.
     const tooMany = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--max-replays", "40"], {
       TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
@@ -194,7 +210,7 @@ describe("worker process", () => {
     expect(String(tooMany)).toContain(
       "--max-replays (JAI_MAX_CONCURRENT_REPLAYS) must be from 1 to --max-workflow-tasks - 1 (39), got 40",
     );
-  });
+  }, 120000);
 
   it("reads the connection from a temporal.toml profile, and what it serves from a config module", async () => {
     const toml = path.join(dir, "temporal.toml");

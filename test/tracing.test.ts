@@ -67,6 +67,7 @@ it("traces a two-turn run from startAgentRun to the provider's HTTP request, wit
   const { worker, taskQueue } = await testWorker(env, [lookup], {
     workflowBundle: bundle,
     tracing,
+    models: [model],
     getApiKey: () => "sk-test",
   });
   const client = new Client({

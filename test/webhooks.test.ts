@@ -1,10 +1,11 @@
 /** Completion webhooks: one signed delivery per run however it ends, retries, URL and secret rules. Real server, faux model. */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createHmac } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import { lookup as dnsLookup } from "node:dns/promises";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { InvalidRunInputError, startAgentRun } from "../src/client.js";
+import { InvalidRunInputError, startAgentRun, type AgentRunHandle } from "../src/client.js";
 import type { AgentTool } from "../src/types.js";
 import type { RunOutcome } from "../src/webhooks/deliver.js";
 import { checkWebhookUrl, isPrivateAddress } from "../src/webhooks/target.js";
@@ -53,7 +54,9 @@ afterAll(async () => {
 });
 
 const webhook = () => ({ url, secretName: "ci-hook" });
-const workerOptions = { webhooks: { secrets: { "ci-hook": SECRET }, allowPrivateHosts: true } };
+/** The worker's secret, bound to the receiver's origin. */
+const ciHook = () => ({ "ci-hook": { secret: SECRET, origins: [new URL(url).origin] } });
+const workerOptions = () => ({ webhooks: { secrets: ciHook(), allowPrivateHosts: true } });
 const of = (workflowId: string) =>
   deliveries.filter((d) => (JSON.parse(d.body) as RunOutcome).workflowId === workflowId);
 
@@ -79,7 +82,7 @@ describe("completion webhooks", () => {
           signal?.addEventListener("abort", () => reject(new Error("cancelled")), { once: true });
         }),
     };
-    const { worker, taskQueue } = await testWorker(env, [block], workerOptions);
+    const { worker, taskQueue } = await testWorker(env, [block], workerOptions());
     const okId = uniqueId("hook-ok");
     const failedId = uniqueId("hook-failed");
     const cancelledId = uniqueId("hook-cancelled");
@@ -154,7 +157,7 @@ describe("completion webhooks", () => {
   });
 
   it("a loopback URL is refused unless the worker allows private hosts; the run's outcome stands", async () => {
-    const { worker, taskQueue } = await testWorker(env, [], { webhooks: { secrets: { "ci-hook": SECRET } } });
+    const { worker, taskQueue } = await testWorker(env, [], { webhooks: { secrets: ciHook() } });
     const workflowId = uniqueId("hook-refused");
     const faux = fauxModel([fauxAssistantMessage("fine")]);
     const handle = await startAgentRun(env.client, {
@@ -197,4 +200,167 @@ describe("completion webhooks", () => {
     expect(await checkWebhookUrl("http://[::1]:9/x", false)).toMatch(/loopback/);
     expect(await checkWebhookUrl("http://127.0.0.1:9/x", true)).toBeUndefined();
   });
+
+  it("no spelling of a loopback address, and no name resolving inside, gets past the guard: a listener there receives nothing", async () => {
+    // The attacker's target: a listener on loopback only, which the worker must never reach.
+    const trap = await listener();
+    const port = trap.port;
+    const forms = [
+      `http://[::ffff:127.0.0.1]:${port}/hook`,
+      `http://[::ffff:7f00:1]:${port}/hook`,
+      `http://2130706433:${port}/hook`,
+      `http://0x7f000001:${port}/hook`,
+      `http://0x7f.1:${port}/hook`,
+      `http://127.1:${port}/hook`,
+      `http://0177.0.0.1:${port}/hook`,
+      `http://[64:ff9b::7f00:1]:${port}/hook`,
+      `http://0.0.0.0:${port}/hook`,
+      `http://[::]:${port}/hook`,
+      `http://localhost:${port}/hook`,
+      `http://app.localhost:${port}/hook`,
+      `http://inside.test:${port}/hook`,
+      `http://mixed.test:${port}/hook`,
+    ];
+    // The worker holds a secret for every one of these origins (from its environment): only the address guard stands.
+    process.env.JAI_WEBHOOK_SECRET_TRAP = SECRET;
+    process.env.JAI_WEBHOOK_ORIGINS_TRAP = forms.map((f) => new URL(f).origin).join(",");
+    const resolve = async (host: string) =>
+      host === "inside.test"
+        ? [{ address: "127.0.0.1", family: 4 }]
+        : host === "mixed.test"
+          ? [
+              { address: "8.8.8.8", family: 4 },
+              { address: "127.0.0.1", family: 4 },
+            ]
+          : dnsLookup(host, { all: true });
+    try {
+      const { worker, taskQueue } = await testWorker(env, [], { webhooks: { resolve } });
+      const faux = fauxModel(forms.map(() => fauxAssistantMessage("fine")));
+      const handles: AgentRunHandle[] = [];
+      await worker.runUntil(async () => {
+        for (const form of forms)
+          handles.push(
+            await startAgentRun(env.client, {
+              taskQueue,
+              workflowId: uniqueId("hook-trap"),
+              model: faux.getModel(),
+              prompt: "hi",
+              webhook: { url: form, secretName: "trap" },
+            }),
+          );
+        // Done when every run has ended, or as soon as the trap is reached.
+        await within(
+          Promise.race([Promise.all(handles.map((h) => h.result())), trap.reached]),
+          90_000,
+          "the runs to end",
+        );
+      });
+      expect(trap.requests).toEqual([]);
+      const refused: string[] = [];
+      for (const [i, handle] of handles.entries())
+        if (JSON.stringify(await handle.workflow.fetchHistory()).includes("WebhookUrlRefused")) refused.push(forms[i]);
+      expect(refused).toEqual(forms);
+    } finally {
+      delete process.env.JAI_WEBHOOK_SECRET_TRAP;
+      delete process.env.JAI_WEBHOOK_ORIGINS_TRAP;
+      await trap.close();
+    }
+  }, 120_000);
+
+  it("connects to the address the check resolved, once: no second lookup to rebind", async () => {
+    const lookups: string[] = [];
+    const resolve = async (host: string) => {
+      lookups.push(host);
+      // A name the system resolver does not know: only this answer can lead the socket to the receiver.
+      return host === "receiver.test" ? [{ address: "127.0.0.1", family: 4 }] : dnsLookup(host, { all: true });
+    };
+    const named = url.replace("127.0.0.1", "receiver.test");
+    const { worker, taskQueue } = await testWorker(env, [], {
+      webhooks: {
+        secrets: { "ci-hook": { secret: SECRET, origins: [new URL(named).origin] } },
+        allowPrivateHosts: true,
+        resolve,
+      },
+    });
+    const workflowId = uniqueId("hook-pinned");
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: fauxModel([fauxAssistantMessage("pinned")]).getModel(),
+      prompt: "hi",
+      webhook: { url: named, secretName: "ci-hook" },
+    });
+    await worker.runUntil(within(handle.result(), 60_000, "the run to end"));
+    expect(accepted(workflowId)).toMatchObject({ workflowId, finalText: "pinned" });
+    expect(lookups).toEqual(["receiver.test"]);
+  }, 90_000);
+
+  it("a run naming a secret the worker holds for another receiver gets no signature under it", async () => {
+    const BILLING = "billing-secret-value";
+    const PARTNER = "partner-secret-value";
+    // In the worker's environment with no origins of its own, and in its config bound to another origin.
+    process.env.JAI_WEBHOOK_SECRET_BILLING = BILLING;
+    const secrets = { ...ciHook(), partner: { secret: PARTNER, origins: ["https://partner.example.com"] } };
+    try {
+      const { worker, taskQueue } = await testWorker(env, [], { webhooks: { secrets, allowPrivateHosts: true } });
+      const faux = fauxModel([1, 2, 3].map(() => fauxAssistantMessage("attacker-chosen text")));
+      const start = (secretName: string) =>
+        startAgentRun(env.client, {
+          taskQueue,
+          workflowId: uniqueId(`hook-${secretName}`),
+          model: faux.getModel(),
+          prompt: "hi",
+          webhook: { url, secretName },
+        });
+      const [billing, partner, own] = await Promise.all([start("billing"), start("partner"), start("ci-hook")]);
+      const attacks = [billing, partner];
+      const attackDelivered = new Promise<void>((resolve) => {
+        const timer = setInterval(() => {
+          if (attacks.some((h) => of(h.workflowId).length)) resolve();
+        }, 50);
+        void Promise.all(attacks.map((h) => h.result())).finally(() => clearInterval(timer));
+      });
+      await worker.runUntil(
+        within(
+          Promise.race([Promise.all([billing, partner, own].map((h) => h.result())), attackDelivered]),
+          60_000,
+          "the runs to end",
+        ),
+      );
+      // The receiver tries every secret the worker holds: no delivery of the attacking runs verifies under any.
+      for (const h of attacks) {
+        const signedBy = of(h.workflowId).flatMap((d) =>
+          Object.entries({ SECRET, BILLING, PARTNER }).flatMap(([name, key]) =>
+            d.signature === `sha256=${createHmac("sha256", key).update(d.body).digest("hex")}` ? [name] : [],
+          ),
+        );
+        expect(signedBy).toEqual([]);
+        expect(of(h.workflowId)).toHaveLength(0);
+        expect(JSON.stringify(await h.workflow.fetchHistory())).toContain("WebhookSecretMissing");
+      }
+      // The secret bound to this receiver still signs for it.
+      expect(accepted(own.workflowId)).toMatchObject({ workflowId: own.workflowId, status: "completed" });
+    } finally {
+      delete process.env.JAI_WEBHOOK_SECRET_BILLING;
+    }
+  }, 90_000);
 });
+
+/** A loopback listener recording every request it gets; `reached` resolves on the first. */
+async function listener() {
+  const requests: { url?: string; headers: IncomingHttpHeaders }[] = [];
+  const hit = deferred();
+  const server = createServer((req, res) => {
+    requests.push({ url: req.url, headers: req.headers });
+    hit.resolve();
+    req.resume();
+    res.writeHead(204).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    requests,
+    reached: hit.promise,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}

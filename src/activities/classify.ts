@@ -10,6 +10,7 @@
  * credit" with a 429, Anthropic reports overload inside a 200 stream. API keys
  * never appear in what comes out of here.
  */
+import { hostname } from "node:os";
 import { ApplicationFailure } from "@temporalio/common";
 import { isContextOverflow, type AssistantMessage } from "@jai/ai";
 import { FailureType } from "../common/failure-types.js";
@@ -78,25 +79,89 @@ const SERVER_ERROR_PATTERN = /internal server error|service unavailable|bad gate
 const KEY_LIKE =
   /\b((?:sk|xai|csk|fw|pk)-[A-Za-z0-9_\-*.]{6,}|(?:gsk|hf|fw|sk_live|sk_test|ghp|github_pat)_[A-Za-z0-9_\-*.]{6,}|AIza[0-9A-Za-z_\-]{10,})/g;
 
-/** Environment variables @jai/ai reads keys from, to name in auth errors. */
-const KEY_ENV: Record<string, string> = {
-  anthropic: "ANTHROPIC_API_KEY",
-  openai: "OPENAI_API_KEY",
-  "azure-openai-responses": "AZURE_OPENAI_API_KEY",
-  google: "GEMINI_API_KEY",
-  groq: "GROQ_API_KEY",
-  cerebras: "CEREBRAS_API_KEY",
-  xai: "XAI_API_KEY",
-  openrouter: "OPENROUTER_API_KEY",
-  "vercel-ai-gateway": "AI_GATEWAY_API_KEY",
-  zai: "ZAI_API_KEY",
-  mistral: "MISTRAL_API_KEY",
-  huggingface: "HF_TOKEN",
-  fireworks: "FIREWORKS_API_KEY",
+/**
+ * Environment variables @jai/ai reads a provider's key from (its getEnvApiKey), the usual one first. Providers
+ * not listed take other credentials (Vertex ADC, AWS profiles and roles) or none (the worker's own APIs).
+ */
+const KEY_ENV: Record<string, string[]> = {
+  anthropic: ["ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"],
+  "github-copilot": ["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
+  openai: ["OPENAI_API_KEY"],
+  "azure-openai-responses": ["AZURE_OPENAI_API_KEY"],
+  google: ["GEMINI_API_KEY"],
+  groq: ["GROQ_API_KEY"],
+  cerebras: ["CEREBRAS_API_KEY"],
+  xai: ["XAI_API_KEY"],
+  openrouter: ["OPENROUTER_API_KEY"],
+  "vercel-ai-gateway": ["AI_GATEWAY_API_KEY"],
+  zai: ["ZAI_API_KEY"],
+  mistral: ["MISTRAL_API_KEY"],
+  minimax: ["MINIMAX_API_KEY"],
+  "minimax-cn": ["MINIMAX_CN_API_KEY"],
+  huggingface: ["HF_TOKEN"],
+  fireworks: ["FIREWORKS_API_KEY"],
+  opencode: ["OPENCODE_API_KEY"],
+  "opencode-go": ["OPENCODE_API_KEY"],
+  "kimi-coding": ["KIMI_API_KEY"],
 };
 
+/** The variables a provider's key is read from; undefined for a provider whose calls need no key from the environment. */
+export function keyEnvVars(provider: string): string[] | undefined {
+  return KEY_ENV[provider];
+}
+
 export function keyEnvVar(provider: string): string {
-  return KEY_ENV[provider] ?? `${provider.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_API_KEY`;
+  return KEY_ENV[provider]?.[0] ?? `${provider.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_API_KEY`;
+}
+
+/** The worker a failure happened on, as its messages name it. */
+export interface WorkerWhere {
+  /** The worker's identity (Temporal's: `pid@host` unless set). */
+  identity?: string;
+  /** The task queue the activity came from. */
+  taskQueue: string;
+}
+
+/** "worker <identity> (task queue <queue>)". */
+export const onWorker = (where: WorkerWhere) =>
+  `worker ${where.identity ?? `${process.pid}@${hostname()}`} (task queue ${where.taskQueue})`;
+
+/**
+ * A model whose provider needs a key, on a worker that has none for it (nothing from its getApiKey, nothing in
+ * the variables @jai/ai reads): permanent, and found before anything is sent. Names what to set, and where.
+ */
+export function missingApiKeyFailure(provider: string, modelId: string, where: WorkerWhere): ApplicationFailure {
+  const [first, ...others] = keyEnvVars(provider) ?? [keyEnvVar(provider)];
+  const vars = others.length > 0 ? `${first} (or ${others.join(" or ")})` : first;
+  return ApplicationFailure.nonRetryable(
+    `no API key for provider "${provider}" on ${onWorker(where)}: set ${vars} in the worker's environment, ` +
+      `or return a key from its getApiKey option (model ${provider}/${modelId}; the request was not sent)`,
+    FailureType.ModelApiKeyMissing,
+  );
+}
+
+/**
+ * A model of an api this worker lacks while another worker of the queue may have it (workers whose config
+ * modules differ): retryable unless `final`, so that another worker can take the call (after `retryDelayMs`
+ * when given, else the activity's backoff). Names the model, the api and the worker, and the rule: every worker
+ * of a task queue must serve the same models.
+ */
+export function modelNotServedFailure(
+  model: { provider: string; id: string },
+  api: string,
+  where: WorkerWhere,
+  final: boolean,
+  retryDelayMs?: number,
+): ApplicationFailure {
+  const lacks = `${onWorker(where)} cannot serve model "${model.provider}/${model.id}": no provider for its api "${api}" is registered in this worker`;
+  return ApplicationFailure.create({
+    message:
+      `${lacks}. Every worker of a task queue must serve the same models: register the provider ` +
+      `(registerApiProvider / registerFauxProvider in the worker's config module) and its models in each worker of ${where.taskQueue}`,
+    type: FailureType.ModelNotServed,
+    nonRetryable: final,
+    ...(final || retryDelayMs === undefined ? {} : { nextRetryDelay: retryDelayMs }),
+  });
 }
 
 /** Shortest piece of a secret that is redacted wherever it appears. */

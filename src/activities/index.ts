@@ -9,17 +9,19 @@ import { ContextCache } from "./context-cache.js";
 import { createModelActivity, type ApiKeyResolver } from "./model.js";
 import { searchAttributeCheck } from "./search-attributes.js";
 import { createSetupActivity } from "./setup.js";
+import { ModelPolicy } from "./model-policy.js";
 import { createToolActivities } from "./tool.js";
 import type { McpToolSource } from "../mcp/source.js";
 import { createWebhookActivity, type WebhookOptions } from "../webhooks/deliver.js";
 import { FailureType } from "../common/failure-types.js";
-import { createPresenceActivities, type WorkerPresence } from "../failover/presence.js";
 
 export interface ActivityDeps {
   /** The tools runs may call, by name. */
   tools: AgentTool<any>[];
   /** Extra models that "provider/modelId" may name. */
   models?: Model<Api>[];
+  /** Base URLs besides the served models' where a run's model object may be served with the worker's keys. */
+  allowedModelBaseUrls?: string[];
   /** API keys; default: the provider's environment variable. */
   getApiKey?: ApiKeyResolver;
   /** Receives activity-level events (message_start/update, tool_execution_update). */
@@ -38,14 +40,14 @@ export interface ActivityDeps {
   contextCache?: ContextCache;
   /** The task queue only this worker polls: routed model replies name it so the run's next call comes back here. */
   ownTaskQueue?: () => string | undefined;
+  /** The worker's identity, named in failures that say which worker lacks a model or a key (default `pid@host`). */
+  workerIdentity?: () => string | undefined;
   /** A run's own compaction (`compaction: "worker"`), e.g. an LLM summary; must keep every tool call's result. */
   compactContext?: ContextCompactor;
   /** MCP servers whose tools runs may call (listed at each run's setup). */
   mcp?: McpToolSource;
-  /** Completion webhooks: signing secrets by name, private hosts. */
+  /** Completion webhooks: signing secrets by name bound to origins, private hosts. */
   webhooks?: WebhookOptions;
-  /** What this worker has in hand, for fast failover; the presence activities need it (and `client`). */
-  presence?: WorkerPresence;
 }
 
 /** Shrinks a context to about `budgetTokens`. Contract: keep every tool call with its result, in order. */
@@ -67,6 +69,8 @@ export function createActivities(deps: ActivityDeps) {
       maxRuns: deps.contextCacheSize,
       onLookup: deps.onContextCache,
     });
+  // Where the worker's keys may go: its models (and the catalogue's) at their base URLs, plus the allowed ones.
+  const modelPolicy = new ModelPolicy(deps.models ?? [], deps.allowedModelBaseUrls ?? []);
   const toolMap = new Map(deps.tools.map((t) => [t.name, t]));
   const mcp = deps.mcp;
   const toolActivities = createToolActivities(toolMap, deps.onEvent, (call, output) =>
@@ -90,14 +94,16 @@ export function createActivities(deps: ActivityDeps) {
       searchAttributeCheck(() => deps.client),
       {
         encrypted: deps.encrypted,
+        policy: modelPolicy,
+        workerIdentity: deps.workerIdentity,
         listMore: mcp
           ? async (names) => {
-              const listed = await mcp.listTools(names);
-              for (const tool of listed) {
-                if (deps.tools.some((t) => t.name === tool.name))
-                  throw new Error(`MCP tool ${tool.name} has the name of a native tool`);
-                toolMap.set(tool.name, tool);
-              }
+              // A native tool's name wins: an MCP tool named like one is left out (with a warning).
+              const listed = await mcp.listTools(
+                names,
+                deps.tools.map((t) => t.name),
+              );
+              for (const tool of listed) toolMap.set(tool.name, tool);
               return listed;
             }
           : undefined,
@@ -108,6 +114,8 @@ export function createActivities(deps: ActivityDeps) {
       deps.onEvent,
       contexts,
       deps.ownTaskQueue,
+      modelPolicy,
+      deps.workerIdentity,
     ),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: {
@@ -120,6 +128,13 @@ export function createActivities(deps: ActivityDeps) {
           "This worker has no compactContext function",
           FailureType.CompactionUnavailable,
         );
+      // The compactor may call the model with the worker's keys: a model from history that it does not serve is not handed over.
+      const verdict = modelPolicy.check(input.model);
+      if (!verdict.served)
+        throw ApplicationFailure.nonRetryable(
+          `Cannot compact with model ${input.model.provider}/${input.model.id}: ${verdict.reason}`,
+          FailureType.ModelUnsupported,
+        );
       const messages = await contexts.resolve(currentRun(), input.context, (why) => Context.current().log.warn(why));
       return withHeartbeats((signal) =>
         deps.compactContext!(messages, { budgetTokens: input.budgetTokens, model: input.model, signal }),
@@ -129,7 +144,6 @@ export function createActivities(deps: ActivityDeps) {
     prepareToolCall: withMcpTool(toolActivities.prepareToolCall),
     executeTool: withMcpTool(toolActivities.executeTool),
     executeFastTool: withMcpTool(toolActivities.executeFastTool),
-    ...createPresenceActivities(() => deps.client, deps.presence),
   };
 }
 

@@ -1,13 +1,30 @@
 /** The model activity: streams one assistant message through @jai/ai and returns it whole. */
 import { Context } from "@temporalio/activity";
-import { CancelledFailure } from "@temporalio/common";
-import { stream, type AssistantMessage, type AssistantMessageEventStream, type ProviderResponse } from "@jai/ai";
+import { ApplicationFailure, CancelledFailure } from "@temporalio/common";
+import {
+  getApiProvider,
+  getEnvApiKey,
+  stream,
+  type AssistantMessage,
+  type AssistantMessageEventStream,
+  type ProviderResponse,
+} from "@jai/ai";
 import type { AgentEventSink, ModelReply, StreamAssistantInput } from "../types.js";
-import { classifyModelOutcome, overflowFailure, stalledFailure, unsupportedModelFailure } from "./classify.js";
+import {
+  classifyModelOutcome,
+  keyEnvVars,
+  missingApiKeyFailure,
+  modelNotServedFailure,
+  overflowFailure,
+  stalledFailure,
+  unsupportedModelFailure,
+} from "./classify.js";
 import { activityEmitter } from "./events.js";
+import { FailureType } from "../common/failure-types.js";
 import type { ContextCache } from "./context-cache.js";
 import { currentRun, withHeartbeats } from "./heartbeat.js";
 import { trackProviderCall } from "./provider-fetch.js";
+import { isBuiltInApi, ModelPolicy } from "./model-policy.js";
 
 /** Resolves a provider's API key in the worker; keys never travel through workflow input or history. */
 export type ApiKeyResolver = (provider: string) => string | undefined | Promise<string | undefined>;
@@ -19,6 +36,21 @@ export type ApiKeyResolver = (provider: string) => string | undefined | Promise<
  */
 export function stallTimeoutMs(heartbeatTimeoutMs: number | undefined): number {
   return heartbeatTimeoutMs ?? 60_000;
+}
+
+/**
+ * Attempts of a model call on workers that lack its api (1 s apart, not the provider backoff: the next attempt
+ * is for another worker) before the run is told so for good; the run's retry policy may stop it sooner.
+ */
+export const NOT_SERVED_ATTEMPTS = 8;
+
+/**
+ * Whether a call to `provider` through `api` cannot go out without a key: one of @jai/ai's network APIs, for a
+ * provider whose key @jai/ai reads from the environment (none there either). Providers with other credentials
+ * (Vertex ADC, AWS roles) and the worker's own APIs (custom, faux) take none.
+ */
+function needsKey(provider: string, api: string): boolean {
+  return isBuiltInApi(api) && keyEnvVars(provider) !== undefined && !getEnvApiKey(provider);
 }
 
 /**
@@ -38,12 +70,18 @@ export function replyMessage(output: unknown): AssistantMessage | undefined {
   return "role" in value && value.role === "assistant" ? value : (value as ModelReply).message;
 }
 
-/** `ownTaskQueue`: the queue only this worker polls, named in routed replies (none: replies name no queue). */
+/**
+ * `ownTaskQueue`: the queue only this worker polls, named in routed replies (none: replies name no queue).
+ * `policy`: the models this worker serves with its keys; the model in the input came through history, so it is
+ * held against it again here: the key goes only where the worker serves (or its operator allows) that provider.
+ */
 export function createModelActivity(
   getApiKey: ApiKeyResolver,
   onEvent: AgentEventSink | undefined,
   contexts: ContextCache,
   ownTaskQueue?: () => string | undefined,
+  policy: ModelPolicy = new ModelPolicy(),
+  workerIdentity?: () => string | undefined,
 ): ModelActivity {
   const streamAssistantMessage = async (input: StreamAssistantInput): Promise<AssistantMessage | ModelReply> => {
     const info = Context.current().info;
@@ -60,12 +98,29 @@ export function createModelActivity(
   async function streamOne(input: StreamAssistantInput): Promise<AssistantMessage> {
     const emit = activityEmitter(onEvent);
     const { model } = input;
+    // Before anything is sent: a built-in provider's model at a base URL the worker does not serve is refused.
+    const verdict = policy.check(model);
+    if (!verdict.served)
+      throw ApplicationFailure.nonRetryable(
+        `Cannot call model ${model.provider}/${model.id}: ${verdict.reason} (the request was not sent)`,
+        FailureType.ModelUnsupported,
+      );
+    const info = Context.current().info;
+    const where = { identity: workerIdentity?.(), taskQueue: info.taskQueue };
+    // A model of an api this worker lacks (registered by another worker's config module): another worker of the
+    // queue may serve it, so the call is retried (each attempt may reach another worker), a bounded number of times.
+    if (!getApiProvider(model.api))
+      throw modelNotServedFailure(model, model.api, where, info.attempt >= NOT_SERVED_ATTEMPTS, 1000);
     const run = currentRun();
     const stallMs = stallTimeoutMs(Context.current().info.heartbeatTimeoutMs);
     return withHeartbeats(async (cancelled) => {
       // Inside the heartbeat timer: a cache miss reads the context from the workflow first.
       const messages = await contexts.resolve(run, input.context, (why) => Context.current().log.warn(why));
-      const apiKey = await getApiKey(model.provider);
+      // The worker's key only for the worker's own models (or allowed base URLs), never for a model the run made up.
+      const apiKey = verdict.keyed ? await getApiKey(model.provider) : undefined;
+      // A provider that reads its key from the environment, on a worker that has none: say which variable, before sending.
+      if (verdict.keyed && !apiKey && needsKey(model.provider, model.api))
+        throw missingApiKeyFailure(model.provider, model.id, where);
       const call = trackProviderCall();
       const controller = new AbortController();
       const onCancel = () => controller.abort(cancelled.reason);

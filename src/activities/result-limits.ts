@@ -2,7 +2,9 @@
  * No payload over Temporal's limits: a tool's result is cut to a size the
  * model can use (pi's coding tools use ~50 KB / 2,000 lines) with a note that
  * says how much was cut and how to get more; oversized images become a note;
- * `details` is bounded too. Everything stays far below the 2 MB payload limit.
+ * `details` is bounded too. A tool's error text is cut to the same limits, and
+ * whatever else a failure would carry into history (stack, details, causes) is
+ * bounded. Everything stays far below the 2 MB payload limit.
  */
 import type { AgentToolResult, ToolResultLimits } from "../types.js";
 
@@ -97,4 +99,72 @@ export function capToolResult(result: AgentToolResult, limits: ToolResultLimits 
       capped.details = { truncated: true, bytes: bytes(json), preview: json.slice(0, 1000) };
   }
   return capped;
+}
+
+const lineCount = (text: string) => {
+  let n = 1;
+  for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) n++;
+  return n;
+};
+
+/** Room kept under the byte limit for the truncation note, so note and text together stay within it. */
+const NOTE_ROOM = 200;
+
+/**
+ * A tool's error text (what it threw), cut like a result's text: at most
+ * `maxBytes` (note included) and `maxLines`, with a note saying it was cut.
+ */
+export function capErrorText(text: string, limits: ToolResultLimits = {}): string {
+  const l = { ...DEFAULT_LIMITS, ...limits };
+  const maxBytes = Math.min(l.maxBytes, HARD_CEILING);
+  const total = bytes(text);
+  const totalLines = lineCount(text);
+  if (total <= maxBytes && totalLines <= l.maxLines) return text;
+  const kept = head(text, Math.max(0, maxBytes - NOTE_ROOM), Math.max(1, l.maxLines - 1));
+  const note = `\n[Error message truncated: showing the first ${lineCount(kept)} lines / ${size(bytes(kept))} of ${totalLines} lines / ${size(total)}.]`;
+  return bytes(kept) + bytes(note) <= maxBytes ? kept + note : head(note.slice(1), maxBytes, l.maxLines);
+}
+
+/** Most bytes of a stack trace a failure takes into history. */
+const MAX_STACK_BYTES = 16 * 1024;
+/** Most causes of a failure that are kept (the rest of the chain is dropped). */
+const MAX_CAUSES = 4;
+
+/**
+ * Bounds what a failure thrown out of a tool activity takes into history (the
+ * SDK records message, stack, details and the cause chain): the message as
+ * capErrorText, the stack to 16 KB, details to `maxDetailsBytes`, at most 4
+ * causes. Changes `err` in place where it can and returns it.
+ */
+export function boundFailure<T>(err: T, limits: ToolResultLimits = {}, depth = 0): T {
+  if (!(err instanceof Error)) return err;
+  const l = { ...DEFAULT_LIMITS, ...limits };
+  const set = (key: string, value: unknown) => {
+    try {
+      Object.defineProperty(err, key, { value, writable: true, configurable: true, enumerable: false });
+    } catch {
+      // A frozen error keeps what it has.
+    }
+  };
+  try {
+    if (typeof err.message === "string") set("message", capErrorText(err.message, limits));
+    if (typeof err.stack === "string" && bytes(err.stack) > MAX_STACK_BYTES)
+      set("stack", `${head(err.stack, MAX_STACK_BYTES, 200)}\n    [stack truncated]`);
+    const details = (err as { details?: unknown }).details;
+    if (details !== undefined) {
+      let json: string | undefined;
+      try {
+        json = JSON.stringify(details);
+      } catch {
+        json = undefined;
+      }
+      if (json === undefined || bytes(json) > l.maxDetailsBytes)
+        set("details", [{ truncated: true, bytes: json === undefined ? undefined : bytes(json) }]);
+    }
+    const cause = (err as { cause?: unknown }).cause;
+    if (cause !== undefined) set("cause", depth + 1 >= MAX_CAUSES ? undefined : boundFailure(cause, limits, depth + 1));
+  } catch {
+    // Getters that throw: what cannot be read cannot be bounded, and is left as it is.
+  }
+  return err;
 }

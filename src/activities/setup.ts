@@ -5,6 +5,8 @@ import { getApiProvider, getModel, type Api, type KnownProvider, type Model } fr
 import type { AgentTool, ModelRef, RunSetup, ToolSpec } from "../types.js";
 import { checkActivityOptions, checkDuration } from "../workflows/input.js";
 import { FailureType } from "../common/failure-types.js";
+import { ModelPolicy } from "./model-policy.js";
+import { modelNotServedFailure, onWorker } from "./classify.js";
 
 function invalid(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`Invalid run input: ${message}`, FailureType.InvalidRunInput);
@@ -53,15 +55,33 @@ export function createSetupActivity(
   native: AgentTool<any>[],
   models: Model<Api>[],
   hasSearchAttributes: SearchAttributeCheck = async () => false,
-  options: { encrypted?: boolean; listMore?: ToolLister } = {},
+  options: {
+    encrypted?: boolean;
+    listMore?: ToolLister;
+    policy?: ModelPolicy;
+    /** The worker's identity, named when it lacks a run's model. */
+    workerIdentity?: () => string | undefined;
+  } = {},
 ) {
   const listMore = options.listMore;
+  const policy = options.policy ?? new ModelPolicy(models);
   return async function resolveRunSetup(input: { model: ModelRef; tools?: string[] }): Promise<RunSetup> {
     const model = typeof input.model === "string" ? resolveModelRef(input.model, models) : input.model;
+    const info = Context.current().info;
+    const where = { identity: options.workerIdentity?.(), taskQueue: info.taskQueue };
     if (!model)
-      throw invalid(`"model": unknown model "${input.model}" (not in the worker's models nor in @jai/ai's catalogue)`);
-    if (!getApiProvider(model.api))
-      throw invalid(`"model.api": no provider for api "${model.api}" is registered in this worker`);
+      throw invalid(
+        `"model": unknown model "${input.model}" (not among the models of ${onWorker(where)} nor in @jai/ai's ` +
+          `catalogue; every worker of a task queue must serve the same models)`,
+      );
+    // An api another worker of the queue may have (its config module registers it): ModelNotServed, which the run
+    // takes to any worker of the queue (a local setup: at once; a regular one: retried a bounded number of times).
+    if (!getApiProvider(model.api)) throw modelNotServedFailure(model, model.api, where, info.isLocal);
+    // A model object is the run's: served only as the worker serves that model (where its key goes is not the run's choice).
+    if (typeof input.model !== "string") {
+      const verdict = policy.check(model);
+      if (!verdict.served) throw invalid(`"${verdict.field}": ${verdict.reason}`);
+    }
     const tools = listMore ? [...native, ...(await listMore(input.tools))] : native;
     let selected = tools;
     if (input.tools) {

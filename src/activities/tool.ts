@@ -12,7 +12,7 @@ import type {
   PrepareToolOutput,
 } from "../types.js";
 import { errorOutput } from "../workflows/tool-output.js";
-import { capToolResult } from "./result-limits.js";
+import { boundFailure, capErrorText, capToolResult } from "./result-limits.js";
 import { activityEmitter } from "./events.js";
 import { withHeartbeats } from "./heartbeat.js";
 
@@ -38,7 +38,14 @@ export function normalizeToolResult(toolName: string, value: unknown): AgentTool
   ) as AgentToolResult;
 }
 
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/** The text of what a tool threw; never throws itself (a thrown value's getters or toString may). */
+function errorText(err: unknown): string {
+  try {
+    return err instanceof Error ? String(err.message) : String(err);
+  } catch {
+    return "The tool threw a value that cannot be shown as text";
+  }
+}
 
 const DEFAULT_GRACE_MS = 5000;
 
@@ -90,7 +97,7 @@ export function createToolActivities(
     const tool = tools.get(input.toolName);
     if (!tool) return { error: `Tool ${input.toolName} not found`, needsApproval: false };
     const checked = validate(tool, input);
-    if ("error" in checked) return { error: checked.error, needsApproval: false };
+    if ("error" in checked) return { error: capErrorText(checked.error, input.limits), needsApproval: false };
     const rule = tool.requiresApproval;
     if (typeof rule !== "function") return { needsApproval: Boolean(rule) };
     // A predicate that fails asks a person rather than letting the call through.
@@ -109,7 +116,13 @@ export function createToolActivities(
   }
 
   async function executeTool(input: ExecuteToolInput): Promise<ExecuteToolOutput> {
-    const output = await runTool(input);
+    let output: ExecuteToolOutput;
+    try {
+      output = await runTool(input);
+    } catch (err) {
+      // Whatever fails the activity goes into history as a failure: bounded like a result.
+      throw boundFailure(err, { ...input.limits, ...tools.get(input.toolName)?.resultLimits });
+    }
     onOutput(input, output);
     // A retried call says so: an earlier attempt's worker stopped, and it may be the one holding the run's context.
     const { attempt } = Context.current().info;
@@ -126,17 +139,15 @@ export function createToolActivities(
     const tool = tools.get(input.toolName);
     if (!tool) return errorOutput(`Tool ${input.toolName} not found`);
     const checked = validate(tool, input);
-    if ("error" in checked) return errorOutput(checked.error);
+    const limits = { ...input.limits, ...tool.resultLimits };
+    if ("error" in checked) return errorOutput(capErrorText(checked.error, limits));
     const emit = activityEmitter(onEvent);
     return withHeartbeats(async (signal) => {
       let live = true;
       const onUpdate = (partial: AgentToolResult) => {
         if (!live) return;
         try {
-          const capped = capToolResult(normalizeToolResult(input.toolName, partial), {
-            ...input.limits,
-            ...tool.resultLimits,
-          });
+          const capped = capToolResult(normalizeToolResult(input.toolName, partial), limits);
           emit({
             type: "tool_execution_update",
             toolCallId: input.toolCallId,
@@ -153,13 +164,17 @@ export function createToolActivities(
         );
         const value = await withGrace(execution, signal, tool.cancelGracePeriodMs ?? DEFAULT_GRACE_MS, input.toolName);
         return {
-          result: capToolResult(normalizeToolResult(input.toolName, value), { ...input.limits, ...tool.resultLimits }),
+          result: capToolResult(normalizeToolResult(input.toolName, value), limits),
           isError: false,
         };
       } catch (err) {
+        // A cancel reports only its (bounded) message: a tool's own CancelledFailure may carry anything in details.
         if (signal.aborted)
-          throw err instanceof CancelledFailure ? err : new CancelledFailure(`${input.toolName} cancelled`);
-        return errorOutput(errorText(err));
+          throw new CancelledFailure(
+            err instanceof CancelledFailure ? capErrorText(errorText(err), limits) : `${input.toolName} cancelled`,
+          );
+        // The model sees what the tool threw, cut like a result: an error too big for history would fail the call.
+        return errorOutput(capErrorText(errorText(err), limits));
       } finally {
         live = false;
       }

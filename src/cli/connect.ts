@@ -1,9 +1,16 @@
 /**
- * Where the CLIs find Temporal: --address, TEMPORAL_ADDRESS, the `npm run temporal` server, localhost:7233.
- * With JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE set, the client encrypts and decrypts payloads like the workers.
+ * The CLIs' Temporal client, configured like the worker process: Temporal's environment configuration
+ * (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE + temporal.toml;
+ * see src/worker-process/connection.ts), --address / --namespace over it, else the `npm run temporal` dev
+ * server, else localhost:7233. With JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE set, payloads are encrypted and
+ * decrypted like the workers do; without them, an encrypted payload is an error naming its key id and
+ * JAI_CODEC_KEYS (not the SDK's `Unknown encoding: binary/encrypted`).
  */
 import { Client, Connection } from "@temporalio/client";
+import type { DataConverter } from "@temporalio/common";
+import { NoKeysCodec } from "../codec/aes-gcm.js";
 import { dataConverterFromEnv } from "../codec/config.js";
+import { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";
 import { runningServer } from "./server-state.js";
 
 export function flag(args: string[], name: string): string | undefined {
@@ -11,16 +18,44 @@ export function flag(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-export async function connectClient(
-  args: string[],
-): Promise<{ client: Client; close(): Promise<void>; uiUrl?: string }> {
-  const server = await runningServer();
-  const address = flag(args, "--address") ?? process.env.TEMPORAL_ADDRESS ?? server?.address ?? "localhost:7233";
-  const connection = await Connection.connect({ address });
-  const dataConverter = dataConverterFromEnv();
+/** The environment's data converter, or one whose codec only names the missing keys of encrypted payloads. */
+export function cliDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter {
+  return dataConverterFromEnv(env) ?? { payloadCodecs: [new NoKeysCodec()] };
+}
+
+export interface CliClient {
+  client: Client;
+  close(): Promise<void>;
+  /** The `npm run temporal` server's Web UI, when that is the server used. */
+  uiUrl?: string;
+  /** Where it connected (address, namespace, TLS / API key; never the key itself). */
+  target: TemporalTarget;
+}
+
+/** A client from flags (`address`, `namespace`) and the environment. */
+export async function connectCli(
+  options: { address?: string; namespace?: string } = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<CliClient> {
+  // Codec keys first: a bad key set is reported before any connection is made.
+  const dataConverter = cliDataConverter(env);
+  const configured = options.address ?? env.TEMPORAL_ADDRESS;
+  const server = configured ? undefined : await runningServer();
+  const target = temporalTarget(env, {
+    address: options.address,
+    namespace: options.namespace,
+    fallbackAddress: server?.address,
+  });
+  const connection = await Connection.connect(target.connectionOptions);
   return {
-    client: new Client({ connection, namespace: flag(args, "--namespace") ?? "default", dataConverter }),
+    client: new Client({ connection, namespace: target.namespace, dataConverter }),
     close: () => connection.close(),
-    uiUrl: server?.uiUrl,
+    uiUrl: server && server.address === target.connectionOptions.address ? server.uiUrl : undefined,
+    target,
   };
+}
+
+/** `connectCli` with `--address` / `--namespace` read from `args`. */
+export async function connectClient(args: string[]): Promise<CliClient> {
+  return connectCli({ address: flag(args, "--address"), namespace: flag(args, "--namespace") });
 }

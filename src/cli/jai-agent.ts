@@ -1,8 +1,12 @@
 #!/usr/bin/env node
 /** The `jai-agent` command: one entry for the worker process and the other CLIs. */
-const COMMANDS: Record<string, { module: string; about: string }> = {
+/** `args` go before the user's: one module serves several commands. */
+const COMMANDS: Record<string, { module: string; about: string; args?: string[] }> = {
   worker: { module: "./worker-main.js", about: "run a worker process (see `jai-agent worker --help`)" },
-  bundle: { module: "./bundle.js", about: "prebuild the workflow bundle: jai-agent bundle [file]" },
+  bundle: {
+    module: "./bundle.js",
+    about: "prebuild the workflow bundle: jai-agent bundle [file] [--encrypt-failures]",
+  },
   start: { module: "./start.js", about: 'one agent run, printed as it happens: jai-agent start "<prompt>"' },
   temporal: { module: "./temporal.js", about: "a local Temporal dev server with its Web UI" },
   replay: { module: "./replay.js", about: "replay a run's history against this code: jai-agent replay <workflowId>" },
@@ -11,6 +15,42 @@ const COMMANDS: Record<string, { module: string; about: string }> = {
     about: "print a run as it happens (or replay a finished one): jai-agent watch <workflowId>",
   },
   show: { module: "./show.js", about: "print a run's transcript from its history: jai-agent show <workflowId>" },
+  runs: {
+    module: "./runs.js",
+    args: ["list"],
+    about: "list agent runs: jai-agent runs [--status running|waiting|failed|completed|cancelled] [--limit N] [--json]",
+  },
+  state: {
+    module: "./runs.js",
+    args: ["state"],
+    about: "a run's status and pending approvals: jai-agent state <id> [--json]",
+  },
+  approve: {
+    module: "./runs.js",
+    args: ["approve"],
+    about: "let a tool call waiting for approval run: jai-agent approve <id> <toolCallId|--all>",
+  },
+  deny: {
+    module: "./runs.js",
+    args: ["deny"],
+    about: "refuse a tool call waiting for approval: jai-agent deny <id> <toolCallId> [--reason text]",
+  },
+  steer: { module: "./runs.js", args: ["steer"], about: "steer a running run: jai-agent steer <id> <message>" },
+  "follow-up": {
+    module: "./runs.js",
+    args: ["follow-up"],
+    about: "queue a message for when the run would stop: jai-agent follow-up <id> <message>",
+  },
+  prompt: {
+    module: "./runs.js",
+    args: ["prompt"],
+    about: "send a session run a prompt: jai-agent prompt <id> <message>",
+  },
+  cancel: { module: "./runs.js", args: ["cancel"], about: "cancel a run: jai-agent cancel <id> [--wait]" },
+  schedule: {
+    module: "./schedule.js",
+    about: "agent runs on Temporal Schedules: jai-agent schedule create|list|describe|pause|unpause|trigger|delete",
+  },
   "codec-server": {
     module: "./codec-server.js",
     about: "decrypt payloads for the Temporal UI (codec server protocol)",
@@ -28,5 +68,5 @@ if (!command) {
   process.exit(name === "--help" || name === "-h" ? 0 : 2);
 }
 // Each command reads its own arguments from process.argv.slice(2).
-process.argv.splice(2, 1);
+process.argv.splice(2, 1, ...(command.args ?? []));
 await import(command.module);

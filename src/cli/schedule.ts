@@ -5,7 +5,6 @@
  *   list | describe <id> | pause <id> | unpause <id> | trigger <id> | delete <id>
  */
 import { parseArgs } from "node:util";
-import { Client, Connection } from "@temporalio/client";
 import {
   deleteAgentSchedule,
   describeAgentSchedule,
@@ -17,7 +16,8 @@ import {
   type AgentScheduleInfo,
   type ScheduleAgentRunOptions,
 } from "../schedules.js";
-import { runningServer } from "./server-state.js";
+import { connectCli } from "./connect.js";
+import { InvalidRunInputError } from "../client.js";
 
 const USAGE = `usage: npm run schedule -- <command> [options]
   create <id> --model provider/id --prompt text (--every 1h | --cron "0 9 * * *")
@@ -55,9 +55,9 @@ const fail = (message: string): never => {
 if (!command) fail("missing command");
 if (command !== "list" && !id) fail(`${command} needs a schedule id`);
 
-const address = values.address ?? process.env.TEMPORAL_ADDRESS ?? (await runningServer())?.address ?? "localhost:7233";
-const connection = await Connection.connect({ address });
-const client = new Client({ connection });
+// The environment the worker honours (address, namespace, TLS / API key, codec keys: a schedule's input is encrypted too).
+const connection = await connectCli({ address: values.address });
+const client = connection.client;
 const show = (s: AgentScheduleInfo) =>
   console.log(
     `${s.scheduleId}${s.paused ? " (paused)" : ""}  next: ${s.nextActionTimes[0]?.toISOString() ?? "-"}  recent: ${s.recentRuns.slice(-3).join(", ") || "-"}${s.note ? `  note: ${s.note}` : ""}`,
@@ -67,6 +67,7 @@ try {
   switch (command) {
     case "create": {
       if (!values.model || !values.prompt) fail("create needs --model and --prompt");
+      if (!values.every && !values.cron) fail("create needs --every or --cron");
       const options: ScheduleAgentRunOptions = {
         scheduleId: id,
         spec: { ...(values.every ? { interval: values.every } : {}), ...(values.cron ? { cron: values.cron } : {}) },
@@ -111,7 +112,9 @@ try {
   }
 } catch (err) {
   console.error(err instanceof Error ? err.message : String(err));
-  process.exitCode = 1;
+  // Bad options (they name the field, e.g. `Invalid schedule: "spec.cron" ...`): nothing was created.
+  if (err instanceof InvalidRunInputError) console.error(USAGE);
+  process.exitCode = err instanceof InvalidRunInputError ? 2 : 1;
 } finally {
   await connection.close();
 }

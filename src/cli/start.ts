@@ -107,12 +107,14 @@ async function main(): Promise<void> {
     ? `${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}/${runId}/history`
     : undefined;
   console.log(`Run ${handle.workflowId} · ${note}${link ? `\nWatch it in the Temporal UI: ${link}` : ""}`);
+  // The server's token (minted unless JAI_HTTP_TOKEN is set) rides in the console URL's fragment, never its query.
+  const fragment = events.server.tokenMinted ? `#token=${events.server.token}` : "";
   console.log(
-    `Follow it from elsewhere: npm run watch -- ${handle.workflowId}   or the console ${events.server.url}/runs/${handle.workflowId}/console`,
+    `Follow it from elsewhere: ${fragment ? "JAI_HTTP_TOKEN=<the token below> " : ""}npm run watch -- ${handle.workflowId} --url ${events.server.url}   or the console ${events.server.url}/runs/${handle.workflowId}/console${fragment}`,
   );
   const print = eventPrinter();
   const followed = (async () => {
-    for await (const { event } of handle.events({ url: events.server.url })) print(event);
+    for await (const { event } of handle.events({ url: events.server.url, token: events.server.token })) print(event);
   })();
 
   // The worker keeps serving until the run is closed, however it closes.

@@ -3,30 +3,43 @@
  * run as it happens from any process, attaching to a running run or
  * replaying a finished one: streaming text, tool calls, results, approvals
  * waiting with the command to approve them, and the final usage.
+ *
+ * The token (JAI_HTTP_TOKEN) goes to --url / JAI_EVENTS_URL, or to a run
+ * server found in the run's history only when its host is listed in
+ * JAI_EVENTS_TRUSTED_HOSTS (history does not direct where the token goes).
  */
 import { parseArgs } from "node:util";
-import { Client, Connection } from "@temporalio/client";
 import { getAgentRun } from "../client.js";
 import { eventPrinter } from "../events/render.js";
-import { discoverEventsUrl } from "../events/subscribe.js";
-import { runningServer } from "./server-state.js";
+import { discoverEventsUrl, isTrustedEventsUrl } from "../events/subscribe.js";
+import { connectCli } from "./connect.js";
 
 const { values, positionals } = parseArgs({
   args: process.argv.slice(2),
-  options: { address: { type: "string" }, from: { type: "string" }, url: { type: "string" } },
+  options: {
+    address: { type: "string" },
+    namespace: { type: "string" },
+    from: { type: "string" },
+    url: { type: "string" },
+  },
   allowPositionals: true,
 });
 const workflowId = positionals[0];
 if (!workflowId) {
-  console.error("usage: npm run watch -- <workflowId> [--from cursor] [--address host:port] [--url run-server]");
+  console.error(
+    "usage: npm run watch -- <workflowId> [--from cursor] [--address host:port] [--namespace ns] [--url run-server]",
+  );
   process.exit(2);
 }
-const address = values.address ?? process.env.TEMPORAL_ADDRESS ?? (await runningServer())?.address ?? "localhost:7233";
-const connection = await Connection.connect({ address });
-const client = new Client({ connection });
+// The environment the worker honours (address, namespace, TLS / API key, codec keys): encrypted runs read too.
+const connection = await connectCli({ address: values.address, namespace: values.namespace });
+const client = connection.client;
 const handle = getAgentRun(client, workflowId);
-const url =
-  values.url ?? process.env.JAI_EVENTS_URL ?? (await discoverEventsUrl(client, workflowId).catch(() => undefined));
+// Configured: gets the token. Found in history: handle.events() decides (token only on a trusted host).
+const configured = values.url || process.env.JAI_EVENTS_URL || undefined;
+const discovered = configured ? undefined : await discoverEventsUrl(client, workflowId).catch(() => undefined);
+// The approval hint names a run server only when one is configured or trusted: history's text is not a command to paste.
+const url = configured ?? (discovered && isTrustedEventsUrl(discovered) ? discovered : undefined);
 const announced = new Set<string>();
 const lookForApprovals = async () => {
   const state = await handle.state().catch(() => undefined);
@@ -38,7 +51,7 @@ const lookForApprovals = async () => {
     console.log(
       url
         ? `      curl -X POST ${url}/runs/${workflowId}/approve -H 'content-type: application/json' -d '${body}'`
-        : `      await getAgentRun(client, "${workflowId}").approve("${a.toolCallId}")`,
+        : `      jai-agent approve ${workflowId} ${a.toolCallId}    (or: jai-agent deny ${workflowId} ${a.toolCallId} --reason "…")`,
     );
   }
 };
@@ -52,7 +65,7 @@ const poll = setInterval(() => {
 const print = eventPrinter();
 let cursor: string | undefined;
 try {
-  for await (const event of handle.events({ from: values.from, url })) {
+  for await (const event of handle.events({ from: values.from, url: configured })) {
     cursor = event.cursor;
     if (event.event.type === "tool_execution_start") running.add(event.event.toolCallId);
     if (event.event.type === "tool_execution_end") running.delete(event.event.toolCallId);

@@ -45,11 +45,13 @@ export class CodecKeyError extends Error {
     readonly loadedKeyIds: string[],
   ) {
     super(
-      reason === "missing-key"
-        ? `payload encrypted with key "${keyId}", which this process does not have (loaded: ${loadedKeyIds.join(", ") || "none"}); add it to JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE as an old key`
-        : reason === "wrong-key"
-          ? `payload encrypted with key "${keyId}" does not decrypt with the key loaded under that id: the key material differs (or the payload was altered)`
-          : `payload marked as encrypted with key "${keyId}" is malformed (too short for a nonce and tag)`,
+      reason === "missing-key" && loadedKeyIds.length === 0
+        ? `payload encrypted with key "${keyId}", and this process has no codec keys: set JAI_CODEC_KEYS (or JAI_CODEC_KEY_FILE) with key "${keyId}"`
+        : reason === "missing-key"
+          ? `payload encrypted with key "${keyId}", which this process does not have (loaded: ${loadedKeyIds.join(", ")}); add it to JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE as an old key`
+          : reason === "wrong-key"
+            ? `payload encrypted with key "${keyId}" does not decrypt with the key loaded under that id: the key material differs (or the payload was altered)`
+            : `payload marked as encrypted with key "${keyId}" is malformed (too short for a nonce and tag)`,
     );
     this.name = "CodecKeyError";
   }
@@ -161,5 +163,23 @@ export class AesGcmCodec implements PayloadCodec {
     if (cipher === CIPHER_DEFLATE) plain = inflateRawSync(plain);
     const inner = temporal.api.common.v1.Payload.decode(plain);
     return { metadata: inner.metadata, data: inner.data };
+  }
+}
+
+/**
+ * The codec of a client without keys (the CLIs when neither JAI_CODEC_KEYS nor JAI_CODEC_KEY_FILE is set):
+ * passes payloads through, and meets an encrypted one with a CodecKeyError naming its key id and JAI_CODEC_KEYS
+ * instead of the SDK's bare `Unknown encoding: binary/encrypted`.
+ */
+export class NoKeysCodec implements PayloadCodec {
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads;
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    for (const p of payloads)
+      if (text(p.metadata?.encoding) === ENCRYPTED_ENCODING)
+        throw new CodecKeyError(text(p.metadata?.[KEY_ID_METADATA]) ?? "(none)", "missing-key", []);
+    return payloads;
   }
 }

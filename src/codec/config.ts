@@ -4,7 +4,8 @@
  * key current; JAI_CODEC_COMPRESS=1 deflates before encrypting.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { DataConverter } from "@temporalio/common";
 import { AesGcmCodec, CodecConfigError, type AesGcmCodecOptions, type CodecKey } from "./aes-gcm.js";
 
@@ -53,13 +54,48 @@ export function codecFromEnv(
   return new AesGcmCodec({ keys, compress: on(env.JAI_CODEC_COMPRESS), ...options });
 }
 
-/** A data converter with the environment's codec, or undefined (Temporal's default) when none is configured. */
+/**
+ * Path of the failure converter that moves a failure's message and stack trace into an encoded payload
+ * (./failure-converter.cts, built as .cjs): Temporal `require()`s it and bundles it into workflow code.
+ */
+export const ENCRYPTED_FAILURES_PATH = (() => {
+  const cjs = fileURLToPath(new URL("./failure-converter.cjs", import.meta.url));
+  return existsSync(cjs) ? cjs : cjs.replace(/\.cjs$/, ".cts");
+})();
+
+/** What ./failure-converter.cts leaves in a workflow bundle that holds it. */
+const ENCRYPTED_FAILURES_MARKER = "jai-agent:encrypted-failures";
+
+/**
+ * The one place a data converter with payload codecs is completed: under a codec, failure messages and stack
+ * traces go through it too (Temporal's `DefaultFailureConverter({ encodeCommonAttributes: true })`), else a
+ * provider's error text, which can quote the request, would sit in history as plain text. A converter without
+ * codecs, or with a failure converter of its own, is returned as it is.
+ */
+export function withEncryptedFailures(dataConverter: DataConverter): DataConverter;
+export function withEncryptedFailures(dataConverter: DataConverter | undefined): DataConverter | undefined;
+export function withEncryptedFailures(dataConverter: DataConverter | undefined): DataConverter | undefined {
+  if (!dataConverter?.payloadCodecs?.length || dataConverter.failureConverterPath) return dataConverter;
+  return { ...dataConverter, failureConverterPath: ENCRYPTED_FAILURES_PATH };
+}
+
+/** True when `dataConverter` encrypts failures with ./failure-converter.cts (its workflow bundle must hold it too). */
+export const encryptsFailures = (dataConverter: DataConverter | undefined): boolean =>
+  dataConverter?.failureConverterPath === ENCRYPTED_FAILURES_PATH;
+
+/** Whether a workflow bundle was built with the failure converter of `withEncryptedFailures`. */
+export function bundleEncryptsFailures(bundle: { code: string } | { codePath: string }): boolean {
+  const code = "code" in bundle ? bundle.code : readFileSync(bundle.codePath, "utf8");
+  return code.includes(ENCRYPTED_FAILURES_MARKER);
+}
+
+/** A data converter with the environment's codec (failures encrypted too), or undefined (Temporal's default) when none is configured. */
 export function dataConverterFromEnv(
   env: NodeJS.ProcessEnv = process.env,
   options: Pick<AesGcmCodecOptions, "onKeyError"> = {},
 ): DataConverter | undefined {
   const codec = codecFromEnv(env, options);
-  return codec ? { payloadCodecs: [codec] } : undefined;
+  return codec ? withEncryptedFailures({ payloadCodecs: [codec] }) : undefined;
 }
 
 /** A fresh random key as `id:base64`, for JAI_CODEC_KEYS. */

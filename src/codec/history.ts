@@ -46,18 +46,55 @@ export async function decodePayloads(payloads: Payload[], codecs: PayloadCodec[]
   return decoded;
 }
 
-/** Decodes every payload of `history` in place with `codecs` (applied last to first, as Temporal does) and returns it. */
+/**
+ * Decodes every payload of `history` in place with `codecs` (applied last to first, as Temporal does) and returns
+ * it; failures written with encoded common attributes (see `withEncryptedFailures`) get their message and stack
+ * trace back, as Temporal's failure converter gives them to the workflow.
+ */
 export async function decodeHistoryPayloads<H extends History>(history: H, codecs: PayloadCodec[]): Promise<H> {
-  if (codecs.length === 0) return history;
   const payloads: Payload[] = [];
-  collectPayloads(history.events, payloads);
-  if (payloads.length === 0) return history;
-  const decoded = await decodePayloads(payloads, codecs);
-  payloads.forEach((p, i) => {
-    p.metadata = decoded[i].metadata;
-    p.data = decoded[i].data;
-  });
+  if (codecs.length > 0) collectPayloads(history.events, payloads);
+  if (payloads.length > 0) {
+    const decoded = await decodePayloads(payloads, codecs);
+    payloads.forEach((p, i) => {
+      p.metadata = decoded[i].metadata;
+      p.data = decoded[i].data;
+    });
+  }
+  restoreFailureAttributes(history.events);
   return history;
+}
+
+type Failure = temporal.api.failure.v1.IFailure;
+
+/** Failures (and their causes) anywhere in `value`: objects with an `encodedAttributes` payload. */
+function collectFailures(value: unknown, out: Failure[], seen = new Set<unknown>()): void {
+  if (typeof value !== "object" || value === null || value instanceof Uint8Array || seen.has(value)) return;
+  seen.add(value);
+  if (isPayload(value)) return;
+  const f = value as Failure;
+  if (f.encodedAttributes && isPayload(f.encodedAttributes)) out.push(f);
+  for (const child of Array.isArray(value) ? value : Object.values(value)) collectFailures(child, out, seen);
+}
+
+/** Sets each failure's message and stack trace from its decoded (JSON) `encodedAttributes`, as the SDK does. */
+function restoreFailureAttributes(events: History["events"]): void {
+  const failures: Failure[] = [];
+  collectFailures(events, failures);
+  for (const failure of failures) {
+    const { metadata, data } = failure.encodedAttributes!;
+    if (!data || Buffer.from(metadata?.encoding ?? []).toString("utf8") !== "json/plain") continue; // still sealed
+    let attrs: unknown;
+    try {
+      attrs = JSON.parse(Buffer.from(data).toString("utf8"));
+    } catch {
+      continue;
+    }
+    if (typeof attrs !== "object" || attrs === null) continue;
+    const { message, stack_trace } = attrs as { message?: unknown; stack_trace?: unknown };
+    if (typeof message === "string") failure.message = message;
+    if (typeof stack_trace === "string") failure.stackTrace = stack_trace;
+  }
 }
 
 /** `decodeHistoryPayloads` with a client's (or worker's) loaded data converter. */

@@ -15,6 +15,17 @@ export const FailureType = {
   ModelStreamInterrupted: "ModelStreamInterrupted",
   /** The model cannot be called at all (unknown API, no key): not retried. */
   ModelUnsupported: "ModelUnsupported",
+  /**
+   * The model's provider needs an API key and the worker has none (no environment variable, nothing from its
+   * getApiKey): not retried, nothing sent. The message names the variables to set and the worker.
+   */
+  ModelApiKeyMissing: "ModelApiKeyMissing",
+  /**
+   * This worker has no provider for the model's api (or does not know its "provider/modelId"), while another
+   * worker of the queue may: retried for a bounded time, so that one can take it. The message names the model,
+   * the api and the worker.
+   */
+  ModelNotServed: "ModelNotServed",
   /** The run's input names something this worker cannot serve. */
   InvalidRunInput: "InvalidRunInput",
   /** A tool registered in the worker is malformed. */

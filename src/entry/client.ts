@@ -11,6 +11,7 @@ export {
   unpauseAgentSchedule,
   triggerAgentSchedule,
   deleteAgentSchedule,
+  InvalidScheduleError,
   type ScheduleAgentRunOptions,
   type AgentScheduleSpec,
   type AgentScheduleInfo,
@@ -39,6 +40,12 @@ export {
   type AesGcmCodecOptions,
   type CodecKey,
 } from "../codec/aes-gcm.js";
-export { codecFromEnv, dataConverterFromEnv, parseCodecKeys, newCodecKey } from "../codec/config.js";
+export {
+  codecFromEnv,
+  dataConverterFromEnv,
+  parseCodecKeys,
+  newCodecKey,
+  withEncryptedFailures,
+} from "../codec/config.js";
 export { decodeHistory, decodeHistoryPayloads } from "../codec/history.js";
 export { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";

@@ -2,6 +2,12 @@
 export type * from "../contracts.js";
 export { createAgentWorker, bundleAgentWorkflows, agentWorkflowsPath, DEFAULT_TASK_QUEUE } from "../worker.js";
 export type { AgentWorker, AgentWorkerOptions } from "../worker.js";
+export type {
+  AgentWorkerExtension,
+  AgentWorkerExtensionParts,
+  AgentWorkerHost,
+  AgentWorkerPollers,
+} from "../extension.js";
 export { AgentPlugin, type AgentPluginOptions } from "../plugin.js";
 export { runWorkerProcess, type WorkerProcessOptions } from "../worker-process/run.js";
 export { defineConfig, type AgentServiceConfig } from "../worker-process/config.js";
@@ -15,6 +21,7 @@ export {
   DELIVERY_HEADER,
   type RunOutcome,
   type WebhookOptions,
+  type WebhookSecret,
 } from "../webhooks/deliver.js";
 export type { WebhookTarget } from "../webhooks/field.js";
 export { registerDemoModel, DEMO_LABEL } from "../demo/offline-model.js";

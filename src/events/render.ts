@@ -7,14 +7,25 @@ export interface RenderOptions {
   onToolStart?: (toolCallId: string) => void;
 }
 
+/**
+ * Contract: an assistant message's text is printed once, from its deltas when
+ * the stream had them, else whole at message_end (events rebuilt from history
+ * carry no deltas): a subscriber never sees a blank answer.
+ */
 export function eventPrinter(options: RenderOptions = {}): (event: AgentEvent) => void {
   const write = options.write ?? ((text: string) => void process.stdout.write(text));
+  // Whether the assistant message being streamed printed any text from deltas.
+  let printedDeltas = false;
   return (event) => {
     switch (event.type) {
       case "message_update":
-        if (event.assistantEvent.type === "text_delta") write(event.assistantEvent.delta);
+        if (event.assistantEvent.type === "text_delta") {
+          printedDeltas = true;
+          write(event.assistantEvent.delta);
+        }
         break;
       case "message_start":
+        if (event.message.role === "assistant") printedDeltas = false;
         if (event.message.role === "user") {
           const c = event.message.content;
           write(
@@ -24,6 +35,14 @@ export function eventPrinter(options: RenderOptions = {}): (event: AgentEvent) =
         break;
       case "message_end":
         if (event.message.role === "assistant") {
+          if (!printedDeltas) {
+            const text = event.message.content
+              .filter((c) => c.type === "text")
+              .map((c) => c.text)
+              .join("");
+            if (text) write(text);
+          }
+          printedDeltas = false;
           write("\n");
           if (event.message.stopReason === "error") write(`! model error: ${event.message.errorMessage}\n`);
         }

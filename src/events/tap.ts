@@ -2,11 +2,26 @@
  * The event tap: a bounded, in-memory log of the AgentEvents of the runs a
  * worker process serves, numbered per workflow id (so continue-as-new is one
  * stream), read by any number of subscribers from any position. Nothing of it
- * is durable or reaches history. Bounds: a run's deltas (message_update,
- * tool_execution_update) of finished streams are dropped first when its log
- * passes `maxRunBytes`; the least recently active runs are forgotten past
- * `maxRuns`. Readers pull at their own pace: a slow or vanished reader holds
- * nothing but its own position, and the run never waits for one.
+ * is durable or reaches history. Readers pull at their own pace: a slow or
+ * vanished reader holds nothing but its own position, and the run never waits
+ * for one.
+ *
+ * Bounds: a run's log never holds more than `maxRunBytes` (each event counted
+ * as the UTF-8 bytes of its JSON, as stored), whatever the events are. Past
+ * it, first the deltas (message_update, tool_execution_update) of finished
+ * streams go, which lose nothing (their message_end / tool_execution_end has
+ * it all); then the oldest events, of any kind. An assistant message_start
+ * goes with the deltas after it (they cannot be rebuilt without it), and a
+ * stream whose start went keeps no further deltas. An event bigger than the
+ * whole cap is not kept. Past `maxRuns`, the least recently active runs are
+ * forgotten.
+ *
+ * Resume (`since(after)`) is by sequence number, so a cursor stays valid
+ * while events are evicted: it gets every kept event after it. Whether that
+ * is all of them is `complete(workflowId, after)`: false once an event after
+ * the cursor, other than a delta, was evicted (or never kept). Such a reader
+ * has lost events here; the transcript-derived stream (cursor `h<n>`,
+ * `handle.transcript()`) still has every message.
  */
 import type { AgentEvent, AgentEventSink, AgentRunRef } from "../types.js";
 import { deltaEncoder, type SequencedEvent, type WireEvent } from "./wire.js";
@@ -14,7 +29,7 @@ import { deltaEncoder, type SequencedEvent, type WireEvent } from "./wire.js";
 export interface EventTapOptions {
   /** Runs kept; the least recently active are forgotten first. Default 500. */
   maxRuns?: number;
-  /** Bytes (as JSON) of one run's log before deltas of finished streams are dropped. Default 4 MB. */
+  /** Most bytes (UTF-8 JSON of each event as stored) one run's log holds. Default 4 MB. */
   maxRunBytes?: number;
 }
 
@@ -30,9 +45,16 @@ interface RunLog {
   wake: Set<() => void>;
   /** Index in entries of the newest assistant message_start: deltas before it belong to finished streams. */
   streamStart: number;
+  /** Entries before this index hold no deltas (the part of the log the last trim already thinned). */
+  clean: number;
+  /** The stream in progress lost its message_start: its further deltas are not kept. */
+  streamLost: boolean;
+  /** Highest seq of an event (not a delta) that was evicted or never kept; -1 when none. */
+  lostThrough: number;
 }
 
 const isDelta = (e: WireEvent) => e.type === "message_update" || e.type === "tool_execution_update";
+const isAssistantStart = (e: WireEvent) => e.type === "message_start" && e.message.role === "assistant";
 
 export class EventTap {
   private readonly runs = new Map<string, RunLog>();
@@ -62,17 +84,54 @@ export class EventTap {
     return this.runs.get(workflowId)?.next ?? 0;
   }
 
+  /** Bytes the run's log holds now (0 for an unknown run); never more than `maxRunBytes`. */
+  bytes(workflowId: string): number {
+    return this.runs.get(workflowId)?.bytes ?? 0;
+  }
+
+  /**
+   * Whether `since(workflowId, after)` gives every event after `after` but
+   * deltas of streams whose end it gives (false for an unknown run): a reader
+   * resuming from a cursor the tap no longer covers has lost events here.
+   */
+  complete(workflowId: string, after: number): boolean {
+    const log = this.runs.get(workflowId);
+    return log !== undefined && log.lostThrough <= after;
+  }
+
   append(run: AgentRunRef, event: AgentEvent): void {
     let log = this.runs.get(run.workflowId);
     if (log) this.runs.delete(run.workflowId); // re-insert: Map order is recency
-    log ??= { entries: [], next: 0, bytes: 0, encode: deltaEncoder(), wake: new Set(), streamStart: 0 };
+    log ??= {
+      entries: [],
+      next: 0,
+      bytes: 0,
+      encode: deltaEncoder(),
+      wake: new Set(),
+      streamStart: 0,
+      clean: 0,
+      streamLost: false,
+      lostThrough: -1,
+    };
     this.runs.set(run.workflowId, log);
     const wire = log.encode(event);
-    const bytes = JSON.stringify(wire).length;
-    if (wire.type === "message_start" && wire.message.role === "assistant") log.streamStart = log.entries.length;
-    log.entries.push({ seq: log.next++, event: wire, bytes });
-    log.bytes += bytes;
-    if (log.bytes > this.maxRunBytes) this.trim(log);
+    const seq = log.next++;
+    // Measured as stored and as served: the UTF-8 bytes of its JSON.
+    const bytes = Buffer.byteLength(JSON.stringify(wire), "utf8");
+    if (isAssistantStart(wire)) {
+      // A new stream: every delta before it belongs to a finished one.
+      log.streamStart = log.entries.length;
+      log.streamLost = false;
+    }
+    if (bytes > this.maxRunBytes || (wire.type === "message_update" && log.streamLost)) {
+      // Not kept: bigger than the whole cap, or a delta of a stream whose start is gone.
+      if (!isDelta(wire)) log.lostThrough = seq;
+      if (isAssistantStart(wire)) log.streamLost = true;
+    } else {
+      log.entries.push({ seq, event: wire, bytes });
+      log.bytes += bytes;
+      if (log.bytes > this.maxRunBytes) this.trim(log);
+    }
     for (const wake of log.wake) wake();
     log.wake.clear();
     while (this.runs.size > this.maxRuns) {
@@ -84,11 +143,33 @@ export class EventTap {
   }
 
   private trim(log: RunLog): void {
-    // Only deltas of finished streams go: durable events stay, and so does the stream in progress.
-    const before = log.entries.slice(0, log.streamStart).filter((e) => !isDelta(e.event));
-    log.entries = [...before, ...log.entries.slice(log.streamStart)];
-    log.streamStart = before.length;
-    log.bytes = log.entries.reduce((n, e) => n + e.bytes, 0);
+    // First the deltas of finished streams: their ends carry what they said. (Entries before `clean` have none.)
+    if (log.streamStart > log.clean) {
+      const kept = log.entries.slice(log.clean, log.streamStart).filter((e) => {
+        if (isDelta(e.event)) log.bytes -= e.bytes;
+        return !isDelta(e.event);
+      });
+      log.entries = log.entries.slice(0, log.clean).concat(kept, log.entries.slice(log.streamStart));
+      log.streamStart = log.clean + kept.length;
+      log.clean = log.streamStart;
+    }
+    // Then the oldest events, whatever they are, until the log fits.
+    let drop = 0;
+    while (log.bytes > this.maxRunBytes && drop < log.entries.length) {
+      const entry = log.entries[drop++];
+      log.bytes -= entry.bytes;
+      if (!isDelta(entry.event)) log.lostThrough = Math.max(log.lostThrough, entry.seq);
+      if (isAssistantStart(entry.event)) {
+        // Its deltas go with it: a reader could not rebuild them.
+        while (drop < log.entries.length && log.entries[drop].event.type === "message_update")
+          log.bytes -= log.entries[drop++].bytes;
+        if (drop > log.streamStart) log.streamLost = true;
+      }
+    }
+    if (drop === 0) return;
+    log.entries.splice(0, drop);
+    log.streamStart = Math.max(0, log.streamStart - drop);
+    log.clean = Math.max(0, log.clean - drop);
   }
 
   /** Events of the run with seq > after, now; [] for an unknown run. */
@@ -109,7 +190,9 @@ export class EventTap {
   wait(workflowId: string, ms: number): Promise<void> {
     const log = this.runs.get(workflowId);
     return new Promise((resolve) => {
+      // Unref'd: a reader waiting on a quiet run must not keep the process alive on its own.
       const timer = setTimeout(done, ms);
+      timer.unref();
       function done() {
         clearTimeout(timer);
         log?.wake.delete(done);

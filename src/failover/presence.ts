@@ -4,7 +4,7 @@
  *
  * Without it, each of a dead worker's runs waits out its own call's heartbeat timeout, then ~1 s for the dead
  * worker's sticky queue, and then its turn in the replays every survivor does at once: on a 3-worker fleet with
- * headroom the slowest runs lost 10 s against the 5 s heartbeat (docs/scaling.md).
+ * headroom the slowest runs lost 10 s against the 5 s heartbeat (docs/lab/scaling.md).
  *
  * With it, every worker runs a presence workflow (on the fleet queue, `fleetTaskQueue()`: only presence workflows
  * run there, so a saturated shared queue cannot delay a failover) whose one activity runs on a small queue
@@ -24,6 +24,7 @@
 import { Context, type Info } from "@temporalio/activity";
 import { type Client } from "@temporalio/client";
 import {
+  ApplicationFailure,
   CancelledFailure,
   msToNumber,
   TimeoutFailure,
@@ -37,12 +38,20 @@ import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
   ActivityInterceptorsFactory,
-  InjectedSinks,
   Next,
 } from "@temporalio/worker";
-import type { AgentSinks } from "../workflows/definitions.js";
-import { WORKER_PRESENCE_WORKFLOW, workerLostSignal } from "../workflows/presence.js";
-import { PeerLinks, type LinkAddress, type LinkEvidence, type LinkOptions, type LinkPeer } from "./links.js";
+import { WORKER_PRESENCE_WORKFLOW, workerLostSignal } from "./presence-workflow.js";
+import {
+  isLinkAddress,
+  macMatches,
+  macOf,
+  MIN_SECRET_LENGTH,
+  PeerLinks,
+  type LinkAddress,
+  type LinkEvidence,
+  type LinkOptions,
+  type LinkPeer,
+} from "./links.js";
 import type {
   FailoverResult,
   HeldCall,
@@ -55,18 +64,6 @@ import type {
 
 export type { PresenceOutcome } from "./types.js";
 export { WORKER_PRESENCE_WORKFLOW };
-
-type FleetSink = InjectedSinks<AgentSinks>["fleet"];
-
-/** The workflow's `fleet` sink: on every worker that runs (or replays) a run's task, so also during replay. */
-export function fleetSink(presence: WorkerPresence | undefined): FleetSink {
-  return {
-    runSeen: {
-      fn: presence ? (info) => presence.runSeen(info.workflowId, info.runId) : () => {},
-      callDuringReplay: true,
-    },
-  };
-}
 
 /**
  * Default presence timeout: how long after its last heartbeat a worker is pinged on its own queue, and how long
@@ -123,12 +120,61 @@ const FAILOVER_CONCURRENCY = 64;
  * them scheduled just before the death may have gone to the dead worker's last polls (as the server saw them).
  */
 const HANDED_WINDOW_MS = 10_000;
+/** What a presence's memo may hold at most: a task queue name's length, and its identities. */
+const MAX_QUEUE_NAME = 1000;
+const MAX_IDENTITIES = 16;
+const MAX_IDENTITY = 512;
+
+/** A presence's memo as it is written (and proven, with a secret): what the fleet links to a worker by. */
+interface PresenceMemo {
+  workerQueue: string;
+  links?: LinkAddress;
+  identities?: string[];
+  /** HMAC of the rest and the presence's workflow id with the fleet's secret (`presenceMemoMac`). */
+  mac?: string;
+}
+
+/** The MAC a presence's memo carries with a secret: bound to its workflow id, so it proves nothing elsewhere. */
+export const presenceMemoMac = (secret: string, workflowId: string, memo: Omit<PresenceMemo, "mac">) =>
+  macOf(secret, "presence-memo", [workflowId, memo.workerQueue, memo.links ?? null, memo.identities ?? []]);
+
+/** The MAC news of a lost worker carries with a secret: bound to the presence workflow told. */
+export const workerLostMac = (secret: string, presenceWorkflowId: string, news: { evidence: string; by: string }) =>
+  macOf(secret, "worker-lost", [presenceWorkflowId, news.evidence, news.by]);
+
+/**
+ * A presence's memo as read from the server (anyone who can start a workflow can write one): well formed and, with
+ * a `secret`, proven for `workflowId`; else undefined.
+ */
+export function trustedMemo(memo: unknown, workflowId: string, secret: string | undefined): PresenceMemo | undefined {
+  const m = memo as Partial<PresenceMemo> | null | undefined;
+  if (typeof m !== "object" || m === null) return undefined;
+  if (typeof m.workerQueue !== "string" || m.workerQueue.length === 0 || m.workerQueue.length > MAX_QUEUE_NAME)
+    return undefined;
+  if (m.links !== undefined && !isLinkAddress(m.links)) return undefined;
+  if (
+    m.identities !== undefined &&
+    !(
+      Array.isArray(m.identities) &&
+      m.identities.length <= MAX_IDENTITIES &&
+      m.identities.every((id) => typeof id === "string" && id.length > 0 && id.length <= MAX_IDENTITY)
+    )
+  )
+    return undefined;
+  const trusted: PresenceMemo = {
+    workerQueue: m.workerQueue,
+    ...(m.links ? { links: { host: m.links.host, port: m.links.port } } : {}),
+    ...(m.identities ? { identities: [...m.identities] } : {}),
+  };
+  if (secret !== undefined && !macMatches(presenceMemoMac(secret, workflowId, trusted), m.mac)) return undefined;
+  return trusted;
+}
 
 const key = (c: HeldCall) => `${c.workflowId}\u0000${c.runId}\u0000${c.activityId}\u0000${c.attempt}`;
 
 /**
  * What one worker has in hand, reported by its presence activity: the activity attempts running on it (both its
- * queues) and the runs whose workflow tasks it ran lately (the workflow's `fleet` sink, also called on replay).
+ * queues) and the runs whose workflow tasks it ran lately (the loop's `extensions.runSeen` sink, also called on replay).
  */
 export class WorkerPresence {
   /** The small queue only this worker's presence activity and pings run on. */
@@ -158,6 +204,8 @@ export class WorkerPresence {
   identities: string[] = [];
   /** The fleet's other workers at the last listing (links on); never this one. */
   private fleetPeers: LinkPeer[] = [];
+  /** The fleet's shared secret (`fastFailover.secret`): proves links, memos and news. */
+  readonly secret?: string;
   /** When this worker last started a presence (`watch()`'s start), ms. */
   private startedAt = 0;
   /** A restart `givenUp()` put off (presences started too close together). */
@@ -170,10 +218,19 @@ export class WorkerPresence {
     readonly timeoutMs: number,
     /** Links to the fleet's other workers (`fastFailover.links`): `false` for none. */
     links: LinkOptions | false = {},
+    /**
+     * The fleet's shared secret (`fastFailover.secret`): links prove it both ways, presences' memos and news of a
+     * lost worker carry an HMAC with it, and nothing unproven is linked to or failed over at once. None: links
+     * listen on loopback only, and only a ping decides a worker's death.
+     */
+    secret?: string,
   ) {
     this.presenceQueue = `${workerQueue}-presence`;
+    if (secret !== undefined && secret.length < MIN_SECRET_LENGTH)
+      throw new RangeError(`fastFailover.secret must be at least ${MIN_SECRET_LENGTH} characters`);
+    this.secret = secret;
     if (links !== false)
-      this.links = new PeerLinks(workerQueue, (peer, evidence) => this.peerLost(peer, evidence), links);
+      this.links = new PeerLinks(workerQueue, (peer, evidence) => this.peerLost(peer, evidence), links, secret);
   }
 
   /** Counts an activity attempt in (on start) and out (when it settles). */
@@ -181,7 +238,7 @@ export class WorkerPresence {
     inbound: new TrackCalls(this, ctx.info),
   });
 
-  /** A workflow task of this run ran here (the `fleet` sink). */
+  /** A workflow task of this run ran here (the loop's `extensions.runSeen` sink, also on replay). */
   runSeen(workflowId: string, runId: string): void {
     this.runs.delete(runId);
     this.runs.set(runId, { workflowId, runId, seenAt: Date.now() });
@@ -289,17 +346,19 @@ export class WorkerPresence {
         renewAfterMs: RENEW_AFTER_MS,
         ...(address ? { linked: true } : {}),
       };
+      const workflowId = `jai-presence-${this.workerQueue}-${++this.attempt}`;
+      // What the fleet's other workers link to this one by (and what an operator sees of it); proven with a secret.
+      const memo: PresenceMemo = {
+        workerQueue: this.workerQueue,
+        ...(address ? { links: address } : {}),
+        ...(this.identities.length > 0 ? { identities: this.identities } : {}),
+      };
       client.workflow
         .start(WORKER_PRESENCE_WORKFLOW, {
           taskQueue: fleet,
-          workflowId: `jai-presence-${this.workerQueue}-${++this.attempt}`,
+          workflowId,
           args: [input],
-          // What the fleet's other workers link to this one by (and what an operator sees of it).
-          memo: {
-            workerQueue: this.workerQueue,
-            ...(address ? { links: address } : {}),
-            ...(this.identities.length > 0 ? { identities: this.identities } : {}),
-          },
+          memo: this.secret ? { ...memo, mac: presenceMemoMac(this.secret, workflowId, memo) } : { ...memo },
         })
         .catch((err) => console.warn(`jai: could not start the presence of ${this.workerQueue}: ${String(err)}`));
     };
@@ -353,8 +412,9 @@ export class WorkerPresence {
         // A worker whose presence was just restarted has two running for a moment: the newest is the one told.
         const peers = new Map<string, LinkPeer & { startedAt: number }>();
         for await (const run of client.workflow.list({ query })) {
-          const memo = run.memo as { workerQueue?: string; links?: LinkAddress; identities?: string[] } | undefined;
-          if (!memo?.workerQueue || !memo.links || memo.workerQueue === this.workerQueue) continue;
+          // Anyone who can start a workflow writes memos: only a well-formed one (proven, with a secret) is linked.
+          const memo = trustedMemo(run.memo, run.workflowId, this.secret);
+          if (!memo?.links || memo.workerQueue === this.workerQueue) continue;
           const startedAt = run.startTime.getTime();
           if ((peers.get(memo.workerQueue)?.startedAt ?? -1) >= startedAt) continue;
           peers.set(memo.workerQueue, {
@@ -381,7 +441,7 @@ export class WorkerPresence {
    */
   peerLost(peer: LinkPeer, evidence: LinkEvidence): void {
     if (!this.client) return;
-    void tellWorkerLost(this.client, peer, { evidence, by: this.workerQueue });
+    void tellWorkerLost(this.client, peer, { evidence, by: this.workerQueue }, this.secret);
     if (evidence === "closed") return;
     const namespace = this.client.options.namespace;
     // Gone for sure. The first survivor (by queue name) fails it over from here at once, with the report read from
@@ -609,12 +669,36 @@ export function createPresenceActivities(client: () => Client | undefined, prese
       return presence && Context.current().info.taskQueue === presence.presenceQueue ? presence.workerQueue : "";
     },
 
-    /** The fail-over of a dead worker (`failOver`), for its presence workflow, on a survivor. */
+    /**
+     * The fail-over of a dead worker (`failOver`), for its presence workflow, on a survivor. With a secret, only of
+     * a presence whose memo proves it (a hand-started one could name any worker's queue and report any calls).
+     */
     async failOverWorker(input: { workerQueue: string; report?: PresenceReport }): Promise<FailoverResult> {
       const c = client();
       if (!c) throw new Error("failOverWorker needs the worker's client");
       const info = Context.current().info;
-      return failOver(c, info.workflowNamespace, presence, info.workflowExecution!, input);
+      const execution = info.workflowExecution!;
+      if (presence?.secret !== undefined) {
+        const described = await c.workflow.getHandle(execution.workflowId, execution.runId).describe();
+        const memo = trustedMemo(described.memo, execution.workflowId, presence.secret);
+        if (memo?.workerQueue !== input.workerQueue)
+          throw ApplicationFailure.nonRetryable(
+            `presence ${execution.workflowId} does not prove the fleet's secret: ${input.workerQueue} is not failed over`,
+            "UnprovenPresence",
+          );
+      }
+      return failOver(c, info.workflowNamespace, presence, execution, input);
+    },
+
+    /**
+     * Whether news of a lost worker, signalled to the presence workflow this runs for, proves the fleet's secret
+     * (any client of the namespace can signal): only proven news is taken for sure. Never without a secret.
+     */
+    async checkWorkerLost(news: WorkerLost): Promise<boolean> {
+      const secret = presence?.secret;
+      if (secret === undefined || typeof news?.evidence !== "string" || typeof news.by !== "string") return false;
+      const { workflowId } = Context.current().info.workflowExecution!;
+      return macMatches(workerLostMac(secret, workflowId, news), news.mac);
     },
   };
 }
@@ -711,8 +795,9 @@ export async function failOver(
  * server refuse that task, and the fail-over ran twice. Never throws: a presence that ended meanwhile (failed over
  * by its heartbeats, or its worker left) has nothing to be told.
  */
-export async function tellWorkerLost(client: Client, peer: LinkPeer, news: WorkerLost): Promise<void> {
+export async function tellWorkerLost(client: Client, peer: LinkPeer, news: WorkerLost, secret?: string): Promise<void> {
   const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
+  if (secret) news = { ...news, mac: workerLostMac(secret, peer.presenceWorkflowId, news) };
   try {
     await client.workflowService.signalWorkflowExecution({
       namespace: client.options.namespace,

@@ -63,6 +63,12 @@ export interface WorkerLost {
   evidence: "refused" | "replaced" | "closed";
   /** The peer's own queue. */
   by: string;
+  /**
+   * HMAC of the news with the fleet's secret (`fastFailover.secret`), bound to the presence workflow told: only
+   * news that proves it is taken for sure ("refused", "replaced"); any other is taken as "closed" (the worker is
+   * pinged, and failed over only if it does not answer).
+   */
+  mac?: string;
 }
 
 /** How a presence activity ended on a live worker. */

@@ -1,4 +1,7 @@
-/** The run console: one plain page (no framework) that follows a run over SSE and acts on it through the API. */
+/**
+ * The run console: one plain page (no framework) that follows a run over SSE (read with fetch, so the token
+ * travels in the Authorization header) and acts on it through the API.
+ */
 export function consolePage(options: { temporalUi: string }): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>jai-agent run console</title>
@@ -21,9 +24,14 @@ button{padding:4px 10px;cursor:pointer}
 <footer><input id="steerText" placeholder="steer the run…"><button id="steer">Steer</button><button id="cancel">Cancel</button></footer></main>
 <script>
 const TEMPORAL_UI = ${JSON.stringify(options.temporalUi)};
-const token = new URLSearchParams(location.search).get("token") || "";
+// The token comes in the URL fragment (never sent to a server, never in its logs): kept in this tab's
+// sessionStorage, then taken out of the address bar. Every request sends it as Authorization: Bearer.
+const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
+if (fromHash) { sessionStorage.setItem("jai-token", fromHash); history.replaceState(null, "", location.pathname); }
+const token = sessionStorage.getItem("jai-token") || "";
 const $ = (id) => document.getElementById(id);
 const auth = token ? { authorization: "Bearer " + token } : {};
+const NO_TOKEN = "401: open the console with its token, as the worker printed it (…/#token=…)";
 let runId = (location.pathname.match(/^\\/runs\\/([^/]+)\\/console$/) || [])[1];
 runId = runId ? decodeURIComponent(runId) : "";
 let source, current, tools = {};
@@ -32,7 +40,7 @@ function textOf(content) { return typeof content === "string" ? content : conten
 async function api(path, body) {
   const res = await fetch("/runs/" + encodeURIComponent(runId) + path, { method: body ? "POST" : "GET", headers: { ...auth, ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
   const data = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error(data.error || res.statusText);
+  if (!res.ok) throw new Error(res.status === 401 ? NO_TOKEN : data.error || res.statusText);
   return data;
 }
 async function refreshState() {
@@ -89,16 +97,59 @@ function onEvent(e) {
     case "turn_end": case "agent_end": refreshState(); break;
   }
 }
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Server-Sent Events over fetch (EventSource cannot send a header): frames parsed here, resumed with Last-Event-ID. */
+async function stream(id, signal) {
+  let last = "", failures = 0;
+  while (!signal.aborted) {
+    let res;
+    try {
+      res = await fetch("/runs/" + encodeURIComponent(id) + "/events", { headers: { ...auth, accept: "text/event-stream", ...(last ? { "last-event-id": last } : {}) }, signal });
+    } catch (e) { if (signal.aborted) return; await sleep(Math.min(5000, 250 * 2 ** ++failures)); continue; }
+    if (!res.ok || !res.body) {
+      const data = await res.json().catch(() => ({}));
+      $("status").textContent = res.status === 401 ? NO_TOKEN : data.error || res.statusText;
+      if (res.status !== 429 && res.status < 500) return; // 429 (too many streams) and server errors: try again
+      await sleep(5000); continue;
+    }
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        failures = 0;
+        buffer += value.replace(/\\r\\n?/g, "\\n");
+        let end;
+        while ((end = buffer.indexOf("\\n\\n")) >= 0) {
+          const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
+          let event = "message", data = "", eventId;
+          for (const line of block.split("\\n")) {
+            if (line.startsWith(":")) continue;
+            const colon = line.indexOf(":");
+            const field = colon < 0 ? line : line.slice(0, colon);
+            const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+            if (field === "id") eventId = text; else if (field === "event") event = text; else if (field === "data") data += (data ? "\\n" : "") + text;
+          }
+          if (eventId !== undefined) last = eventId;
+          if (event === "agent") onEvent(JSON.parse(data));
+          else if (event === "end") { refreshState().then(() => { document.body.dataset.ended = "1"; }); return; }
+        }
+      }
+    } catch (e) { if (signal.aborted) return; }
+    // The stream ended without "end" (the server went away mid-run): resume after the last event.
+    await sleep(Math.min(5000, 250 * 2 ** ++failures));
+  }
+}
 function follow(id) {
   runId = id; $("runId").value = id; $("log").textContent = ""; tools = {};
-  if (source) source.close();
+  if (source) source.abort();
   if (TEMPORAL_UI) { $("ui").href = TEMPORAL_UI + "/" + encodeURIComponent(id); $("ui").hidden = false; }
-  source = new EventSource("/runs/" + encodeURIComponent(id) + "/events" + (token ? "?token=" + encodeURIComponent(token) : ""));
-  source.addEventListener("agent", (m) => onEvent(JSON.parse(m.data)));
-  source.addEventListener("end", () => { source.close(); refreshState().then(() => { document.body.dataset.ended = "1"; }); });
+  source = new AbortController();
+  stream(id, source.signal);
   refreshState();
 }
-$("pick").onsubmit = (ev) => { ev.preventDefault(); const id = $("runId").value.trim(); if (id) { history.replaceState(null, "", "/runs/" + encodeURIComponent(id) + "/console" + location.search); follow(id); } };
+$("pick").onsubmit = (ev) => { ev.preventDefault(); const id = $("runId").value.trim(); if (id) { history.replaceState(null, "", "/runs/" + encodeURIComponent(id) + "/console"); follow(id); } };
 $("steer").onclick = () => { const t = $("steerText").value.trim(); if (t) api("/steer", { message: t }).then(() => { $("steerText").value = ""; }, (e) => alert(e.message)); };
 $("cancel").onclick = () => api("/cancel", {}).then(refreshState, (e) => alert(e.message));
 if (runId) follow(runId);

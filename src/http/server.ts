@@ -1,25 +1,43 @@
 /**
  * The run HTTP API (Fastify): start runs, follow them as Server-Sent Events
  * (with Last-Event-ID resume), steer, approve, deny, cancel, read their
- * state, and a run console page. Bound to loopback by default; bound anywhere
- * else it refuses to start without a bearer token, and then every request
- * must carry it (`Authorization: Bearer`, or `?token=` for EventSource).
+ * state, and a run console page.
+ *
+ * What it refuses (DESIGN.md §7: a browser page may use the console and API
+ * of its own origin, with a token, never drive the server from another origin
+ * or host name):
+ * - a `Host` it does not serve under (DNS rebinding): only loopback names with
+ *   its port, the bound address, and `allowedHosts` (403);
+ * - a request another site's page sent: `Sec-Fetch-Site` cross-site/same-site,
+ *   or an `Origin` not its own (403);
+ * - a state-changing request whose body is not `application/json` (415), so a
+ *   foreign page cannot send one without a CORS preflight, which it never passes;
+ * - any API request without the bearer token in `Authorization: Bearer` (401);
+ *   a token in the query string is refused outright (400). Without a configured
+ *   token it mints one at start: `RunServer.consoleUrl` carries it in the URL
+ *   fragment, which never reaches a server or its logs;
+ * - more event streams than `maxEventStreams` (429);
+ * - a workflow id that is not an agent run (404).
+ * Bound anywhere but loopback it needs a configured token.
  */
-import { timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { networkInterfaces } from "node:os";
 import type { Client } from "@temporalio/client";
-import { WorkflowNotFoundError } from "@temporalio/common";
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from "@temporalio/common";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import {
   getAgentRun,
   InvalidRunInputError,
   RunFinishedError,
   RunUpdateRejectedError,
   startAgentRun,
+  type AgentRunHandle,
   type StartAgentRunOptions,
 } from "../client.js";
 import type { EventTap } from "../events/tap.js";
+import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
 import { UserMessageSchema } from "../workflows/message-schema.js";
 import { validateUserInput } from "../workflows/input.js";
 import { consolePage } from "./console-page.js";
@@ -34,8 +52,21 @@ export interface RunServerOptions {
   host?: string;
   /** Default 8787; 0 = any free port. */
   port?: number;
-  /** Bearer token; required when host is not loopback. Default: env JAI_HTTP_TOKEN. */
-  token?: string;
+  /**
+   * Bearer token every API request must carry (`Authorization: Bearer <token>`). Default: env JAI_HTTP_TOKEN;
+   * when neither is set, a random token is minted at start (see `RunServer.token` and `consoleUrl`); required
+   * when host is not loopback. `false` (or JAI_HTTP_TOKEN=off): no token at all, on loopback only (tests, dev);
+   * the Host, origin and content-type checks still apply.
+   */
+  token?: string | false;
+  /**
+   * Host names requests may name in `Host` besides the loopback names and the bound address (each with the
+   * server's port): "name" (any port) or "name:port", e.g. the name of a reverse proxy that keeps `Host`.
+   * "*" accepts any Host (the other checks and the token still apply). Default: env JAI_HTTP_ALLOWED_HOSTS, comma-separated.
+   */
+  allowedHosts?: string[];
+  /** Event streams (SSE) open at once: per run (default 16) and in all (default 128); over them: 429. */
+  maxEventStreams?: { perRun?: number; total?: number };
   /** Task queue for POST /runs without one. */
   taskQueue?: string;
   /** Base URL of the Temporal UI, for links from the console. */
@@ -47,11 +78,20 @@ export interface RunServerOptions {
 export interface RunServer {
   /** e.g. http://127.0.0.1:8787 */
   readonly url: string;
+  /** The bearer token requests need (configured or minted); undefined with `token: false`. */
+  readonly token: string | undefined;
+  /** True when the token was minted here (no JAI_HTTP_TOKEN / option): print `consoleUrl` for the person. */
+  readonly tokenMinted: boolean;
+  /** The console's URL; with a minted token it carries it in the fragment (`/#token=…`), never in the query. */
+  readonly consoleUrl: string;
   readonly app: FastifyInstance;
   close(): Promise<void>;
 }
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+const WILDCARD = new Set(["0.0.0.0", "::", ""]);
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+export const DEFAULT_EVENT_STREAMS = { perRun: 16, total: 128 };
 
 const Message = Type.Union([Type.String({ minLength: 1 }), UserMessageSchema]);
 const MessageBody = Type.Object({ message: Message });
@@ -67,6 +107,13 @@ const StartBody = Type.Object(
   { additionalProperties: true },
 );
 
+/** A workflow id that names a workflow of another type (a worker presence, anything else in the namespace). */
+class NotAnAgentRunError extends Error {
+  constructor(readonly workflowId: string) {
+    super(`no agent run ${workflowId}`);
+  }
+}
+
 function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
@@ -79,16 +126,85 @@ function sendError(reply: FastifyReply, err: unknown) {
     return reply.code(409).send({ error: err.message, update: err.update, reason: err.reason });
   if (err instanceof RunFinishedError) return reply.code(409).send({ error: err.message, outcome: err.outcome });
   if (err instanceof WorkflowNotFoundError) return reply.code(404).send({ error: `no run ${err.workflowId}` });
+  if (err instanceof NotAnAgentRunError) return reply.code(404).send({ error: err.message });
+  if (err instanceof WorkflowExecutionAlreadyStartedError)
+    return reply.code(409).send({ error: `a workflow ${err.workflowId} already exists` });
   throw err;
 }
 
+/** "host:port" as a Host header names it (IPv6 in brackets), lowercased. */
+const hostPort = (host: string, port: number) => `${host.includes(":") ? `[${host}]` : host}:${port}`.toLowerCase();
+
+/** The Host header values this server answers to; undefined: any (allowedHosts "*"). */
+function servedHosts(bound: string, port: number, allowed: string[]): Set<string> | undefined {
+  if (allowed.includes("*")) return undefined;
+  const names = new Set<string>();
+  const add = (host: string) => {
+    names.add(hostPort(host, port));
+    if (port === 80) names.add((host.includes(":") ? `[${host}]` : host).toLowerCase()); // browsers omit :80
+  };
+  for (const name of LOOPBACK) add(name);
+  if (WILDCARD.has(bound)) {
+    for (const addresses of Object.values(networkInterfaces()))
+      for (const a of addresses ?? []) add(a.address.replace(/%.*$/, ""));
+  }
+  add(bound);
+  for (const entry of allowed) {
+    const name = entry.trim().toLowerCase();
+    if (!name) continue;
+    // "name:port" / "[v6]:port" as given; a bare name with any port (a proxy in front may use 80/443).
+    if (/^\[.*\]:\d+$|^[^:]+:\d+$/.test(name)) names.add(name);
+    else {
+      names.add(name.includes(":") && !name.startsWith("[") ? `[${name}]` : name);
+      names.add(hostPort(name.replace(/^\[(.*)\]$/, "$1"), port));
+    }
+  }
+  return names;
+}
+
+/** Why a request comes from another site's page, if it does. */
+function foreignOrigin(req: FastifyRequest, served: Set<string> | undefined): string | undefined {
+  const site = req.headers["sec-fetch-site"];
+  if (site !== undefined && site !== "same-origin" && site !== "none")
+    return `Sec-Fetch-Site: ${String(site)} (the request came from another site's page)`;
+  const origin = req.headers.origin;
+  if (origin === undefined) return undefined;
+  let from: URL | undefined;
+  try {
+    from = new URL(origin);
+  } catch {
+    from = undefined;
+  }
+  const own = from && (from.protocol === "http:" || from.protocol === "https:") ? from.host.toLowerCase() : undefined;
+  if (own && (served ? served.has(own) : own === req.headers.host?.toLowerCase())) return undefined;
+  return `Origin ${origin} is not this server's`;
+}
+
+/** Page routes: they hold no data (their requests carry the token), so any navigation may load them. */
+const isPage = (route: string) => route === "/" || /^\/runs\/[^/]+\/console$/.test(route);
+
 export async function startRunServer(options: RunServerOptions): Promise<RunServer> {
   const host = options.host ?? "127.0.0.1";
-  const token = options.token ?? process.env.JAI_HTTP_TOKEN;
-  if (!LOOPBACK.has(host) && !token)
+  const configured = options.token ?? process.env.JAI_HTTP_TOKEN;
+  const disabled = configured === false || configured === "off";
+  if (!LOOPBACK.has(host) && (disabled || !configured))
     throw new Error(`refusing to serve runs on ${host} without a bearer token: set JAI_HTTP_TOKEN (or bind 127.0.0.1)`);
+  const tokenMinted = !disabled && !configured;
+  const token: string | undefined = disabled
+    ? undefined
+    : tokenMinted
+      ? randomBytes(24).toString("base64url")
+      : (configured as string);
+  const allowed = options.allowedHosts ?? (process.env.JAI_HTTP_ALLOWED_HOSTS ?? "").split(",").filter(Boolean);
+  const caps = { ...DEFAULT_EVENT_STREAMS, ...options.maxEventStreams };
   const { client, tap } = options;
   const app = Fastify({ logger: false, forceCloseConnections: true });
+  // Bodies are JSON (the onRequest check refuses any other type before parsing); an empty one reads as {}.
+  const json = app.getDefaultJsonParser("error", "error");
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) =>
+    (body as string).trim() === "" ? done(null, {}) : json(req, body as string, done),
+  );
   // Bodies are checked with the TypeBox schemas the workflow itself uses.
   app.setValidatorCompiler(({ schema }) => (data) => {
     if (Value.Check(schema as TSchema, data)) return { value: data };
@@ -99,24 +215,62 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     if (err.validation || err.statusCode === 400) return reply.code(400).send({ error: err.message });
     return reply.code(err.statusCode && err.statusCode >= 400 ? err.statusCode : 500).send({ error: err.message });
   });
-  if (token) {
-    app.addHook("onRequest", async (req, reply) => {
-      if (req.url === "/" || /^\/runs\/[^/]+\/console$/.test(req.url.split("?")[0])) return; // the page holds no data; its requests carry the token
-      const header = req.headers.authorization?.replace(/^Bearer\s+/i, "");
-      const query = (req.query as { token?: string } | undefined)?.token;
-      const given = header ?? query;
-      if (!given || !safeEqual(given, token)) return reply.code(401).send({ error: "missing or wrong bearer token" });
-    });
-  }
-  const run = (id: string) => getAgentRun(client, id);
+
+  // The Host names it answers to ("any" with allowedHosts "*"), known once it listens (the port may be 0 until then).
+  const hosts: { served?: Set<string> | "any" } = {};
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("cache-control", "no-store").header("x-content-type-options", "nosniff");
+    const route = req.url.split("?")[0];
+    const named = req.headers.host?.toLowerCase();
+    const served = hosts.served === "any" ? undefined : (hosts.served ?? new Set<string>());
+    if (served && (!named || !served.has(named)))
+      return reply.code(403).send({
+        error: `refused Host "${named ?? ""}": this server answers only to loopback names and its own address with its port, and to JAI_HTTP_ALLOWED_HOSTS (DNS rebinding guard)`,
+      });
+    if (isPage(route) && req.method === "GET") return;
+    const foreign = foreignOrigin(req, served);
+    if (foreign) return reply.code(403).send({ error: `cross-origin request refused: ${foreign}` });
+    if (req.query && typeof req.query === "object" && "token" in req.query)
+      return reply.code(400).send({
+        error: "a token in the query string is not accepted (proxies log URLs): send Authorization: Bearer <token>",
+      });
+    if (token) {
+      const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1]?.trim();
+      if (!given || !safeEqual(given, token))
+        return reply
+          .code(401)
+          .header("www-authenticate", 'Bearer realm="jai-agent"')
+          .send({ error: "missing or wrong bearer token (Authorization: Bearer <token>)" });
+    }
+    if (!SAFE_METHODS.has(req.method)) {
+      const type = (req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
+      if (type !== "application/json")
+        return reply
+          .code(415)
+          .send({ error: `${req.method} needs Content-Type: application/json, got "${type || "none"}"` });
+    }
+  });
+
+  /** The run behind an id, once it is known to be an agent run (not another workflow of the namespace). */
+  const agentRun = async (id: string): Promise<AgentRunHandle> => {
+    const handle = getAgentRun(client, id);
+    const { type } = await handle.workflow.describe();
+    if (type !== AGENT_RUN_WORKFLOW) throw new NotAnAgentRunError(id);
+    return handle;
+  };
   const ui = options.temporalUiUrl
     ? `${options.temporalUiUrl.replace(/\/$/, "")}/namespaces/${options.namespace ?? "default"}/workflows`
     : "";
+  const page = (reply: FastifyReply) =>
+    reply
+      .type("text/html")
+      .header("content-security-policy", "frame-ancestors 'none'")
+      .header("x-frame-options", "DENY")
+      .header("referrer-policy", "no-referrer")
+      .send(consolePage({ temporalUi: ui }));
 
-  app.get("/", async (_req, reply) => reply.type("text/html").send(consolePage({ temporalUi: ui })));
-  app.get<{ Params: { id: string } }>("/runs/:id/console", async (_req, reply) =>
-    reply.type("text/html").send(consolePage({ temporalUi: ui })),
-  );
+  app.get("/", async (_req, reply) => page(reply));
+  app.get<{ Params: { id: string } }>("/runs/:id/console", async (_req, reply) => page(reply));
 
   app.post<{ Body: StartAgentRunOptions }>("/runs", { schema: { body: StartBody } }, async (req, reply) => {
     try {
@@ -128,23 +282,54 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   });
   app.get<{ Params: { id: string } }>("/runs/:id", async (req, reply) => {
     try {
-      return await run(req.params.id).state();
+      return await (await agentRun(req.params.id)).state();
     } catch (err) {
       return sendError(reply, err);
     }
-  });
-  app.get<{ Params: { id: string }; Querystring: { from?: string } }>("/runs/:id/events", async (req, reply) => {
-    const from = (req.headers["last-event-id"] as string | undefined) ?? req.query.from;
-    try {
-      await run(req.params.id).workflow.describe();
-    } catch (err) {
-      return sendError(reply, err);
-    }
-    reply.hijack();
-    await streamRunEvents(reply.raw, client, tap, req.params.id, from).catch(() => reply.raw.destroy());
   });
 
-  const messageRoute = (path: string, send: (id: string, message: string | object) => Promise<unknown>) =>
+  const streams = new Map<string, number>();
+  let streaming = 0;
+  app.get<{ Params: { id: string }; Querystring: { from?: string } }>("/runs/:id/events", async (req, reply) => {
+    const id = req.params.id;
+    const from = (req.headers["last-event-id"] as string | undefined) ?? req.query.from;
+    try {
+      await agentRun(id);
+    } catch (err) {
+      return sendError(reply, err);
+    }
+    const ofRun = streams.get(id) ?? 0;
+    if (ofRun >= caps.perRun || streaming >= caps.total)
+      return reply
+        .code(429)
+        .header("retry-after", "5")
+        .send({
+          error:
+            ofRun >= caps.perRun
+              ? `too many event streams of run ${id} (${caps.perRun} open): close one first`
+              : `too many event streams (${caps.total} open): close one first`,
+        });
+    streams.set(id, ofRun + 1);
+    streaming++;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      streaming--;
+      const left = (streams.get(id) ?? 1) - 1;
+      if (left > 0) streams.set(id, left);
+      else streams.delete(id);
+    };
+    reply.raw.once("close", release);
+    reply.hijack();
+    try {
+      await streamRunEvents(reply.raw, client, tap, id, from).catch(() => reply.raw.destroy());
+    } finally {
+      release();
+    }
+  });
+
+  const messageRoute = (path: string, send: (run: AgentRunHandle, message: string | object) => Promise<unknown>) =>
     app.post<{ Params: { id: string }; Body: { message: string } }>(
       `/runs/:id/${path}`,
       { schema: { body: MessageBody } },
@@ -152,21 +337,21 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
         const problem = validateUserInput(req.body.message);
         if (problem) return reply.code(400).send({ error: `Invalid message: ${problem}` });
         try {
-          return (await send(req.params.id, req.body.message)) ?? { ok: true };
+          return (await send(await agentRun(req.params.id), req.body.message)) ?? { ok: true };
         } catch (err) {
           return sendError(reply, err);
         }
       },
     );
-  messageRoute("steer", (id, m) => run(id).steer(m as string));
-  messageRoute("follow-up", (id, m) => run(id).followUp(m as string));
-  messageRoute("prompt", (id, m) => run(id).prompt(m as string));
+  messageRoute("steer", (run, m) => run.steer(m as string));
+  messageRoute("follow-up", (run, m) => run.followUp(m as string));
+  messageRoute("prompt", (run, m) => run.prompt(m as string));
   app.post<{ Params: { id: string }; Body: { toolCallId: string } }>(
     "/runs/:id/approve",
     { schema: { body: ToolCallBody } },
     async (req, reply) => {
       try {
-        await run(req.params.id).approve(req.body.toolCallId);
+        await (await agentRun(req.params.id)).approve(req.body.toolCallId);
         return { ok: true };
       } catch (err) {
         return sendError(reply, err);
@@ -178,7 +363,7 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     { schema: { body: DenyBody } },
     async (req, reply) => {
       try {
-        await run(req.params.id).deny(req.body.toolCallId, req.body.reason);
+        await (await agentRun(req.params.id)).deny(req.body.toolCallId, req.body.reason);
         return { ok: true };
       } catch (err) {
         return sendError(reply, err);
@@ -187,7 +372,7 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   );
   app.post<{ Params: { id: string } }>("/runs/:id/cancel", async (req, reply) => {
     try {
-      await run(req.params.id).cancel();
+      await (await agentRun(req.params.id)).cancel();
       return { ok: true };
     } catch (err) {
       return sendError(reply, err);
@@ -196,6 +381,8 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
 
   await app.listen({ host, port: options.port ?? 8787 });
   const address = app.server.address() as { port: number };
-  const url = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
-  return { url, app, close: () => app.close() };
+  hosts.served = servedHosts(host, address.port, allowed) ?? "any";
+  const url = `http://${hostPort(host, address.port)}`;
+  const consoleUrl = `${url}/${tokenMinted ? `#token=${token}` : ""}`;
+  return { url, token, tokenMinted, consoleUrl, app, close: () => app.close() };
 }

@@ -82,7 +82,9 @@ export async function streamRunEvents(
     "x-accel-buffering": "no",
   });
   res.write(": jai-agent run events\n\n");
-  if (tap && (tap.has(workflowId) || !(await closed(client, workflowId))) && cursor?.source !== "h") {
+  // A `t` cursor whose later events the tap evicted cannot resume truthfully there: it starts over on the transcript.
+  const resumable = cursor === undefined || (cursor.source === "t" && tap?.complete(workflowId, cursor.seq) === true);
+  if (tap && resumable && (tap.has(workflowId) || !(await closed(client, workflowId)))) {
     let after = cursor ? cursor.seq : -1;
     if (cursor) {
       const partial = primer(tap, workflowId, after);

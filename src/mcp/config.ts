@@ -55,7 +55,44 @@ export interface McpServerConfig {
    * end with an error result saying the call may have had effects.
    */
   repeatAfterCrash?: boolean;
+  /**
+   * Longest description (UTF-8 bytes) a tool of this server keeps; a longer one is cut
+   * with a marker saying so. Default 4 KiB (`MCP_DEFAULT_LIMITS`), at most 64 KiB.
+   */
+  maxDescriptionBytes?: number;
+  /** Largest input schema (UTF-8 bytes of its JSON); a tool with a larger one is not offered (warning). Default 32 KiB, at most 256 KiB. */
+  maxSchemaBytes?: number;
+  /**
+   * Byte budget of all of this server's tools as a run's setup records them (name,
+   * description, schema): tools past it, in the server's order, are not offered
+   * (warning). Default 128 KiB; all servers of a run together never exceed 512 KiB.
+   */
+  maxToolsBytes?: number;
+  /**
+   * After a failed connect or listing, the server is not asked again for this long:
+   * `initialMs` (default 1 s), doubling after each further failure up to `maxMs`
+   * (default 60 s). Meanwhile runs that do not name its tools go without them; runs
+   * that do fail at setup (`McpServerUnavailable`).
+   */
+  retryBackoff?: { initialMs?: number; maxMs?: number };
 }
+
+/** Caps on what a server's tool list may put into a run's history (see `McpServerConfig`). */
+export const MCP_DEFAULT_LIMITS = {
+  maxDescriptionBytes: 4 * 1024,
+  maxSchemaBytes: 32 * 1024,
+  maxToolsBytes: 128 * 1024,
+} as const;
+
+/** No configuration raises a cap past these; all servers of one run share `toolsBytes`. */
+export const MCP_CEILINGS = {
+  maxDescriptionBytes: 64 * 1024,
+  maxSchemaBytes: 256 * 1024,
+  maxToolsBytes: 512 * 1024,
+  toolsBytes: 512 * 1024,
+} as const;
+
+export const MCP_DEFAULT_BACKOFF = { initialMs: 1_000, maxMs: 60_000 } as const;
 
 const NAME = /^[A-Za-z0-9-]{1,24}$/;
 
@@ -80,6 +117,19 @@ export function checkMcpServerConfig(config: McpServerConfig, at: string): strin
     const v = config[list];
     if (v !== undefined && (!Array.isArray(v) || v.some((x) => typeof x !== "string")))
       return `${at}.${list} must be an array of tool names`;
+  }
+  for (const cap of ["maxDescriptionBytes", "maxSchemaBytes", "maxToolsBytes"] as const) {
+    const v = config[cap];
+    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > MCP_CEILINGS[cap]))
+      return `${at}.${cap} must be an integer from 1 to ${MCP_CEILINGS[cap]}, got ${JSON.stringify(v)}`;
+  }
+  const backoff = config.retryBackoff;
+  if (backoff !== undefined) {
+    for (const key of ["initialMs", "maxMs"] as const) {
+      const v = backoff?.[key];
+      if (v !== undefined && (typeof v !== "number" || !Number.isFinite(v) || v < 0))
+        return `${at}.retryBackoff.${key} must be a number of milliseconds >= 0, got ${JSON.stringify(v)}`;
+    }
   }
   return undefined;
 }

@@ -12,10 +12,15 @@ export interface AgentToolConfig extends SubAgentSpec {
 /**
  * A tool whose call starts a child `agentRun` with the model's `prompt`: the
  * child's final answer is the result, its usage adds to the parent's, and
- * cancelling the parent cancels it. Register it with the worker like any tool.
+ * cancelling the parent cancels it (and its own children). Children nest at
+ * most `maxDepth` deep (default 3): a call past it is an error result for the
+ * model. Register it with the worker like any tool.
  */
 export function agentTool(config: AgentToolConfig): AgentTool {
   const { name, description, ...subAgent } = config;
+  const depth = subAgent.maxDepth;
+  if (depth !== undefined && (typeof depth !== "number" || !Number.isInteger(depth) || depth < 0))
+    throw new TypeError(`agentTool ${name}: "maxDepth" must be a non-negative integer, got ${JSON.stringify(depth)}`);
   return {
     name,
     description,

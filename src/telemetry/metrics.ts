@@ -10,7 +10,7 @@
  * another worker saw end).
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { AssistantMessage } from "@jai/ai";
+import { getModels, getProviders, type Api, type AssistantMessage, type Model } from "@jai/ai";
 import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
@@ -28,6 +28,18 @@ import type {
   StreamAssistantInput,
 } from "../types.js";
 import { replyMessage } from "../activities/model.js";
+
+/** The `model` label of a model that is neither the worker's own nor in @jai/ai's catalogue (run input names it). */
+export const OTHER_MODEL = "other";
+
+let catalogue: ReadonlySet<string> | undefined;
+/** `provider/id` of every model in @jai/ai's catalogue: a fixed, bounded set. */
+function catalogueLabels(): ReadonlySet<string> {
+  catalogue ??= new Set(
+    getProviders().flatMap((p) => (getModels(p) as Model<Api>[]).map((m) => `${m.provider}/${m.id}`)),
+  );
+  return catalogue;
+}
 
 const SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -48,6 +60,12 @@ export interface AgentMetrics {
   readonly activityInterceptor: ActivityInterceptorsFactory;
   /** Wraps the worker's event sink to see the first streamed event of each model call. */
   wrapEvents(onEvent: AgentEventSink | undefined): AgentEventSink;
+  /**
+   * The worker's own models (its `models` option; `createAgentWorker` tells them). A `model` label is one of
+   * these or of @jai/ai's catalogue, else `"other"`: run input, which may name any model id, cannot grow the
+   * label set without bound.
+   */
+  addModels(models: Model<Api>[]): void;
 }
 
 type MetricsSink = InjectedSinks<AgentSinks>["metrics"];
@@ -146,6 +164,9 @@ export function createAgentMetrics(registry = new Registry()): AgentMetrics {
       registers: [registry],
     }),
   };
+  const own = new Set<string>();
+  /** The `model` label of `provider/id`: a model the worker knows, else OTHER_MODEL. */
+  const label = (model: string): string => (own.has(model) || catalogueLabels().has(model) ? model : OTHER_MODEL);
   /** Model calls in flight by run, until their first streamed event. */
   const awaitingFirst = new Map<string, { model: string; start: number }>();
 
@@ -155,7 +176,7 @@ export function createAgentMetrics(registry = new Registry()): AgentMetrics {
     result: AssistantMessage | undefined,
     failed: boolean,
   ): void {
-    const model = `${input.model.provider}/${input.model.id}`;
+    const model = label(`${input.model.provider}/${input.model.id}`);
     const seconds = (performance.now() - start) / 1000;
     m.modelLatency.observe({ model, outcome: failed ? "failed" : (result?.stopReason ?? "unknown") }, seconds);
     if (!result) return;
@@ -183,7 +204,7 @@ export function createAgentMetrics(registry = new Registry()): AgentMetrics {
       if (type === "streamAssistantMessage") {
         const args = input.args[0] as StreamAssistantInput;
         const run = `${this.info.workflowExecution?.workflowId}/${this.info.workflowExecution?.runId}`;
-        awaitingFirst.set(run, { model: `${args.model.provider}/${args.model.id}`, start });
+        awaitingFirst.set(run, { model: label(`${args.model.provider}/${args.model.id}`), start });
         try {
           const result = await next(input);
           observeModel(args, start, replyMessage(result), false);
@@ -213,10 +234,13 @@ export function createAgentMetrics(registry = new Registry()): AgentMetrics {
 
   return {
     registry,
-    runStarted: (model) => m.runsStarted.inc({ model }),
-    runEnded: (model, stopReason) => m.runsEnded.inc({ model, stop_reason: stopReason }),
+    runStarted: (model) => m.runsStarted.inc({ model: label(model) }),
+    runEnded: (model, stopReason) => m.runsEnded.inc({ model: label(model), stop_reason: stopReason }),
     approvalsWaiting: (delta) => m.approvals.inc(delta),
-    compacted: (model) => m.compactions.inc({ model }),
+    compacted: (model) => m.compactions.inc({ model: label(model) }),
+    addModels(models) {
+      for (const model of models) own.add(`${model.provider}/${model.id}`);
+    },
     contextCache: (hit) => m.cache.inc({ result: hit ? "hit" : "miss" }),
     activityInterceptor: (ctx) => ({ inbound: new Inbound(ctx.info) }),
     wrapEvents(onEvent) {

@@ -9,6 +9,8 @@ import { pathToFileURL } from "node:url";
 import type { DataConverter } from "@temporalio/common";
 import type { AgentTool } from "../types.js";
 import type { AgentWorkerServeOptions } from "../serving.js";
+import type { AgentWorkerExtension } from "../extension.js";
+import type { FastFailoverOptions } from "../failover/index.js";
 
 /** What the worker process serves: as `createAgentWorker` takes it, with the process's own defaults. */
 export interface AgentServiceConfig extends AgentWorkerServeOptions {
@@ -23,6 +25,14 @@ export interface AgentServiceConfig extends AgentWorkerServeOptions {
   dataConverter?: DataConverter;
   /** Byte budget of the model-context cache; default 256 MB (flag --context-cache-mb / JAI_CONTEXT_CACHE_MB win). */
   contextCacheBytes?: number;
+  /**
+   * Fast failover (docs/failover.md; default off): `true` or its options (`jai-agent/failover`'s `fastFailover()`).
+   * --fast-failover / JAI_FAST_FAILOVER win ("off" turns it off); JAI_FAILOVER_LINKS, JAI_FAILOVER_ADVERTISE and
+   * JAI_FAILOVER_SECRET override its links and secret.
+   */
+  fastFailover?: boolean | FastFailoverOptions;
+  /** Other worker extensions (src/extension.ts), set up in this order before fast failover's. */
+  extensions?: AgentWorkerExtension[];
 }
 
 /** Identity helper that gives a config file its types: `export default defineConfig({ tools: [...] })`. */
@@ -76,6 +86,9 @@ export async function loadServiceConfig(file: string): Promise<AgentServiceConfi
   }
   if (config.models !== undefined && !Array.isArray(config.models))
     throw new Error(`${file}: "models" must be an array of models`);
+  const allowed = config.allowedModelBaseUrls;
+  if (allowed !== undefined && (!Array.isArray(allowed) || allowed.some((u) => typeof u !== "string")))
+    throw new Error(`${file}: "allowedModelBaseUrls" must be an array of base URLs`);
   if (config.mcpServers !== undefined && !Array.isArray(config.mcpServers))
     throw new Error(`${file}: "mcpServers" must be an array of MCP server configs`);
   return config;

@@ -17,10 +17,13 @@ export interface TemporalTarget {
   describe: string;
 }
 
-/** Reads Temporal's environment configuration; `overrides` (e.g. from flags) win. */
+/**
+ * Reads Temporal's environment configuration; `overrides` (e.g. from flags) win. `fallbackAddress` (e.g. a local
+ * dev server) is used when neither the overrides nor the configuration name an address, before localhost:7233.
+ */
 export function temporalTarget(
   env: NodeJS.ProcessEnv = process.env,
-  overrides: { address?: string; namespace?: string } = {},
+  overrides: { address?: string; namespace?: string; fallbackAddress?: string } = {},
 ): TemporalTarget {
   // The library reads a missing TEMPORAL_CONFIG_FILE as "no file": a typo would silently mean localhost.
   if (env.TEMPORAL_CONFIG_FILE && !existsSync(env.TEMPORAL_CONFIG_FILE)) {
@@ -34,7 +37,8 @@ export function temporalTarget(
   } catch (err) {
     throw new Error(`Temporal environment configuration: ${(err as Error).message}`);
   }
-  const address = overrides.address ?? loaded.connectionOptions.address ?? "localhost:7233";
+  const address =
+    overrides.address ?? loaded.connectionOptions.address ?? overrides.fallbackAddress ?? "localhost:7233";
   const namespace = overrides.namespace ?? loaded.namespace ?? "default";
   const o = loaded.connectionOptions;
   const tls = o.tls ? (typeof o.tls === "object" && o.tls.clientCertPair ? "mTLS" : "TLS") : "plaintext";

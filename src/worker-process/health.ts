@@ -12,8 +12,12 @@ export interface HealthProbe {
   metrics?(): Promise<string>;
 }
 
-/** Serves the probe on host:port; resolves with the server once it listens (port 0: any free one). */
-export function serveHealth(probe: HealthProbe, port: number, host = "0.0.0.0"): Promise<Server> {
+/**
+ * Serves the probe on host:port; resolves with the server once it listens (port 0: any free one).
+ * Loopback by default: the endpoints carry no auth, so widening them (JAI_HEALTH_HOST / --health-host 0.0.0.0,
+ * as the image does for its orchestrator and Prometheus) is the operator's choice.
+ */
+export function serveHealth(probe: HealthProbe, port: number, host = "127.0.0.1"): Promise<Server> {
   const server = createServer((req, res) => {
     const route = (req.url ?? "").split("?")[0];
     if (route === "/metrics" && probe.metrics) {

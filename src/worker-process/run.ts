@@ -1,8 +1,10 @@
 /**
  * The worker as a process (`jai-agent worker`, `npm run worker`, the image's
  * entry point): connection from Temporal's environment configuration, what it
- * serves from the user's config module, limits from flags or environment,
- * health endpoints, and a graceful drain on SIGTERM/SIGINT (exit 0).
+ * serves from the user's config module, limits from flags or environment (one
+ * table, `SETTINGS`, which --help prints), health endpoints, and a graceful
+ * drain on SIGTERM/SIGINT (exit 0). Optional features (fast failover) are off
+ * unless a flag, the environment or the config module turns them on.
  */
 import { existsSync } from "node:fs";
 import type { Server } from "node:http";
@@ -10,23 +12,29 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import os from "node:os";
 import { Client } from "@temporalio/client";
-import type { Duration } from "@temporalio/common";
+import type { DataConverter } from "@temporalio/common";
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import { registerDemoModel } from "../demo/offline-model.js";
 import { createFileTools } from "../tools/fs-tools.js";
 import { startRunEventsService } from "../events/serve.js";
-import { createAgentWorker, DEFAULT_TASK_QUEUE } from "../worker.js";
-import { presenceTimeoutMs } from "../failover/presence.js";
-import type { LinkOptions } from "../failover/links.js";
-import { replayCapFits } from "../failover/replay-slots.js";
-import { dataConverterFromEnv } from "../codec/config.js";
+import { createAgentWorker, DEFAULT_TASK_QUEUE, type AgentWorker, type AgentWorkerOptions } from "../worker.js";
+import { replayCapFits } from "../replay-cap.js";
+import {
+  bundleEncryptsFailures,
+  dataConverterFromEnv,
+  encryptsFailures,
+  withEncryptedFailures,
+} from "../codec/config.js";
+import type { AesGcmCodecOptions } from "../codec/aes-gcm.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
 import { serveHealth } from "./health.js";
+import { failoverExtensions } from "./failover-flags.js";
 import { freePort } from "../dev-server.js";
 import { createAgentMetrics, type AgentMetrics } from "../telemetry/metrics.js";
 import { tracingFromEnv } from "../telemetry/tracing.js";
+import { parseBaseUrlList } from "../activities/model-policy.js";
 
 /** The agent's metrics and, when this process installed the runtime, the SDK's (fetched from the core's loopback exporter). */
 async function scrape(metrics: AgentMetrics, core: string | undefined): Promise<string> {
@@ -37,90 +45,266 @@ async function scrape(metrics: AgentMetrics, core: string | undefined): Promise<
   return `${runtime.trimEnd()}\n${own}`;
 }
 
+/** One setting of the worker process: its flag, its environment variable, its config module key, its default. */
+interface Setting {
+  /** The flag without "--"; none: the environment only (a secret never goes on a command line). */
+  flag?: string;
+  /** The flag's value placeholder; none: a switch, which sets `set`. */
+  arg?: string;
+  /** A switch's value (what the environment variable would say), default "on". */
+  set?: string;
+  env?: string;
+  /** The config module's key it overrides, if any. */
+  config?: string;
+  default?: string;
+  help: string;
+}
+
+/** Every flag and environment variable of the worker process; --help prints this table. */
+export const SETTINGS: readonly Setting[] = [
+  { flag: "address", arg: "host:port", help: "overrides TEMPORAL_ADDRESS / the profile" },
+  { flag: "namespace", arg: "name", help: "overrides TEMPORAL_NAMESPACE / the profile" },
+  {
+    flag: "task-queue",
+    arg: "name",
+    env: "JAI_TASK_QUEUE",
+    default: `"${DEFAULT_TASK_QUEUE}"`,
+    help: "the shared task queue",
+  },
+  {
+    flag: "config",
+    arg: "file",
+    env: "JAI_CONFIG",
+    default: "./jai.config.{js,mjs,ts} if present",
+    help: "what the worker serves (tools, models, keys, ...)",
+  },
+  {
+    flag: "workspace",
+    arg: "dir",
+    env: "JAI_WORKSPACE",
+    default: "the working folder",
+    help: "root of the default file tools",
+  },
+  {
+    flag: "max-activities",
+    arg: "n",
+    env: "JAI_MAX_CONCURRENT_ACTIVITIES",
+    default: "100",
+    help: "model calls + tools at once",
+  },
+  {
+    flag: "max-workflow-tasks",
+    arg: "n",
+    env: "JAI_MAX_CONCURRENT_WORKFLOW_TASKS",
+    default: "40",
+    help: "workflow tasks at once",
+  },
+  {
+    flag: "max-replays",
+    arg: "n",
+    env: "JAI_MAX_CONCURRENT_REPLAYS",
+    config: "maxConcurrentReplays",
+    default: "10 with --fast-failover, else no cap",
+    help: "of them, tasks from the shared queue (replays) at once",
+  },
+  {
+    flag: "context-cache-mb",
+    arg: "n",
+    env: "JAI_CONTEXT_CACHE_MB",
+    config: "contextCacheBytes",
+    default: "256",
+    help: "byte budget of the model-context cache",
+  },
+  {
+    flag: "health-port",
+    arg: "n",
+    env: "JAI_HEALTH_PORT",
+    default: "none",
+    help: "serve /healthz, /readyz and /metrics (0 = any free port)",
+  },
+  {
+    flag: "health-host",
+    arg: "host",
+    env: "JAI_HEALTH_HOST",
+    default: "127.0.0.1",
+    help: "where they listen (they have no auth; 0.0.0.0 for an orchestrator's probes or Prometheus on another host, as the image does)",
+  },
+  {
+    flag: "http-port",
+    arg: "n",
+    env: "JAI_HTTP_PORT",
+    default: "none",
+    help: "serve the run API, live events (SSE) and run console; `npm run serve` uses 8787. Every request needs Authorization: Bearer <JAI_HTTP_TOKEN>",
+  },
+  {
+    env: "JAI_HTTP_TOKEN",
+    default: "minted and printed in the console URL (…/#token=…)",
+    help: 'the run API\'s token; "off": none (loopback only)',
+  },
+  {
+    env: "JAI_HTTP_HOST",
+    default: "127.0.0.1",
+    help: "where the run API listens (anywhere else needs JAI_HTTP_TOKEN)",
+  },
+  { env: "JAI_TEMPORAL_UI", help: "the Temporal UI's URL, linked from the run console" },
+  {
+    env: "JAI_HTTP_ALLOWED_HOSTS",
+    help: "host names (comma-separated) it answers to besides loopback and its address (others get 403)",
+  },
+  {
+    flag: "shutdown-grace",
+    arg: "duration",
+    env: "JAI_SHUTDOWN_GRACE",
+    default: "30s",
+    help: "how long in-flight activities may finish on SIGTERM",
+  },
+  {
+    flag: "workflow-bundle",
+    arg: "file",
+    env: "JAI_WORKFLOW_BUNDLE",
+    default: "dist/workflow-bundle.js when present",
+    help: "prebuilt bundle (`jai-agent bundle`)",
+  },
+  {
+    flag: "no-route-model-calls",
+    set: "off",
+    env: "JAI_ROUTE_MODEL_CALLS",
+    config: "routeModelCalls",
+    default: "on",
+    help: 'model calls on the shared queue (servers with eager activity execution: README "Eager dispatch")',
+  },
+  {
+    flag: "fast-failover",
+    env: "JAI_FAST_FAILOVER",
+    config: "fastFailover",
+    default: "off",
+    help: "on, off or a presence timeout (on: 1s): a killed worker's runs go on within ~2 presence timeouts, not their heartbeat timeout; every worker of the queue must run it (docs/failover.md)",
+  },
+  {
+    flag: "failover-links",
+    arg: "value",
+    env: "JAI_FAILOVER_LINKS",
+    config: "fastFailover.links",
+    default: "any free port",
+    help: 'with --fast-failover, where this worker listens for its peers\' links, [host:]port, or "off"',
+  },
+  {
+    env: "JAI_FAILOVER_ADVERTISE",
+    config: "fastFailover.links.advertise",
+    default: "the links' host, or this machine's first non-internal IPv4",
+    help: "where peers connect to this worker's links",
+  },
+  {
+    env: "JAI_FAILOVER_SECRET",
+    config: "fastFailover.secret",
+    default: "none: links on loopback only (127.0.0.1)",
+    help: "16+ characters, the same on every worker: proves links, memos and news; links listen on 0.0.0.0 with it",
+  },
+  {
+    flag: "no-demo-model",
+    set: "off",
+    env: "JAI_DEMO_MODEL",
+    config: "demoModel",
+    default: "on",
+    help: "do not serve demo/offline-scripted",
+  },
+  {
+    flag: "allowed-model-base-urls",
+    arg: "l",
+    env: "JAI_ALLOWED_MODEL_BASE_URLS",
+    config: "allowedModelBaseUrls",
+    default: "none",
+    help: "comma-separated base URLs (self-hosted endpoints) where a run's model object may be served with this worker's provider keys, besides the base URLs of the config's models and @jai/ai's catalogue (README \"The worker process\")",
+  },
+  {
+    flag: "no-metrics",
+    set: "off",
+    env: "JAI_METRICS",
+    default: "on",
+    help: "no /metrics on the health port (Temporal's runtime metrics + the agent's)",
+  },
+  {
+    env: "JAI_CODEC_MISSING_KEY",
+    default: "retry",
+    help: "terminate: end a run whose payloads this worker cannot decrypt (retry: Temporal retries its workflow task until a worker with the key serves it; the log names run and key)",
+  },
+  { env: "JAI_LOG_LEVEL", default: "WARN", help: "the Temporal runtime's log level" },
+];
+
+/** Wraps `text` at `width`, continuation lines indented by `indent` spaces. */
+function wrap(text: string, indent: number, width = 116): string {
+  const lines = [""];
+  for (const word of text.split(" ")) {
+    const line = lines[lines.length - 1];
+    if (line && indent + line.length + 1 + word.length > width) lines.push(word);
+    else lines[lines.length - 1] = line ? `${line} ${word}` : word;
+  }
+  return lines.join(`\n${" ".repeat(indent)}`);
+}
+
+function usageLine(s: Setting): string {
+  const name = s.flag ? `--${s.flag}${s.arg ? ` ${s.arg}` : ""}` : s.env!;
+  const where = [
+    s.flag && s.env ? (s.arg ? s.env : `${s.env}=${s.set ?? "on"}`) : undefined,
+    s.config ? `config ${s.config}` : undefined,
+  ].filter(Boolean);
+  const text = `${where.length ? `${where.join("; ")}: ` : ""}${s.help}${s.default ? ` [default ${s.default}]` : ""}`;
+  return `  ${name.padEnd(30)}${wrap(text, 32)}`;
+}
+
 export const WORKER_USAGE = `usage: jai-agent worker [options]
 
 Connection: Temporal's environment configuration (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 TEMPORAL_API_KEY, TEMPORAL_TLS_CLIENT_CERT_PATH/KEY_PATH, TEMPORAL_PROFILE + temporal.toml).
+A flag wins over its environment variable, which wins over the config module's key.
 
-  --address host:port           overrides TEMPORAL_ADDRESS / the profile
-  --namespace name              overrides TEMPORAL_NAMESPACE / the profile
-  --task-queue name             JAI_TASK_QUEUE, default "${DEFAULT_TASK_QUEUE}"
-  --config file                 JAI_CONFIG, default ./jai.config.{js,mjs,ts} if present
-  --workspace dir               JAI_WORKSPACE: root of the default file tools, default the working folder
-  --max-activities n            JAI_MAX_CONCURRENT_ACTIVITIES (model calls + tools at once), default 100
-  --max-workflow-tasks n        JAI_MAX_CONCURRENT_WORKFLOW_TASKS, default 40
-  --max-replays n               JAI_MAX_CONCURRENT_REPLAYS: of them, tasks from the shared queue (replays) at once,
-                                default 10 with --fast-failover, else no cap
-  --context-cache-mb n          JAI_CONTEXT_CACHE_MB: byte budget of the model-context cache, default 256
-  --health-port n               JAI_HEALTH_PORT: serve /healthz and /readyz (0 = any free port)
-  --http-port n                 JAI_HTTP_PORT: serve the run API, live events (SSE) and run console (JAI_HTTP_HOST,
-                                default 127.0.0.1; anywhere else needs JAI_HTTP_TOKEN); \`npm run serve\` uses 8787
-  --shutdown-grace duration     JAI_SHUTDOWN_GRACE: how long in-flight activities may finish on SIGTERM, default 30s
-  --workflow-bundle file        JAI_WORKFLOW_BUNDLE: prebuilt bundle (\`jai-agent bundle\`), default dist/workflow-bundle.js when present
-  --no-route-model-calls        JAI_ROUTE_MODEL_CALLS=off: model calls on the shared queue (servers with eager
-                                activity execution: README "Eager dispatch")
-  --fast-failover               JAI_FAST_FAILOVER=on (or a presence timeout, e.g. 2s; default 1s): a killed worker's
-                                runs go on within ~2 presence timeouts, not their heartbeat timeout (README "Scaling
-                                and sizing"); every worker of the queue must run this version
-  --failover-links value        JAI_FAILOVER_LINKS: with --fast-failover, where this worker listens for its peers'
-                                links, [host:]port (default 0.0.0.0:0, any free port), or "off"; peers connect to
-                                JAI_FAILOVER_ADVERTISE (default: host, or this machine's first non-internal IPv4)
-  --no-demo-model               JAI_DEMO_MODEL=off: do not serve demo/offline-scripted
-  --no-metrics                  JAI_METRICS=off: no /metrics on the health port (Temporal's runtime metrics + the agent's)
+${SETTINGS.filter((s) => s.flag)
+  .map(usageLine)
+  .join("\n")}
+
+Environment only:
+${SETTINGS.filter((s) => !s.flag)
+  .map(usageLine)
+  .join("\n")}
 
 Traces: OTLP over HTTP when OTEL_TRACES_EXPORTER=otlp or OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set (standard OTEL_* variables).
 
 Encryption (README "Encryption"): JAI_CODEC_KEYS="id:base64key,..." or JAI_CODEC_KEY_FILE=file, the first
 key current, older ones still decrypt; JAI_CODEC_COMPRESS=1 deflates before encrypting.
-JAI_CODEC_MISSING_KEY=terminate ends a run whose payloads this worker cannot decrypt (default "retry":
-Temporal retries its workflow task until a worker with the key serves it; the log names run and key).
 `;
+
+/** The settings as given: each flag's value, else its environment variable's (a switch given says its `set`). */
+function readSettings(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+): { help: boolean; get(name: string): string | undefined } {
+  const flags = SETTINGS.filter((s) => s.flag);
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      ...Object.fromEntries(flags.map((s) => [s.flag!, { type: s.arg ? ("string" as const) : ("boolean" as const) }])),
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const byName = new Map(SETTINGS.map((s) => [s.flag ?? s.env!, s]));
+  return {
+    help: values.help === true,
+    get(name) {
+      const s = byName.get(name);
+      if (!s) throw new Error(`no such setting: ${name}`);
+      const given = s.flag ? (values as Record<string, string | boolean | undefined>)[s.flag] : undefined;
+      if (typeof given === "string") return given;
+      if (given === true) return s.set ?? "on";
+      return s.env ? env[s.env] : undefined;
+    },
+  };
+}
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
   if (value === undefined || value === "") return undefined;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
   return n;
-}
-
-/** `fastFailover` from the flag or JAI_FAST_FAILOVER ("on", "off" or a presence timeout), else the config file's. */
-function fastFailover(
-  value: string | undefined,
-  configured: AgentServiceConfig["fastFailover"],
-): { fastFailover?: AgentServiceConfig["fastFailover"] } {
-  if (value === undefined || value === "") return configured === undefined ? {} : { fastFailover: configured };
-  if (value === "off") return {};
-  if (value === "on") return { fastFailover: true };
-  try {
-    presenceTimeoutMs(value as Duration);
-  } catch {
-    throw new Error(`JAI_FAST_FAILOVER must be "on", "off" or a duration above 0 such as "2s", got "${value}"`);
-  }
-  return { fastFailover: { presenceTimeout: value as Duration } };
-}
-
-/** Fast failover's links from JAI_FAILOVER_LINKS ("off", "port" or "host:port") and JAI_FAILOVER_ADVERTISE. */
-export function failoverLinks(
-  value: string | undefined,
-  advertise: string | undefined,
-): false | LinkOptions | undefined {
-  if ((value === undefined || value === "") && !advertise) return undefined;
-  if (value === "off") return false;
-  const at = value?.lastIndexOf(":") ?? -1;
-  // "[::1]:7000" names an IPv6 host.
-  const host = value && at >= 0 ? value.slice(0, at).replace(/^\[(.*)\]$/, "$1") : undefined;
-  const port = value ? Number(at >= 0 ? value.slice(at + 1) : value) : 0;
-  if (host === "" || !Number.isInteger(port) || port < 0 || port > 65535)
-    throw new Error(`JAI_FAILOVER_LINKS must be "off", a port or host:port, got "${value}"`);
-  return { ...(host ? { host } : {}), port, ...(advertise ? { advertise } : {}) };
-}
-
-function withLinks(
-  failover: { fastFailover?: AgentServiceConfig["fastFailover"] },
-  links: false | LinkOptions | undefined,
-): { fastFailover?: AgentServiceConfig["fastFailover"] } {
-  if (!failover.fastFailover || links === undefined) return failover;
-  return { fastFailover: { ...(failover.fastFailover === true ? {} : failover.fastFailover), links } };
 }
 
 /** The prebuilt workflow bundle shipped next to the built code (the image builds it), if any. */
@@ -139,61 +323,134 @@ export interface WorkerProcessOptions {
 /** Runs the worker until a signal drains it; resolves with the exit code. */
 export async function runWorkerProcess(options: WorkerProcessOptions = {}): Promise<number> {
   const env = options.env ?? process.env;
-  const cwd = options.cwd ?? process.cwd();
   const log = options.log ?? ((line: string) => console.log(line));
-  const { values } = parseArgs({
-    args: options.argv ?? [],
-    options: {
-      address: { type: "string" },
-      namespace: { type: "string" },
-      "task-queue": { type: "string" },
-      config: { type: "string" },
-      workspace: { type: "string" },
-      "max-activities": { type: "string" },
-      "max-workflow-tasks": { type: "string" },
-      "max-replays": { type: "string" },
-      "health-port": { type: "string" },
-      "http-port": { type: "string" },
-      "context-cache-mb": { type: "string" },
-      "shutdown-grace": { type: "string" },
-      "workflow-bundle": { type: "string" },
-      "no-demo-model": { type: "boolean" },
-      "no-route-model-calls": { type: "boolean" },
-      "fast-failover": { type: "boolean" },
-      "failover-links": { type: "string" },
-      "no-metrics": { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
-  if (values.help) {
+  const settings = readSettings(options.argv ?? [], env);
+  if (settings.help) {
     log(WORKER_USAGE);
     return 0;
   }
+  const plan = await planWorker(settings.get, env, options.cwd ?? process.cwd());
+  const codec = codecFor(plan.config, env, log);
+  const bundle = usableBundle(plan.bundleFile, codec.dataConverter, log);
+  // /metrics lives on the health port: the SDK's runtime metrics (served by the core on a loopback port) and the agent's.
+  const withMetrics = plan.healthPort !== undefined && settings.get("no-metrics") !== "off";
+  const runtime = await installRuntime(withMetrics, env);
+  // Traces when the standard OTEL_* environment asks for them (OTLP over HTTP); the shipped bundle has no tracing
+  // interceptors, so the workflows are bundled here then.
+  const tracing = await tracingFromEnv(env);
+  const connection = await NativeConnection.connect(plan.target.connectionOptions);
+  let events: Awaited<ReturnType<typeof startEvents>>;
+  let health: Server | undefined;
+  try {
+    events = await startEvents(plan, settings.get, connection, codec.dataConverter);
+    // Terminating needs no payloads, so no codec: it works on the runs this worker cannot read.
+    codec.terminator.client = new Client({ connection, namespace: plan.target.namespace });
+    const agent = await createAgentWorker({
+      ...agentOptions(plan, settings.get, events?.identity),
+      connection,
+      dataConverter: codec.dataConverter,
+      metrics: runtime.metrics,
+      tracing,
+      onEvent: events?.onEvent ?? plan.config.onEvent,
+      ...(bundle && !tracing ? { workflowBundle: { codePath: bundle } } : {}),
+    });
+    health = await serveHealthOf(agent, plan, settings.get, runtime, codec.keyErrors);
+    log(describeWorker(plan, codec.dataConverter, health, events));
+    return await runUntilDrained(agent, log);
+  } finally {
+    health?.close();
+    await events?.server.close();
+    await tracing?.shutdown().catch(() => {});
+    // run() closes only connections it opened itself.
+    await connection.close().catch(() => {});
+  }
+}
 
-  const target = temporalTarget(env, { address: values.address, namespace: values.namespace });
-  const taskQueue = values["task-queue"] ?? env.JAI_TASK_QUEUE ?? DEFAULT_TASK_QUEUE;
-  const configFile = findConfigFile(values.config ?? env.JAI_CONFIG, cwd);
+type Get = (name: string) => string | undefined;
+
+/** What the flags, the environment and the config module say the worker serves, and its limits. */
+async function planWorker(get: Get, env: NodeJS.ProcessEnv, cwd: string) {
+  const target = temporalTarget(env, { address: get("address"), namespace: get("namespace") });
+  const taskQueue = get("task-queue") ?? DEFAULT_TASK_QUEUE;
+  const configFile = findConfigFile(get("config"), cwd);
   const config: AgentServiceConfig = configFile ? await loadServiceConfig(configFile) : {};
-  const workspace = values.workspace ?? env.JAI_WORKSPACE ?? cwd;
-  const tools = config.tools ?? createFileTools(workspace);
-  const demo = config.demoModel !== false && !values["no-demo-model"] && env.JAI_DEMO_MODEL !== "off";
+  const tools = config.tools ?? createFileTools(get("workspace") ?? cwd);
+  const demo = config.demoModel !== false && get("no-demo-model") !== "off";
   const models: Model<Api>[] = [...(config.models ?? []), ...(demo ? [registerDemoModel()] : [])];
-  const maxActivities =
-    positiveInt(values["max-activities"] ?? env.JAI_MAX_CONCURRENT_ACTIVITIES, "--max-activities") ?? 100;
-  const maxWorkflowTasks =
-    positiveInt(values["max-workflow-tasks"] ?? env.JAI_MAX_CONCURRENT_WORKFLOW_TASKS, "--max-workflow-tasks") ?? 40;
-  const maxReplays = positiveInt(values["max-replays"] ?? env.JAI_MAX_CONCURRENT_REPLAYS, "--max-replays");
-  if (maxReplays !== undefined && !replayCapFits(maxReplays, maxWorkflowTasks))
+  const maxWorkflowTasks = positiveInt(get("max-workflow-tasks"), "--max-workflow-tasks") ?? 40;
+  const replaysFlag = positiveInt(get("max-replays"), "--max-replays");
+  if (replaysFlag !== undefined && !replayCapFits(replaysFlag, maxWorkflowTasks))
     throw new Error(
-      `--max-replays (JAI_MAX_CONCURRENT_REPLAYS) must be from 1 to --max-workflow-tasks - 1 (${maxWorkflowTasks - 1}), got ${maxReplays}`,
+      `--max-replays (JAI_MAX_CONCURRENT_REPLAYS) must be from 1 to --max-workflow-tasks - 1 (${maxWorkflowTasks - 1}), got ${replaysFlag}`,
     );
-  const cacheMb = positiveInt(values["context-cache-mb"] ?? env.JAI_CONTEXT_CACHE_MB, "--context-cache-mb");
-  const healthPort = positiveInt(values["health-port"] ?? env.JAI_HEALTH_PORT, "--health-port");
-  const httpPort = positiveInt(values["http-port"] ?? env.JAI_HTTP_PORT, "--http-port");
-  const shutdownGrace = values["shutdown-grace"] ?? env.JAI_SHUTDOWN_GRACE ?? "30s";
-  const bundleFile = values["workflow-bundle"] ?? env.JAI_WORKFLOW_BUNDLE ?? shippedBundle();
+  const maxReplays = replaysFlag ?? config.maxConcurrentReplays;
+  const bundleFile = get("workflow-bundle") ?? shippedBundle();
   if (bundleFile && !existsSync(bundleFile)) throw new Error(`Workflow bundle not found: ${bundleFile}`);
+  const workerOptions = {
+    maxConcurrentActivityTaskExecutions: positiveInt(get("max-activities"), "--max-activities") ?? 100,
+    maxConcurrentWorkflowTaskExecutions: maxWorkflowTasks,
+    // On SIGTERM in-flight model calls and tools get this long to finish; then they are cancelled
+    // and their heartbeat timeouts hand them to another worker.
+    shutdownGraceTime: get("shutdown-grace") ?? "30s",
+  };
+  const cacheMb = positiveInt(get("context-cache-mb"), "--context-cache-mb");
+  const healthPort = positiveInt(get("health-port"), "--health-port");
+  const httpPort = positiveInt(get("http-port"), "--http-port");
+  return {
+    target,
+    taskQueue,
+    configFile,
+    config,
+    tools,
+    models,
+    maxReplays,
+    bundleFile,
+    workerOptions,
+    cacheMb,
+    healthPort,
+    httpPort,
+  };
+}
+type Plan = Awaited<ReturnType<typeof planWorker>>;
 
+/** The options of `createAgentWorker` the plan gives (the connection, codec, events and telemetry aside). */
+function agentOptions(plan: Plan, get: Get, identity: string | undefined): AgentWorkerOptions {
+  const { config } = plan;
+  return {
+    namespace: plan.target.namespace,
+    taskQueue: plan.taskQueue,
+    tools: plan.tools,
+    models: plan.models,
+    // The operator's extra model endpoints: the config's and the flag's (or the environment's) together.
+    allowedModelBaseUrls: [...(config.allowedModelBaseUrls ?? []), ...parseBaseUrlList(get("allowed-model-base-urls"))],
+    getApiKey: config.getApiKey,
+    compactContext: config.compactContext,
+    contextCacheSize: config.contextCacheSize,
+    contextCacheBytes: plan.cacheMb !== undefined ? plan.cacheMb * 1024 * 1024 : config.contextCacheBytes,
+    mcpServers: config.mcpServers,
+    routeModelCalls: get("no-route-model-calls") !== "off" && config.routeModelCalls !== false,
+    webhooks: config.webhooks,
+    // Off unless the flag, the environment or the config module turns it on.
+    extensions: [
+      ...(config.extensions ?? []),
+      ...failoverExtensions(
+        {
+          enabled: get("fast-failover"),
+          links: get("failover-links"),
+          advertise: get("JAI_FAILOVER_ADVERTISE"),
+          secret: get("JAI_FAILOVER_SECRET"),
+        },
+        config.fastFailover,
+      ),
+    ],
+    ...(plan.maxReplays !== undefined ? { maxConcurrentReplays: plan.maxReplays } : {}),
+    // The identity announces the run server in history, where handle.events() finds it.
+    workerOptions: { ...plan.workerOptions, ...(identity ? { identity } : {}), ...config.workerOptions },
+  };
+}
+
+/** The data converter (the config module's, else the environment's codec) and what a missing key does. */
+function codecFor(config: AgentServiceConfig, env: NodeJS.ProcessEnv, log: (line: string) => void) {
   // A payload this worker cannot decrypt fails its task; in a workflow task Temporal retries that until a
   // worker with the key takes it, so say which run and which key, once per pair, where operators look.
   // JAI_CODEC_MISSING_KEY=terminate ends such a run instead (its status and reason name the key).
@@ -202,37 +459,55 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
     throw new Error(`JAI_CODEC_MISSING_KEY must be "retry" or "terminate", got "${missingKey}"`);
   const keyErrors = new Set<string>();
   const terminator: { client?: Client } = {}; // set once connected
-  const dataConverter =
-    config.dataConverter ??
-    config.workerOptions?.dataConverter ??
-    dataConverterFromEnv(env, {
-      onKeyError: (err, context) => {
-        const run = (context && "workflowId" in context ? context.workflowId : undefined) ?? "?";
-        if (keyErrors.has(`${run}\n${err.keyId}`)) return;
-        keyErrors.add(`${run}\n${err.keyId}`);
-        const terminate =
-          missingKey === "terminate" && context?.type === "workflow" && run !== "?" && terminator.client !== undefined;
-        log(
-          `jai-agent worker: CANNOT DECRYPT run ${run}: ${err.message}. ` +
-            (terminate
-              ? "Terminating the run (JAI_CODEC_MISSING_KEY=terminate)."
-              : `Its tasks fail (and are retried) until a worker with key "${err.keyId}" serves it.`),
-        );
-        if (terminate) {
-          const reason = `codec key "${err.keyId}" ${err.reason === "missing-key" ? "missing" : "does not decrypt"} on worker ${os.hostname()}/${process.pid}: ${err.message}`;
-          terminator
-            .client!.workflow.getHandle(run)
-            .terminate(reason)
-            .catch((e: unknown) =>
-              log(`jai-agent worker: could not terminate run ${run}: ${e instanceof Error ? e.message : String(e)}`),
-            );
-        }
-      },
-    });
-  // /metrics lives on the health port: the SDK's runtime metrics (served by the core on a loopback port) and the agent's.
-  const withMetrics = healthPort !== undefined && !values["no-metrics"] && env.JAI_METRICS !== "off";
+  const onKeyError: NonNullable<AesGcmCodecOptions["onKeyError"]> = (err, context) => {
+    const run = (context && "workflowId" in context ? context.workflowId : undefined) ?? "?";
+    if (keyErrors.has(`${run}\n${err.keyId}`)) return;
+    keyErrors.add(`${run}\n${err.keyId}`);
+    const terminate =
+      missingKey === "terminate" && context?.type === "workflow" && run !== "?" && terminator.client !== undefined;
+    log(
+      `jai-agent worker: CANNOT DECRYPT run ${run}: ${err.message}. ` +
+        (terminate
+          ? "Terminating the run (JAI_CODEC_MISSING_KEY=terminate)."
+          : `Its tasks fail (and are retried) until a worker with key "${err.keyId}" serves it.`),
+    );
+    if (!terminate) return;
+    const reason = `codec key "${err.keyId}" ${err.reason === "missing-key" ? "missing" : "does not decrypt"} on worker ${os.hostname()}/${process.pid}: ${err.message}`;
+    terminator
+      .client!.workflow.getHandle(run)
+      .terminate(reason)
+      .catch((e: unknown) =>
+        log(`jai-agent worker: could not terminate run ${run}: ${e instanceof Error ? e.message : String(e)}`),
+      );
+  };
+  const configured =
+    config.dataConverter ?? config.workerOptions?.dataConverter ?? dataConverterFromEnv(env, { onKeyError });
+  // Under a codec, failure messages and stack traces go through it too (a config module's converter included).
+  return { dataConverter: withEncryptedFailures(configured), keyErrors, terminator };
+}
+
+/** The prebuilt bundle, unless it writes failures in plain text and this worker has a payload codec. */
+function usableBundle(
+  bundleFile: string | undefined,
+  dataConverter: DataConverter | undefined,
+  log: (line: string) => void,
+): string | undefined {
+  if (
+    bundleFile === undefined ||
+    !(encryptsFailures(dataConverter) && !bundleEncryptsFailures({ codePath: bundleFile }))
+  )
+    return bundleFile;
+  log(
+    `jai-agent worker: ${bundleFile} writes failures in plain text and this worker has a payload codec: ` +
+      "bundling the workflows at start (make the bundle with `jai-agent bundle --encrypt-failures` to skip that)",
+  );
+  return undefined;
+}
+
+/** Temporal's runtime (its log level, and its metrics on a loopback port when /metrics is served) and the agent's metrics. */
+async function installRuntime(withMetrics: boolean, env: NodeJS.ProcessEnv) {
   const coreMetrics = withMetrics ? `127.0.0.1:${await freePort()}` : undefined;
-  let runtimeMetrics = false;
+  let installed = false;
   try {
     Runtime.install({
       logger: new DefaultLogger((env.JAI_LOG_LEVEL ?? "WARN") as LogLevel),
@@ -246,92 +521,85 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
           }
         : {}),
     });
-    runtimeMetrics = coreMetrics !== undefined;
+    installed = coreMetrics !== undefined;
   } catch {
     // Already installed by the embedding process (its own telemetry options apply).
   }
-  const metrics = withMetrics ? createAgentMetrics() : undefined;
-  // Traces when the standard OTEL_* environment asks for them (OTLP over HTTP); the shipped bundle has no tracing
-  // interceptors, so the workflows are bundled here then.
-  const tracing = await tracingFromEnv(env);
-  const connection = await NativeConnection.connect(target.connectionOptions);
-  const events =
-    httpPort === undefined
-      ? undefined
-      : await startRunEventsService({
-          client: new Client({ connection, namespace: target.namespace, dataConverter }),
-          host: env.JAI_HTTP_HOST,
-          port: httpPort,
-          token: env.JAI_HTTP_TOKEN,
-          taskQueue,
-          temporalUiUrl: env.JAI_TEMPORAL_UI,
-          namespace: target.namespace,
-          onEvent: config.onEvent,
-        });
-  // Terminating needs no payloads, so no codec: it works on the runs this worker cannot read.
-  terminator.client = new Client({ connection, namespace: target.namespace });
-  const agent = await createAgentWorker({
-    connection,
-    namespace: target.namespace,
-    taskQueue,
-    tools,
-    models,
-    getApiKey: config.getApiKey,
-    onEvent: events?.onEvent ?? config.onEvent,
-    compactContext: config.compactContext,
-    contextCacheSize: config.contextCacheSize,
-    metrics,
-    tracing,
-    dataConverter,
-    contextCacheBytes: cacheMb !== undefined ? cacheMb * 1024 * 1024 : config.contextCacheBytes,
-    mcpServers: config.mcpServers,
-    routeModelCalls:
-      !values["no-route-model-calls"] && env.JAI_ROUTE_MODEL_CALLS !== "off" && config.routeModelCalls !== false,
-    webhooks: config.webhooks,
-    ...withLinks(
-      fastFailover(values["fast-failover"] ? "on" : env.JAI_FAST_FAILOVER, config.fastFailover),
-      failoverLinks(values["failover-links"] ?? env.JAI_FAILOVER_LINKS, env.JAI_FAILOVER_ADVERTISE),
-    ),
-    ...(maxReplays !== undefined || config.maxConcurrentReplays !== undefined
-      ? { maxConcurrentReplays: maxReplays ?? config.maxConcurrentReplays }
-      : {}),
-    ...(bundleFile && !tracing ? { workflowBundle: { codePath: bundleFile } } : {}),
-    workerOptions: {
-      maxConcurrentActivityTaskExecutions: maxActivities,
-      maxConcurrentWorkflowTaskExecutions: maxWorkflowTasks,
-      // On SIGTERM in-flight model calls and tools get this long to finish; then they are cancelled
-      // and their heartbeat timeouts hand them to another worker.
-      shutdownGraceTime: shutdownGrace,
-      // Announces the run server in history, where handle.events() finds it.
-      ...(events ? { identity: events.identity } : {}),
-      ...config.workerOptions,
-    },
+  return { metrics: withMetrics ? createAgentMetrics() : undefined, core: installed ? coreMetrics : undefined };
+}
+
+/** The run API, live events and console, when --http-port asks for them. */
+async function startEvents(
+  plan: Plan,
+  get: Get,
+  connection: NativeConnection,
+  dataConverter: DataConverter | undefined,
+) {
+  if (plan.httpPort === undefined) return undefined;
+  const allowedHosts = get("JAI_HTTP_ALLOWED_HOSTS");
+  return startRunEventsService({
+    client: new Client({ connection, namespace: plan.target.namespace, dataConverter }),
+    host: get("JAI_HTTP_HOST"),
+    port: plan.httpPort,
+    token: get("JAI_HTTP_TOKEN"),
+    ...(allowedHosts !== undefined ? { allowedHosts: allowedHosts.split(",").filter(Boolean) } : {}),
+    taskQueue: plan.taskQueue,
+    temporalUiUrl: get("JAI_TEMPORAL_UI"),
+    namespace: plan.target.namespace,
+    onEvent: plan.config.onEvent,
   });
-  let health: Server | undefined;
-  if (healthPort !== undefined) {
-    health = await serveHealth(
-      {
-        healthy: () => agent.worker.getState() !== "FAILED",
-        ready: () => agent.worker.getState() === "RUNNING",
-        detail: () => ({
-          state: agent.worker.getState(),
-          taskQueue,
-          namespace: target.namespace,
-          ...(keyErrors.size ? { undecryptableKeyIds: [...new Set([...keyErrors].map((k) => k.split("\n")[1]))] } : {}),
-        }),
-        ...(metrics ? { metrics: () => scrape(metrics, runtimeMetrics ? coreMetrics : undefined) } : {}),
-      },
-      healthPort,
-      env.JAI_HEALTH_HOST,
-    );
-  }
-  const where = `${health ? `; health on :${(health.address() as { port: number }).port}` : ""}${events ? `; runs API and console on ${events.server.url}` : ""}`;
-  const served = [...models.map((m) => `${m.provider}/${m.id}`), "any provider with its API key"].join(", ");
-  const codec = dataConverter?.payloadCodecs?.length ? ", payload codec on" : "";
-  log(
-    `jai-agent worker: ${target.describe}, task queue "${taskQueue}"${configFile ? `, config ${configFile}` : ""}${codec}${where}`,
+}
+
+/** /healthz, /readyz and /metrics, when --health-port asks for them. */
+async function serveHealthOf(
+  agent: AgentWorker,
+  plan: Plan,
+  get: Get,
+  runtime: Awaited<ReturnType<typeof installRuntime>>,
+  keyErrors: Set<string>,
+): Promise<Server | undefined> {
+  if (plan.healthPort === undefined) return undefined;
+  const metrics = runtime.metrics;
+  return serveHealth(
+    {
+      healthy: () => agent.worker.getState() !== "FAILED",
+      ready: () => agent.worker.getState() === "RUNNING",
+      detail: () => ({
+        state: agent.worker.getState(),
+        taskQueue: plan.taskQueue,
+        namespace: plan.target.namespace,
+        ...(keyErrors.size ? { undecryptableKeyIds: [...new Set([...keyErrors].map((k) => k.split("\n")[1]))] } : {}),
+      }),
+      ...(metrics ? { metrics: () => scrape(metrics, runtime.core) } : {}),
+    },
+    plan.healthPort,
+    get("health-host"),
   );
-  log(`  tools: ${tools.map((t) => t.name).join(", ") || "(none)"}; models: ${served}`);
+}
+
+/** The two lines that say what the worker serves and where. */
+function describeWorker(
+  plan: Plan,
+  dataConverter: DataConverter | undefined,
+  health: Server | undefined,
+  events: Awaited<ReturnType<typeof startEvents>>,
+): string {
+  // A minted token is printed once, in the console URL's fragment (it never reaches a server or a proxy's log).
+  const consoleAt = events
+    ? `; runs API and console on ${events.server.consoleUrl}${events.server.tokenMinted ? " (other clients: JAI_HTTP_TOKEN=<the token in that URL>)" : events.server.token ? " (token: JAI_HTTP_TOKEN)" : ""}`
+    : "";
+  const where = `${health ? `; health on :${(health.address() as { port: number }).port}` : ""}${consoleAt}`;
+  const served = [...plan.models.map((m) => `${m.provider}/${m.id}`), "any provider with its API key"].join(", ");
+  const codec = dataConverter?.payloadCodecs?.length ? ", payload codec on" : "";
+  const config = plan.configFile ? `, config ${plan.configFile}` : "";
+  return (
+    `jai-agent worker: ${plan.target.describe}, task queue "${plan.taskQueue}"${config}${codec}${where}\n` +
+    `  tools: ${plan.tools.map((t) => t.name).join(", ") || "(none)"}; models: ${served}`
+  );
+}
+
+/** Runs the worker until a signal drains it: 0 once drained, 1 when it failed. */
+async function runUntilDrained(agent: AgentWorker, log: (line: string) => void): Promise<number> {
   const running = agent.run();
   log("ready");
   try {
@@ -341,11 +609,5 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   } catch (err) {
     log(`jai-agent worker failed: ${err instanceof Error ? err.message : String(err)}`);
     return 1;
-  } finally {
-    health?.close();
-    await events?.server.close();
-    await tracing?.shutdown().catch(() => {});
-    // run() closes only connections it opened itself.
-    await connection.close().catch(() => {});
   }
 }

@@ -5,7 +5,7 @@
  *
  * | activity | kind | why these defaults |
  * |---|---|---|
- * | resolveRunSetup | local in the first task (regular in runs recorded before) | quick worker lookup: the first model call goes out one round trip sooner |
+ * | resolveRunSetup | local in the first task (regular in runs recorded before); regular again when the local worker lacks the model | quick worker lookup: the first model call goes out one round trip sooner |
  * | streamAssistantMessage | regular, heartbeats | long streams; on cancel it hands back the partial message |
  * | executeTool | regular, heartbeats | user code of any length; few retries (tools may not be idempotent) |
  * | executeFastTool | local | tools marked `fast`: no extra round trips through the server |
@@ -42,6 +42,15 @@ export const TOOL_DEFAULTS: ActivityOptions = {
 
 export const { resolveRunSetup } = proxyActivities<Activities>(SETUP);
 export const { resolveRunSetup: resolveRunSetupLocally } = proxyLocalActivities<Activities>(SETUP);
+/**
+ * The setup again after the local one found its worker lacking the run's model (ModelNotServed): a regular
+ * activity, so each attempt may reach another worker of the queue. About a minute of attempts, then the run
+ * ends with the last worker's words (every worker of a queue should serve the same models).
+ */
+export const { resolveRunSetup: resolveRunSetupOnAnyWorker } = proxyActivities<Activities>({
+  startToCloseTimeout: "1m",
+  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "10s", maximumAttempts: 10 },
+});
 export const { streamAssistantMessage } = proxyActivities<Activities>(MODEL_DEFAULTS);
 export const { executeTool } = proxyActivities<Activities>(TOOL_DEFAULTS);
 /** A fast tool's call: no heartbeat (local activities have none), a short default timeout, the tools' retries. */

@@ -34,11 +34,12 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxySinks,
   upsertMemo,
 } from "@temporalio/workflow";
 import type { AssistantMessage, ToolCall } from "@jai/ai";
-import { resolveRunSetup, resolveRunSetupLocally } from "./activities.js";
+import { resolveRunSetup, resolveRunSetupLocally, resolveRunSetupOnAnyWorker } from "./activities.js";
 import { FailureType } from "../common/failure-types.js";
 import type {
   AgentEvent,
@@ -53,7 +54,7 @@ import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, restoreCarry, shouldContinueAsNew } from "./continue-as-new.js";
 import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
-import { validateRunInput } from "./input.js";
+import { unknownFieldProblem, validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { metrics } from "./metrics-sink.js";
 import { promptSummary } from "./summary.js";
@@ -64,6 +65,8 @@ import {
   LOCAL_ACTIVITIES_PATCH,
   MEMO_PATCH,
   SEARCH_ATTRIBUTES_PATCH,
+  SETUP_ANY_WORKER_PATCH,
+  UNKNOWN_FIELDS_PATCH,
   baseline,
   hasChange,
 } from "./patches.js";
@@ -83,7 +86,12 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
 
 async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   const run = new RunState();
-  const problem = validateRunInput(input);
+  // Unknown fields behind a patch asked only when there is one: runs recorded before accepted them. A continued
+  // run's input is its chain's first input, accepted then (with the fields the loop adds).
+  const unknown = input.continued ? undefined : unknownFieldProblem(input);
+  const problem =
+    validateRunInput(input, { unknownFields: false }) ??
+    (unknown && patched(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
   if (problem) failBeforeLoop(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
   const carried = input.continued;
   // Before the handlers: updates that arrived with the first task are validated against the carried state.
@@ -219,11 +227,17 @@ class SetupFailed extends Error {}
 /** The setup activity resolves the model and tools in the worker; its answer is recorded in history. */
 async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
   const label = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
+  const args = { model: input.model, tools: input.tools };
   try {
     const setup = hasChange(LOCAL_ACTIVITIES_PATCH) ? resolveRunSetupLocally : resolveRunSetup;
-    return await setup.executeWithOptions({ summary: `setup · ${label}` }, [
-      { model: input.model, tools: input.tools },
-    ]);
+    return await setup.executeWithOptions({ summary: `setup · ${label}` }, [args]).catch((err: unknown) => {
+      // This worker lacks the run's model: any worker of the queue may have it (retried a while, see activities.ts).
+      // A local activity's failure may arrive as its cause alone.
+      const failure = err instanceof ActivityFailure ? err.cause : err;
+      const notServed = failure instanceof ApplicationFailure && failure.type === FailureType.ModelNotServed;
+      if (!notServed || !patched(SETUP_ANY_WORKER_PATCH)) throw err;
+      return resolveRunSetupOnAnyWorker.executeWithOptions({ summary: `setup · ${label} · any worker` }, [args]);
+    });
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled)
       throw err;

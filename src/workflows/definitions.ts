@@ -45,8 +45,11 @@ export interface AgentSinks extends Sinks {
     approvalsWaiting(delta: number): void;
     compacted(model: string): void;
   };
-  /** Which worker runs which run's tasks, for fast failover (src/failover/presence.ts); called on replay too. */
-  fleet: { runSeen(): void };
+  /**
+   * A workflow task of this run runs on this worker (before each model call): for worker extensions that track
+   * which runs a worker holds (src/extension.ts, `runSeen`); called on replay too. A no-op without one.
+   */
+  extensions: { runSeen(): void };
 }
 
 /** A message a person sends into a run: text, or a user message. */

@@ -150,6 +150,9 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
   if (input.compaction !== undefined && input.compaction !== "truncate-tool-results" && input.compaction !== "worker") {
     return `"compaction" must be "truncate-tool-results" or "worker"`;
   }
+  const depth = input.subAgentDepth;
+  if (depth !== undefined && (typeof depth !== "number" || !Number.isInteger(depth) || depth < 0))
+    return `"subAgentDepth" must be a non-negative integer`;
   const can = input.continueAsNew;
   if (can !== undefined) {
     if (!isObject(can)) return `"continueAsNew" must be an object`;
@@ -177,11 +180,101 @@ function checkSession(session: unknown): string | undefined {
   return checkDuration(session.idleTimeout, "session.idleTimeout");
 }
 
+/** The fields of a run's input (`AgentRunInput`), in the order they are documented. */
+export const RUN_INPUT_FIELDS = [
+  "model",
+  "prompt",
+  "systemPrompt",
+  "tools",
+  "toolExecution",
+  "maxTurns",
+  "modelActivity",
+  "session",
+  "approvalTimeout",
+  "toolResultLimits",
+  "contextBudgetTokens",
+  "compaction",
+  "continueAsNew",
+  "webhook",
+] as const;
+/** Fields the loop itself sets (`AgentRunWorkflowInput`): a continued run's carry, a sub-agent's depth. */
+const INTERNAL_FIELDS = ["continued", "subAgentDepth"];
+const REQUIRED_FIELDS = ["model", "prompt"];
+const KNOWN_FIELDS: ReadonlySet<string> = new Set([...RUN_INPUT_FIELDS, ...INTERNAL_FIELDS]);
+
+/** Levenshtein distance, with a swap of two neighbours counting as one edit (optimal string alignment). */
+export function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.length][b.length];
+}
+
+/**
+ * The name among `names` that `word` most likely misspells: the nearest by edit distance (letter case
+ * ignored), within a third of the name's length (at least 1, at most 3); undefined when none is that near.
+ */
+export function nearestName(word: string, names: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of names) {
+    const distance = editDistance(word.toLowerCase(), name.toLowerCase());
+    const limit = Math.min(3, Math.max(1, Math.floor(name.length / 3)));
+    if (distance <= limit && (!best || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name;
+}
+
+function unknownField(field: string, names: readonly string[]): string {
+  const near = nearestName(field, names);
+  return near
+    ? `unknown field "${field}" — did you mean "${near}"?`
+    : `unknown field "${field}" (run input fields: ${RUN_INPUT_FIELDS.join(", ")})`;
+}
+
+/** A required field that is missing while a near-miss of it is present: both named (e.g. "promt" for "prompt"). */
+function missingNearMiss(input: Record<string, unknown>): string | undefined {
+  const unknown = Object.keys(input).filter((k) => !KNOWN_FIELDS.has(k));
+  for (const field of REQUIRED_FIELDS) {
+    if (input[field] !== undefined) continue;
+    const typo = unknown.find((k) => nearestName(k, [...KNOWN_FIELDS]) === field);
+    if (typo) return `unknown field "${typo}" — did you mean "${field}"? ("${field}" is required and missing)`;
+  }
+  return undefined;
+}
+
+/**
+ * The first field of the input that no run input has, with the known field it most likely misspells; undefined
+ * when every field is known. `alsoNamed`: more names to suggest (a caller's own options, e.g. startAgentRun's).
+ */
+export function unknownFieldProblem(input: unknown, alsoNamed: readonly string[] = []): string | undefined {
+  if (!isObject(input)) return undefined;
+  const field = Object.keys(input).find((k) => !KNOWN_FIELDS.has(k));
+  return field === undefined ? undefined : unknownField(field, [...RUN_INPUT_FIELDS, ...alsoNamed]);
+}
+
+export interface RunInputChecks {
+  /**
+   * Refuse fields no run input has (default true). The workflow passes false and refuses them itself, behind a
+   * patch: runs recorded before the check may hold such fields, and their replay must not fail.
+   */
+  unknownFields?: boolean;
+  /** More names to suggest for an unknown field (a caller's own options, e.g. startAgentRun's). */
+  alsoNamed?: readonly string[];
+}
+
 /** Returns a message naming the first bad field, or undefined when the input is usable. */
-export function validateRunInput(input: unknown): string | undefined {
+export function validateRunInput(input: unknown, checks: RunInputChecks = {}): string | undefined {
   if (!isObject(input)) return "run input must be an object";
   const { prompt, continued: _continued, ...rest } = input;
   return (
+    missingNearMiss(input) ??
+    (checks.unknownFields === false ? undefined : unknownFieldProblem(input, checks.alsoNamed)) ??
     checkModel(input.model) ??
     checkPrompt(prompt) ??
     checkOptional(input) ??

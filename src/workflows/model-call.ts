@@ -34,7 +34,7 @@ export const ROUTED_SCHEDULE_TO_START = `${ROUTED_SCHEDULE_TO_START_MS / 1000}s`
  * A busy worker is not a dead one: when the last call waited `w` ms in its
  * queue, the next one waits up to 2w + 1 s (at least the 2 s above) before it
  * gives up on the worker that holds its context. Otherwise, once a saturated
- * fleet's queues take longer than 2 s, calls leave their worker and miss its
+ * worker pool's queues take longer than 2 s, calls leave their worker and miss its
  * cache exactly when load is highest.
  *
  * But never longer than the call's heartbeat timeout (and never over this
@@ -58,7 +58,7 @@ export function routedScheduleToStartMs(
 }
 /** A routed call whose worker stopped heartbeating is not retried there: it goes to the shared queue at once. */
 const HEARTBEAT_TIMEOUT_TYPE = "TemporalTimeout:Heartbeat";
-const { agent, fleet } = proxySinks<AgentSinks>();
+const { agent, extensions } = proxySinks<AgentSinks>();
 
 /** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
 export class CancelledDuringModelCall extends Error {
@@ -118,8 +118,8 @@ export function noteTaskLag(run: RunState, doneAtMs: number | undefined): void {
 /**
  * Whether a workflow task that started `lagMs` after its output was lost with a worker: a worker took it and died
  * (the task timed out), and another took it up to `LOST_TASK_WINDOW_MS` later, in a run whose last task started
- * within `KEPT_PACE_MS` (`lastLagMs`; none yet: no telling) — a fleet that keeps up. Any later, or after a slow
- * task, it is a saturated fleet's queue, not a death: at 500 runs on 3 workers the median task starts 0.95 s late
+ * within `KEPT_PACE_MS` (`lastLagMs`; none yet: no telling) — workers that keep up. Any later, or after a slow
+ * task, it is a saturated worker pool's queue, not a death: at 500 runs on 3 workers the median task starts 0.95 s late
  * and a tenth over 36 s, and a looser rule (lag past the timeout and past twice the last lag + 1 s) sent a tenth of
  * the model calls to the shared queue at 1,000 runs (hit rate 87% against 98%). There the routed call's
  * schedule-to-start timeout is the only test.
@@ -161,8 +161,8 @@ export function callModel(
   retriedOverflow = false,
 ): Promise<AssistantMessage> {
   const { model } = setup;
-  // This worker holds the run now (a worker taking over a run replays this too): its presence names the run.
-  fleet.runSeen();
+  // This worker holds the run now (a worker taking over a run replays this too): worker extensions may track it.
+  extensions.runSeen();
   const route = hasChange(MODEL_ROUTE_PATCH);
   const queue = route ? run.modelQueue : undefined;
   const options = activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id));

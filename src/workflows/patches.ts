@@ -16,6 +16,16 @@ export const FAILED_STATUS_PATCH = "jai-failed-status-v1" as const;
 export const MODEL_ROUTE_PATCH = "jai-model-route-v1" as const;
 /** Local activities (fast tools' calls, the setup): runs recorded before them schedule regular activities. */
 export const LOCAL_ACTIVITIES_PATCH = "jai-local-activities-v1" as const;
+/**
+ * A new run whose input has a field no run input has (e.g. "maxTurn") fails as InvalidRunInput; runs recorded
+ * before it ran with such fields ignored. Asked only when the input has one: other runs record no marker.
+ */
+export const UNKNOWN_FIELDS_PATCH = "jai-unknown-input-fields-v1" as const;
+/**
+ * A local setup that found the worker lacking the run's model (ModelNotServed) runs again as a regular
+ * activity, which any worker of the queue may take. Asked only after such a failure.
+ */
+export const SETUP_ANY_WORKER_PATCH = "jai-setup-any-worker-v1" as const;
 
 /**
  * One marker for every change above, for runs started since: each patch costs a run a marker and a

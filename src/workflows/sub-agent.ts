@@ -2,6 +2,14 @@
  * A sub-agent call as a child `agentRun` workflow. Its id is deterministic,
  * `<parent workflow id>/sub-<turn>-<index>`, so a person can find it (e.g. to
  * approve a tool call inside it) and the Temporal UI lists it under its parent.
+ *
+ * Depth: the top-level run is depth 0, its children depth 1, and so on; each
+ * child's input records its depth (`subAgentDepth`, carried across
+ * continue-as-new). A call that would start a child deeper than its tool's
+ * `maxDepth` (default 3) starts nothing: it becomes an error result the model
+ * sees, and the run goes on. Histories recorded before the bound have no
+ * depth in their inputs: they replay as top-level runs, whose calls the bound
+ * never refuses below depth 3, so their commands are unchanged.
  */
 import {
   CancellationScope,
@@ -13,13 +21,21 @@ import {
   workflowInfo,
 } from "@temporalio/workflow";
 import type { ToolCall } from "@jai/ai";
-import type { AgentRunInput, AgentRunResult, ExecuteToolOutput, SubAgentSpec, ToolSpec } from "../types.js";
+import type { AgentRunResult, AgentRunWorkflowInput, ExecuteToolOutput, SubAgentSpec, ToolSpec } from "../types.js";
 import { AGENT_RUN_WORKFLOW } from "./definitions.js";
 import type { RunState } from "./run-state.js";
 import { errorOutput } from "./tool-output.js";
 import { addUsage } from "../common/usage.js";
 
 const DEFAULT_SUB_AGENT_TURNS = 10;
+/** How deep sub-agents nest unless their tool's `maxDepth` says otherwise (the top-level run is depth 0). */
+export const DEFAULT_SUB_AGENT_MAX_DEPTH = 3;
+
+/** The tool's depth bound: its `maxDepth` when that is a non-negative integer, else the default. */
+export function subAgentMaxDepth(sub: SubAgentSpec): number {
+  const n = sub.maxDepth;
+  return typeof n === "number" && Number.isInteger(n) && n >= 0 ? n : DEFAULT_SUB_AGENT_MAX_DEPTH;
+}
 
 /** The child's workflow id for the call at `index` of the parent's turn `turn`. */
 export function subAgentWorkflowId(parentWorkflowId: string, turn: number, index: number): string {
@@ -38,18 +54,28 @@ export async function runSubAgent(
   call: ToolCall,
   run: RunState,
   index: number,
+  parentDepth = 0,
 ): Promise<ExecuteToolOutput> {
   const prompt = (call.arguments as { prompt?: unknown }).prompt;
   if (typeof prompt !== "string" || prompt === "")
     return errorOutput(`Tool ${spec.name}: "prompt" must be a non-empty string`);
+  const depth = parentDepth + 1;
+  const maxDepth = subAgentMaxDepth(sub);
+  if (depth > maxDepth) {
+    return errorOutput(
+      `Sub-agent ${spec.name} was not started: this run is already at sub-agent depth ${parentDepth} ` +
+        `and ${spec.name} allows at most ${maxDepth} (its maxDepth). Do the task without delegating it.`,
+    );
+  }
   const workflowId = subAgentWorkflowId(workflowInfo().workflowId, run.turn, index);
-  const input: AgentRunInput = {
+  const input: AgentRunWorkflowInput = {
     model: sub.model,
     prompt,
     tools: sub.tools ?? [],
     maxTurns: sub.maxTurns ?? DEFAULT_SUB_AGENT_TURNS,
     ...(sub.systemPrompt !== undefined ? { systemPrompt: sub.systemPrompt } : {}),
     ...(sub.toolExecution !== undefined ? { toolExecution: sub.toolExecution } : {}),
+    subAgentDepth: depth,
   };
   try {
     const result = (await executeChild(AGENT_RUN_WORKFLOW, {

@@ -17,7 +17,7 @@ import { toolResultMessage } from "../common/tool-result.js";
 import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activities.js";
 import type {
   AgentEvent,
-  AgentRunInput,
+  AgentRunWorkflowInput,
   ExecuteToolInput,
   ExecuteToolOutput,
   PendingToolCall,
@@ -50,7 +50,7 @@ export function resultOf(call: ToolCall, output: ExecuteToolOutput): ToolResultM
  * entering the transcript as its message_end is emitted.
  */
 export function runTools(
-  input: AgentRunInput,
+  input: AgentRunWorkflowInput,
   setup: RunSetup,
   run: RunState,
   calls: ToolCall[],
@@ -143,7 +143,7 @@ export function closeCancelledBatch(run: RunState, calls: ToolCall[], emit: (eve
 
 /** Approval (when the tool asks for it), then execution. */
 function processCall(
-  input: AgentRunInput,
+  input: AgentRunWorkflowInput,
   spec: ToolSpec | undefined,
   call: ToolCall,
   run: RunState,
@@ -155,7 +155,7 @@ function processCall(
 }
 
 async function approveThenExecute(
-  input: AgentRunInput,
+  input: AgentRunWorkflowInput,
   spec: ToolSpec,
   call: ToolCall,
   run: RunState,
@@ -175,9 +175,9 @@ async function approveThenExecute(
   return execute(input, spec, call, run, index);
 }
 
-const execute = (input: AgentRunInput, spec: ToolSpec, call: ToolCall, run: RunState, index: number) =>
+const execute = (input: AgentRunWorkflowInput, spec: ToolSpec, call: ToolCall, run: RunState, index: number) =>
   spec.subAgent
-    ? runSubAgent(spec, spec.subAgent, call, run, index)
+    ? runSubAgent(spec, spec.subAgent, call, run, index, input.subAgentDepth)
     : executeCall(spec, call, run, index, input.toolResultLimits);
 
 /** Asks the tool's approval predicate in the worker; its failure is the call's error result, never the run's. */

@@ -12,7 +12,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@temporalio/client";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import { bundleAgentWorkflows } from "../../src/worker.js";
+import { agentWorkflowsPath, bundleAgentWorkflows } from "../../src/worker.js";
+import { failoverWorkflowsPath } from "../../src/failover/index.js";
 import { uniqueId } from "../helpers.js";
 import type { AgentMessage, AgentRunResult } from "../../src/types.js";
 import { MODEL_REF, type Variant } from "./scenario.js";
@@ -83,7 +84,12 @@ export interface HarnessConfig {
   presenceTimeout?: string;
   /** With fast failover: `false` for no links (a worker is then failed over by its heartbeats and ping only). */
   links?: false;
+  /** With fast failover: the fleet's shared secret (default `TEST_FAILOVER_SECRET`; "" for none). */
+  failoverSecret?: string;
 }
+
+/** The fast-failover secret child workers share unless a test says otherwise. */
+export const TEST_FAILOVER_SECRET = "jai-test-failover-secret-0123456789";
 
 /** A test file's folder for its child workers: the workflow bundle, written once, and each scenario's log. */
 export interface HarnessDir {
@@ -93,11 +99,15 @@ export interface HarnessDir {
   remove(): Promise<void>;
 }
 
-/** Makes a `HarnessDir` under the system's temporary folder; `name` prefixes it and its task queues. */
-export async function harnessDir(name: string): Promise<HarnessDir> {
+/**
+ * Makes a `HarnessDir` under the system's temporary folder; `name` prefixes it and its task queues. `failover`:
+ * the bundle holds the presence workflow too (fast failover's workflow entry), for workers with `presenceTimeout`.
+ */
+export async function harnessDir(name: string, options: { failover?: boolean } = {}): Promise<HarnessDir> {
   const dir = await mkdtemp(path.join(os.tmpdir(), `jai-${name}-`));
   const bundlePath = path.join(dir, "workflow-bundle.js");
-  await writeFile(bundlePath, (await bundleAgentWorkflows()).code);
+  const workflows = options.failover ? failoverWorkflowsPath() : agentWorkflowsPath();
+  await writeFile(bundlePath, (await bundleAgentWorkflows(workflows)).code);
   return {
     dir,
     config(variant = "main", extra = {}) {
@@ -133,6 +143,7 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       CRASH_LOCAL_TOOLS: config.localTools ? "1" : "",
       CRASH_PRESENCE_TIMEOUT: config.presenceTimeout ?? "",
       CRASH_FAILOVER_LINKS: config.links === false ? "off" : "",
+      CRASH_FAILOVER_SECRET: config.failoverSecret ?? TEST_FAILOVER_SECRET,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

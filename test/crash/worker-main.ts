@@ -4,6 +4,7 @@
  */
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { createAgentWorker } from "../../src/worker.js";
+import { fastFailover } from "../../src/failover/index.js";
 import { crashTools, logLine, registerScriptedModel, type Variant } from "./scenario.js";
 
 const env = (name: string) => {
@@ -30,12 +31,17 @@ const worker = await createAgentWorker({
   tools: crashTools(logFile, Number(process.env.CRASH_SLOW_MS || 3000), tag, process.env.CRASH_LOCAL_TOOLS === "1"),
   models: [model],
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
+  // Fast failover only when a presence timeout is given (off by default); its presence workflow is in the bundle.
   ...(process.env.CRASH_PRESENCE_TIMEOUT
     ? {
-        fastFailover: {
-          presenceTimeout: process.env.CRASH_PRESENCE_TIMEOUT,
-          ...(process.env.CRASH_FAILOVER_LINKS === "off" ? { links: false as const } : {}),
-        },
+        extensions: [
+          fastFailover({
+            presenceTimeout: process.env.CRASH_PRESENCE_TIMEOUT,
+            ...(process.env.CRASH_FAILOVER_LINKS === "off" ? { links: false as const } : {}),
+            ...(process.env.CRASH_FAILOVER_SECRET ? { secret: process.env.CRASH_FAILOVER_SECRET } : {}),
+            workflowBundle: { codePath: env("CRASH_BUNDLE") },
+          }),
+        ],
       }
     : {}),
   onEvent: (event) => {

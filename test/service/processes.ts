@@ -7,7 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -64,15 +64,46 @@ export async function startWorkerProcess(
   env: Record<string, string>,
   args: string[] = [],
 ): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [path.join(dist, "cli", "worker-main.js"), ...args], {
-    cwd: os.tmpdir(),
-    env: { ...process.env, NODE_OPTIONS: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  return spawnWorker([path.join(dist, "cli", "worker-main.js"), ...args], os.tmpdir(), env);
+}
+
+/**
+ * `jai-agent worker` from the sources (tsx), as `npm run worker` runs it, with `env` over this process's
+ * (an undefined value removes a variable) and an optional `--import` preload; waits for its "ready" line.
+ */
+export async function startSourceWorker(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  options: { preload?: string } = {},
+): Promise<WorkerProcess> {
+  const preload = options.preload ? ["--import", pathToFileURL(options.preload).href] : [];
+  return spawnWorker(
+    ["--import", "tsx", ...preload, path.join(repoRoot, "src/cli/worker-main.ts"), ...args],
+    repoRoot,
+    env,
+  );
+}
+
+/** Every worker process a test file started: `killAll()` in its afterAll. */
+const started = new Set<ChildProcess>();
+export function killAllWorkers(): void {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  started.clear();
+}
+
+async function spawnWorker(
+  argv: string[],
+  cwd: string,
+  extraEnv: Record<string, string | undefined>,
+): Promise<WorkerProcess> {
+  const env: Record<string, string | undefined> = { ...process.env, NODE_OPTIONS: "", ...extraEnv };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const child = spawn(process.execPath, argv, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  started.add(child);
   let output = "";
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not get ready in 60 s: ${output}`)), 60000);
+    const timer = setTimeout(() => reject(new Error(`worker did not get ready in 90 s: ${output}`)), 90000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       if (/^ready$/m.test(output)) {

@@ -4,8 +4,9 @@
  * 20 turns here). When a worker dies, the survivors get all its runs at once; with 40 slots each takes 40 such
  * tasks off the queue together and works through them on one workflow thread, and the last ones outlive their
  * workflow task timeout (the clock starts when the task is polled), time out, and are replayed again elsewhere:
- * the dead worker's slowest runs waited twice (docs/scaling.md). Capped, the rest wait in the server's
- * queue, where no timeout runs, and every replay a worker takes finishes in time.
+ * the dead worker's slowest runs waited twice (docs/lab/scaling.md). Capped, the rest wait in the server's
+ * queue, where no timeout runs, and every replay a worker takes finishes in time. No cap unless one is set, or an
+ * extension sets a default (fast failover's: 10, docs/failover.md).
  */
 import type {
   CustomSlotSupplier,
@@ -21,12 +22,6 @@ interface Permit extends SlotPermit {
   /** Reserved for a poll of the sticky queue (a run this worker holds), else of the shared queue. */
   sticky: boolean;
 }
-
-/**
- * Fast failover's cap when none is set: with headroom it took the slowest victims of a kill from 10-13 s to 8 s
- * (no workflow task timed out in the burst); at saturation it changed little (docs/scaling.md).
- */
-export const FAILOVER_REPLAYS = 10;
 
 /** Temporal's workflow task slots when `maxConcurrentWorkflowTaskExecutions` is not set. */
 const DEFAULT_WORKFLOW_TASK_SLOTS = 40;
@@ -109,17 +104,18 @@ export class ReplayCappedSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
 }
 
 /**
- * The cap a worker runs with: the one set, else fast failover's, below its slots. None by default beside a tuner
- * of the caller's, with fewer than 2 slots, or with no workflow cache (no sticky queue: every task would count).
+ * The cap a worker runs with: the one set, else an extension's default (`defaultCap`), below its slots. No default
+ * cap beside a tuner of the caller's, with fewer than 2 slots, or with no workflow cache (no sticky queue: every
+ * task would count).
  */
 export function replayCap(
   set: number | undefined,
-  fastFailover: boolean,
+  defaultCap: number | undefined,
   options: Partial<WorkerOptions> | undefined,
 ): number | undefined {
-  if (set !== undefined || !fastFailover || options?.tuner || options?.maxCachedWorkflows === 0) return set;
+  if (set !== undefined || defaultCap === undefined || options?.tuner || options?.maxCachedWorkflows === 0) return set;
   const slots = options?.maxConcurrentWorkflowTaskExecutions ?? DEFAULT_WORKFLOW_TASK_SLOTS;
-  return slots < 2 ? undefined : Math.min(FAILOVER_REPLAYS, slots - 1);
+  return slots < 2 ? undefined : Math.min(defaultCap, slots - 1);
 }
 
 /**

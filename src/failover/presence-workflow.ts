@@ -3,7 +3,7 @@
  * When the heartbeats stop and a ping there goes unanswered (the worker died), or a peer's link to the worker
  * closed and nothing is left at its address, another worker fails its calls by id and clears its runs' sticky
  * queues, so the runs go on within about two presence timeouts (or a second or so, by a link) instead of each
- * waiting out its own heartbeat timeout, then the sticky timeout. See src/failover/presence.ts.
+ * waiting out its own heartbeat timeout, then the sticky timeout. See presence.ts (the worker side).
  */
 import {
   ActivityFailure,
@@ -24,10 +24,14 @@ import type {
   PresenceOutcome,
   PresenceReport,
   WorkerLost,
-} from "../failover/types.js";
+} from "./types.js";
 
 /** Presences failed over by this version end in a task of their own (see below). */
 const PRESENCE_OWN_END_PATCH = "jai-presence-own-end-v1";
+/** Presences of this version take news that a worker is gone for sure only once it proves the fleet's secret. */
+const PRESENCE_NEWS_CHECKED_PATCH = "jai-presence-news-checked-v1";
+/** At most this many news are checked per run (each a local activity); later ones are taken as unsure. */
+const MAX_NEWS_CHECKS = 8;
 
 /** With links: how long a worker has to take its ping, and then to answer it, before it is taken for dead. */
 const PING_TAKEN_MS = 30_000;
@@ -43,9 +47,13 @@ interface PresenceActivities {
   workerPing(): Promise<string>;
   /** `report` absent: the presence activity's last heartbeat details, read from the server. */
   failOverWorker(input: { workerQueue: string; report?: PresenceReport }): Promise<FailoverResult>;
+  /** Whether news signalled to this workflow proves the fleet's secret (never without one). */
+  checkWorkerLost(news: WorkerLost): Promise<boolean>;
 }
 
 export async function agentWorkerPresence(input: PresenceInput): Promise<PresenceOutcome> {
+  // Before any command: presences that ran before this version replay without the check.
+  const checksNews = patched(PRESENCE_NEWS_CHECKED_PATCH);
   const { workerPresence } = proxyActivities<PresenceActivities>({
     taskQueue: input.presenceQueue,
     heartbeatTimeout: input.timeoutMs,
@@ -83,8 +91,33 @@ export async function agentWorkerPresence(input: PresenceInput): Promise<Presenc
     // Once: a second pass could fail attempts that already moved on (it checks each, but the report is old).
     retry: { maximumAttempts: 1 },
   });
+  const { checkWorkerLost } = proxyLocalActivities<PresenceActivities>({
+    startToCloseTimeout: "10 seconds",
+    retry: { maximumAttempts: 1 },
+  });
   let lost: WorkerLost | undefined;
-  setHandler(workerLostSignal, (news) => {
+  let checks = 0;
+  let checking = false;
+  setHandler(workerLostSignal, async (news) => {
+    // Any client of the namespace can signal: news that the worker is gone for sure is taken so only when it
+    // proves the fleet's secret (a local activity checks). Any other is unsure news: the worker is pinged, and a
+    // live one answers. One check at a time, a few per run, none while sure news is held.
+    if (checksNews && news.evidence !== "closed") {
+      const sure = lost !== undefined && lost.evidence !== "closed";
+      let proven = false;
+      if (!sure && !checking && checks < MAX_NEWS_CHECKS) {
+        checking = true;
+        checks++;
+        try {
+          proven = await checkWorkerLost(news);
+        } catch {
+          proven = false;
+        } finally {
+          checking = false;
+        }
+      }
+      if (!proven) news = { evidence: "closed", by: String(news.by) };
+    }
     // Sure news replaces unsure news (a saturated peer's check can time out where another's is refused).
     if (!lost || (lost.evidence === "closed" && news.evidence !== "closed")) lost = news;
   });

@@ -1,0 +1,455 @@
+/**
+ * People in the loop from a shell (`jai-agent <command>`, `npm run <command> --`): list runs, look at one, and
+ * approve, deny, steer, follow up, prompt or cancel it through the client API (src/client.ts), connected like
+ * the worker (src/cli/connect.ts: Temporal's environment configuration and JAI_CODEC_KEYS).
+ *
+ * Exit codes: 0 done; 1 refused or failed (one line on stderr: the run's reason, a finished run, no such run,
+ * a missing codec key); 2 bad usage.
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { Client } from "@temporalio/client";
+import { WorkflowNotFoundError, type Payload, type TypedSearchAttributes } from "@temporalio/common";
+import { decodeTypedSearchAttributes } from "@temporalio/common/lib/converter/payload-search-attributes.js";
+import { optionalTsToDate } from "@temporalio/common/lib/time.js";
+import proto from "@temporalio/proto";
+import { getAgentRun, InvalidRunInputError, RunFinishedError, RunUpdateRejectedError } from "../client.js";
+import { decodePayloads } from "../codec/history.js";
+import type { AgentMessage, AgentRunState } from "../types.js";
+import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
+import {
+  AgentCostUsd,
+  AgentModel,
+  AgentStatus,
+  AgentStopReason,
+  AgentSummary,
+  AgentTotalTokens,
+  AgentTurns,
+} from "../workflows/search-attributes.js";
+import { connectCli } from "./connect.js";
+
+const RUNS_USAGE = `usage: jai-agent <command> [options]   (npm run <command> -- [options])
+  runs [--status s[,s…]] [--limit N] [--query "visibility query"] [--json]
+        s: running | waiting (for approval or a prompt) | waiting_for_approval | waiting_for_prompt
+           | completed | failed | cancelled | open | closed
+  state <workflowId> [--json]
+  approve <workflowId> <toolCallId | --all>
+  deny <workflowId> <toolCallId> [--reason text]
+  steer <workflowId> <message | ->          (- reads the message from stdin)
+  follow-up <workflowId> <message | ->
+  prompt <workflowId> <message | -> [--json]  (session runs: waits for the answer)
+  cancel <workflowId> [--wait]
+every command: [--address host:port] [--namespace ns]; otherwise TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE (temporal.toml), the \`npm run temporal\` server, localhost:7233.
+Encrypted runs need the workers' JAI_CODEC_KEYS (or JAI_CODEC_KEY_FILE).`;
+
+/** Bad usage: printed with the usage, exit 2. */
+class UsageError extends Error {}
+
+const COMMON: NonNullable<ParseArgsConfig["options"]> = {
+  address: { type: "string" },
+  namespace: { type: "string" },
+  help: { type: "boolean", short: "h" },
+};
+
+function parse(args: string[], options: ParseArgsConfig["options"], positionals: number, names: string) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (parsed.values.help) return undefined;
+  if (parsed.positionals.length < positionals) throw new UsageError(`missing ${names}`);
+  return parsed as { values: Record<string, string | boolean | undefined>; positionals: string[] };
+}
+
+/** The message of steer / follow-up / prompt: the rest of the arguments, or stdin for "-". */
+function message(words: string[]): string {
+  const text = words.length === 1 && words[0] === "-" ? readFileSync(0, "utf8").trim() : words.join(" ").trim();
+  if (!text) throw new UsageError("missing message");
+  return text;
+}
+
+const str = (v: string | boolean | undefined) => (typeof v === "string" ? v : undefined);
+const json = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+const money = (usd: number | undefined) => `$${(usd ?? 0).toFixed(4)}`;
+const oneLine = (s: string) => s.replace(/\s*\n\s*/g, " ").trim();
+const clip = (s: string, max = 200) => (s.length > max ? `${s.slice(0, max)}…` : s);
+
+function textOf(m: AgentMessage): string {
+  if (typeof m.content === "string") return m.content;
+  return m.content
+    .filter((c) => c.type === "text")
+    .map((c) => (c as { text: string }).text)
+    .join("");
+}
+
+// ---------------------------------------------------------------------------------------------- runs (list)
+
+/** The agent statuses each --status word stands for; `execution` is the Temporal status used without them. */
+const STATUS_FILTERS: Record<string, { agent?: string[]; execution: string[] }> = {
+  running: { agent: ["running"], execution: ["Running"] },
+  waiting: { agent: ["waiting_for_approval", "waiting_for_prompt"], execution: ["Running"] },
+  waiting_for_approval: { agent: ["waiting_for_approval"], execution: ["Running"] },
+  waiting_for_prompt: { agent: ["waiting_for_prompt"], execution: ["Running"] },
+  completed: { agent: ["completed"], execution: ["Completed"] },
+  failed: { agent: ["failed"], execution: ["Failed", "Terminated", "TimedOut"] },
+  cancelled: { agent: ["cancelled"], execution: ["Canceled"] },
+  open: { execution: ["Running"] },
+  closed: { execution: ["Completed", "Failed", "Canceled", "Terminated", "TimedOut", "ContinuedAsNew"] },
+};
+STATUS_FILTERS.canceled = STATUS_FILTERS.cancelled;
+STATUS_FILTERS.approval = STATUS_FILTERS.waiting_for_approval;
+
+const quoted = (values: string[]) => values.map((v) => JSON.stringify(v)).join(", ");
+
+/** The visibility query for `statuses`: by AgentStatus (with the agent's search attributes), else by Temporal's status. */
+function runsQuery(statuses: string[], withAttributes: boolean, extra?: string): string {
+  const parts = [`WorkflowType = ${JSON.stringify(AGENT_RUN_WORKFLOW)}`];
+  if (statuses.length > 0) {
+    const alternatives = statuses.map((s) => {
+      const f = STATUS_FILTERS[s];
+      const byExecution = `ExecutionStatus IN (${quoted(f.execution)})`;
+      if (!withAttributes || !f.agent) return byExecution;
+      // An open run by its AgentStatus; a failed one also when Temporal ended it (terminated, timed out) before the run could say so.
+      const byAgent = `AgentStatus IN (${quoted(f.agent)})`;
+      if (f.execution.includes("Running")) return `(${byAgent} AND ExecutionStatus = "Running")`;
+      return s === "failed" ? `(${byAgent} OR ExecutionStatus IN ("Terminated", "TimedOut"))` : byAgent;
+    });
+    parts.push(alternatives.length === 1 ? alternatives[0] : `(${alternatives.join(" OR ")})`);
+  }
+  if (extra) parts.push(`(${extra})`);
+  return parts.join(" AND ");
+}
+
+interface RunListing {
+  workflowId: string;
+  runId: string;
+  /** AgentStatus while the run could keep it; Temporal's status (lower case) when it ended otherwise or the namespace lacks the attribute. */
+  status: string;
+  /** Temporal's status, e.g. "running", "completed", "terminated". */
+  executionStatus: string;
+  model?: string;
+  turns?: number;
+  totalTokens?: number;
+  costUsd?: number;
+  stopReason?: string;
+  summary?: string;
+  startTime?: string;
+  closeTime?: string;
+}
+
+type RawExecution = proto.temporal.api.workflow.v1.IWorkflowExecutionInfo;
+const EXECUTION_STATUS = proto.temporal.api.enums.v1.WorkflowExecutionStatus;
+
+/** The memo's fields, or {} when they cannot be read (e.g. encrypted under a key this process lacks). */
+async function memoOf(client: Client, raw: RawExecution): Promise<Record<string, unknown>> {
+  const fields = Object.entries(raw.memo?.fields ?? {});
+  if (fields.length === 0) return {};
+  const { payloadCodecs, payloadConverter } = client.options.loadedDataConverter;
+  try {
+    const decoded = await decodePayloads(
+      fields.map(([, p]) => p as Payload),
+      payloadCodecs,
+    );
+    return Object.fromEntries(fields.map(([k], i) => [k, payloadConverter.fromPayload(decoded[i])]));
+  } catch {
+    return {};
+  }
+}
+
+async function listing(client: Client, raw: RawExecution): Promise<RunListing> {
+  const attrs: TypedSearchAttributes = decodeTypedSearchAttributes(raw.searchAttributes?.indexedFields);
+  const executionStatus = (EXECUTION_STATUS[raw.status ?? 0] ?? "unknown")
+    .replace(/^WORKFLOW_EXECUTION_STATUS_/, "")
+    .toLowerCase();
+  const agentStatus = attrs.get(AgentStatus);
+  // A run Temporal ended (terminated, timed out) never wrote its last status: "running" would be a lie.
+  const open = executionStatus === "running";
+  const status = agentStatus && (open || !/^(running|waiting_)/.test(agentStatus)) ? agentStatus : executionStatus;
+  const memo = attrs.get(AgentModel) === undefined ? await memoOf(client, raw) : {};
+  const defined = <T extends object>(o: T) =>
+    Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+  return defined({
+    workflowId: raw.execution?.workflowId ?? "",
+    runId: raw.execution?.runId ?? "",
+    status,
+    executionStatus,
+    model: attrs.get(AgentModel) ?? (typeof memo.model === "string" ? memo.model : undefined),
+    turns: attrs.get(AgentTurns) ?? (typeof memo.turns === "number" ? memo.turns : undefined),
+    totalTokens: attrs.get(AgentTotalTokens) ?? (typeof memo.totalTokens === "number" ? memo.totalTokens : undefined),
+    costUsd: attrs.get(AgentCostUsd),
+    stopReason: attrs.get(AgentStopReason) ?? (typeof memo.stopReason === "string" ? memo.stopReason : undefined),
+    summary: attrs.get(AgentSummary),
+    startTime: optionalTsToDate(raw.startTime)?.toISOString(),
+    closeTime: optionalTsToDate(raw.closeTime)?.toISOString(),
+  });
+}
+
+/**
+ * Agent runs from visibility, newest first. Listed with the raw service call (search attributes are never
+ * encrypted), so runs are listed without the codec keys too.
+ */
+async function listRuns(
+  client: Client,
+  options: { statuses?: string[]; limit?: number; query?: string } = {},
+): Promise<{ runs: RunListing[]; query: string; withAttributes: boolean }> {
+  const statuses = options.statuses ?? [];
+  const limit = options.limit ?? 50;
+  const fetch = async (query: string) => {
+    const runs: RunListing[] = [];
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await client.workflowService.listWorkflowExecutions({
+        namespace: client.options.namespace,
+        query,
+        pageSize: Math.min(limit - runs.length, 1000),
+        nextPageToken,
+      });
+      for (const raw of page.executions ?? []) if (runs.length < limit) runs.push(await listing(client, raw));
+      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+    } while (nextPageToken && runs.length < limit);
+    return runs;
+  };
+  const byAgent = runsQuery(statuses, true, options.query);
+  try {
+    return { runs: await fetch(byAgent), query: byAgent, withAttributes: true };
+  } catch (err) {
+    // A namespace without the agent's search attributes refuses a query naming them: fall back to Temporal's status.
+    const byExecution = runsQuery(statuses, false, options.query);
+    if (byExecution === byAgent || !/AgentStatus/.test((err as Error).message)) throw err;
+    return { runs: await fetch(byExecution), query: byExecution, withAttributes: false };
+  }
+}
+
+async function runsCommand(client: Client, values: Record<string, string | boolean | undefined>): Promise<number> {
+  const statuses = (str(values.status) ?? "")
+    .split(",")
+    .map((s) => s.trim().toLowerCase().replace(/-/g, "_"))
+    .filter(Boolean);
+  for (const s of statuses)
+    if (!STATUS_FILTERS[s])
+      throw new UsageError(`unknown --status "${s}" (one of ${Object.keys(STATUS_FILTERS).join(", ")})`);
+  const limit = str(values.limit) === undefined ? 50 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive integer`);
+  const { runs, withAttributes } = await listRuns(client, { statuses, limit, query: str(values.query) });
+  if (!withAttributes)
+    console.error(
+      `note: namespace "${client.options.namespace}" lacks the AgentStatus search attribute: filtered by Temporal's status (a waiting run is a running one)`,
+    );
+  if (values.json) {
+    json(runs);
+    return 0;
+  }
+  const rows = runs.map((r) => [
+    r.workflowId,
+    r.status,
+    r.model ?? "-",
+    `${r.turns ?? "-"} turns`,
+    `${r.totalTokens ?? "-"} tokens`,
+    r.startTime ?? "-",
+    clip(oneLine(r.summary ?? ""), 80),
+  ]);
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => row[i].length))) ?? [];
+  for (const row of rows)
+    console.log(
+      row
+        .map((cell, i) => (i < row.length - 1 ? cell.padEnd(widths[i]) : cell))
+        .join("  ")
+        .trimEnd(),
+    );
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------- state
+
+function printState(workflowId: string, s: AgentRunState): void {
+  console.log(
+    `run ${workflowId}: ${s.status} · ${s.phase} · turn ${s.turn} · ${s.usage.totalTokens} tokens · ${money(s.usage.cost?.total)} · ${s.messageCount} messages`,
+  );
+  for (const a of s.pendingApprovals)
+    console.log(
+      `waiting for approval: ${a.toolCallId} ${a.toolName} ${clip(JSON.stringify(a.args) ?? "")} (since ${a.since})\n` +
+        `  jai-agent approve ${workflowId} ${a.toolCallId}   |   jai-agent deny ${workflowId} ${a.toolCallId} --reason "…"`,
+    );
+  const running = s.pendingToolCalls.filter((c) => !s.pendingApprovals.some((a) => a.toolCallId === c.toolCallId));
+  for (const c of running)
+    console.log(`tool call: ${c.toolCallId} ${c.toolName} ${c.started ? "running" : "not started"}`);
+  if (s.queuedSteering || s.queuedFollowUps)
+    console.log(`queued: ${s.queuedSteering} steering, ${s.queuedFollowUps} follow-up(s)`);
+  if (s.stopReason) console.log(`stopped: ${s.stopReason}${s.errorMessage ? ` · ${oneLine(s.errorMessage)}` : ""}`);
+  for (const d of s.dropped ?? []) console.log(`dropped ${d.kind}: ${clip(oneLine(d.preview), 80)} (${d.reason})`);
+}
+
+// ---------------------------------------------------------------------------------------------- commands
+
+type Command = (
+  args: string[],
+) => { values: Record<string, string | boolean | undefined>; run(client: Client): Promise<number> } | undefined;
+
+const COMMANDS: Record<string, Command> = {
+  list: (args) => {
+    const p = parse(
+      args,
+      { status: { type: "string" }, limit: { type: "string" }, query: { type: "string" }, json: { type: "boolean" } },
+      0,
+      "",
+    );
+    return p && { values: p.values, run: (client) => runsCommand(client, p.values) };
+  },
+  state: (args) => {
+    const p = parse(args, { json: { type: "boolean" } }, 1, "<workflowId>");
+    return (
+      p && {
+        values: p.values,
+        run: async (client) => {
+          const state = await getAgentRun(client, p.positionals[0]).state();
+          if (p.values.json) json(state);
+          else printState(p.positionals[0], state);
+          return 0;
+        },
+      }
+    );
+  },
+  approve: (args) => {
+    const p = parse(args, { all: { type: "boolean" } }, 1, "<workflowId> <toolCallId | --all>");
+    if (!p) return undefined;
+    const [id, callId] = p.positionals;
+    if (!p.values.all === !callId) throw new UsageError("approve needs a <toolCallId> or --all (not both)");
+    return {
+      values: p.values,
+      run: async (client) => {
+        const handle = getAgentRun(client, id);
+        const ids = callId ? [callId] : (await handle.state()).pendingApprovals.map((a) => a.toolCallId);
+        if (ids.length === 0) console.error(`run ${id}: no tool call waits for approval`);
+        for (const toolCallId of ids) {
+          await handle.approve(toolCallId);
+          console.log(`approved ${toolCallId}`);
+        }
+        return 0;
+      },
+    };
+  },
+  deny: (args) => {
+    const p = parse(args, { reason: { type: "string" } }, 2, "<workflowId> <toolCallId>");
+    if (!p) return undefined;
+    const [id, callId] = p.positionals;
+    return {
+      values: p.values,
+      run: async (client) => {
+        await getAgentRun(client, id).deny(callId, str(p.values.reason));
+        console.log(`denied ${callId}`);
+        return 0;
+      },
+    };
+  },
+  steer: (args) => {
+    const p = parse(args, {}, 2, "<workflowId> <message>");
+    if (!p) return undefined;
+    const text = message(p.positionals.slice(1));
+    return {
+      values: p.values,
+      run: async (client) => {
+        const { queued } = await getAgentRun(client, p.positionals[0]).steer(text);
+        console.log(`steering accepted (${queued} queued)`);
+        return 0;
+      },
+    };
+  },
+  "follow-up": (args) => {
+    const p = parse(args, {}, 2, "<workflowId> <message>");
+    if (!p) return undefined;
+    const text = message(p.positionals.slice(1));
+    return {
+      values: p.values,
+      run: async (client) => {
+        const { queued } = await getAgentRun(client, p.positionals[0]).followUp(text);
+        console.log(`follow-up accepted (${queued} queued)`);
+        return 0;
+      },
+    };
+  },
+  prompt: (args) => {
+    const p = parse(args, { json: { type: "boolean" } }, 2, "<workflowId> <message>");
+    if (!p) return undefined;
+    const text = message(p.positionals.slice(1));
+    return {
+      values: p.values,
+      run: async (client) => {
+        const answer = await getAgentRun(client, p.positionals[0]).prompt(text);
+        if (p.values.json) json(answer);
+        else {
+          for (const m of answer.messages) if (m.role === "assistant" && textOf(m)) console.log(textOf(m));
+          if (answer.stopReason !== "stop")
+            console.error(`(${answer.stopReason}${answer.errorMessage ? `: ${oneLine(answer.errorMessage)}` : ""})`);
+        }
+        return answer.stopReason === "error" ? 1 : 0;
+      },
+    };
+  },
+  cancel: (args) => {
+    const p = parse(args, { wait: { type: "boolean" } }, 1, "<workflowId>");
+    if (!p) return undefined;
+    const id = p.positionals[0];
+    return {
+      values: p.values,
+      run: async (client) => {
+        const handle = getAgentRun(client, id);
+        await handle.cancel();
+        console.log(`cancellation requested: ${id}`);
+        if (p.values.wait) console.log(`ended: ${(await handle.result()).stopReason}`);
+        return 0;
+      },
+    };
+  },
+};
+
+/** One line for what the client API throws; undefined for anything else. */
+function clearError(err: unknown, namespace: string): string | undefined {
+  if (err instanceof WorkflowNotFoundError)
+    return `no run ${err.workflowId ? `"${err.workflowId}" ` : ""}in namespace "${namespace}"`;
+  if (err instanceof RunUpdateRejectedError || err instanceof RunFinishedError || err instanceof InvalidRunInputError)
+    return err.message;
+  return undefined;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  const command = name ? COMMANDS[name === "runs" ? "list" : name] : undefined;
+  let parsed;
+  try {
+    if (!command) throw new UsageError(name ? `unknown command "${name}"` : "missing command");
+    parsed = command(args);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(`${err.message}\n${RUNS_USAGE}`);
+    return 2;
+  }
+  if (!parsed) {
+    console.log(RUNS_USAGE);
+    return 0;
+  }
+  let namespace = str(parsed.values.namespace) ?? "default";
+  try {
+    const { client, close } = await connectCli({
+      address: str(parsed.values.address),
+      namespace: str(parsed.values.namespace),
+    });
+    namespace = client.options.namespace;
+    try {
+      return await parsed.run(client);
+    } finally {
+      await close();
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`${err.message}\n${RUNS_USAGE}`);
+      return 2;
+    }
+    console.error(oneLine(clearError(err, namespace) ?? (err instanceof Error ? err.message : String(err))));
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));
