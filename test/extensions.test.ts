@@ -5,26 +5,23 @@
  * contrast: its workers, its presence workflow and its links' listener appear.
  */
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
-import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
-import path from "node:path";
 import { Worker } from "@temporalio/worker";
 import { createAgentWorker, bundleAgentWorkflows, type AgentWorker } from "../src/worker.js";
 import type { AgentWorkerExtension } from "../src/extension.js";
 import { failoverWorkflowsPath, fastFailover, fleetTaskQueue } from "../src/failover/index.js";
-import { openTestEnv, uniqueId, within, type TestEnv } from "./helpers.js";
-import { repoRoot } from "./service/processes.js";
+import { openTestEnv, uniqueId, type TestEnv } from "./helpers.js";
+import { killAllWorkers, startSourceWorker } from "./service/processes.js";
 import { waitFor } from "./crash/harness.js";
 
 let env: TestEnv;
-const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   env = await openTestEnv();
 }, 60000);
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  killAllWorkers();
   await env?.close();
 });
 
@@ -129,29 +126,8 @@ function listeningPorts(pid: number): { host: string; port: number }[] {
 
 /** `jai-agent worker` in a process of its own, ready; its output so far and its exit. */
 async function workerProcess(args: string[], extraEnv: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/cli/worker-main.ts"), ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, NODE_OPTIONS: "", TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, ...extraEnv },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let output = "";
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  await within(
-    new Promise<void>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (/^ready$/m.test(output)) resolve();
-      };
-      child.stdout!.on("data", onData);
-      child.stderr!.on("data", onData);
-      void exited.then((code) => reject(new Error(`worker exited ${code}: ${output}`)));
-    }),
-    90000,
-    "the worker process to be ready",
-  );
-  const healthPort = Number(/health on :(\d+)/.exec(output)?.[1]);
-  return { pid: child.pid!, healthPort, output: () => output, stop: () => (child.kill("SIGTERM"), exited) };
+  const worker = await startSourceWorker(args, { TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, ...extraEnv });
+  return { pid: worker.pid, healthPort: worker.healthPort ?? NaN, output: worker.output, stop: worker.stop };
 }
 
 describe("the worker process", () => {
