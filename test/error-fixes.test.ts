@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
 import { MockActivityEnvironment } from "@temporalio/testing";
 import { fauxAssistantMessage, type Api, type Model } from "@jai/ai";
@@ -22,7 +21,7 @@ import { readHistoryFile, replayHistory } from "../src/replay.js";
 import { AGENT_RUN_WORKFLOW } from "../src/workflows/definitions.js";
 import { editDistance, nearestName, validateRunInput } from "../src/workflows/input.js";
 import type { AgentRunResult, StreamAssistantInput } from "../src/types.js";
-import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "./helpers.js";
+import { fauxModel, openTestEnv, outcome, testWorker, textOf, uniqueId, type TestEnv } from "./helpers.js";
 import { killAllWorkers, repoRoot, startSourceWorker, type WorkerProcess } from "./service/processes.js";
 
 let env: TestEnv;
@@ -40,16 +39,6 @@ function workerProcess(
   options: { args?: string[]; env?: Record<string, string | undefined>; preload?: string } = {},
 ): Promise<WorkerProcess> {
   return startSourceWorker(["--task-queue", taskQueue, ...(options.args ?? [])], options.env, options);
-}
-
-/** The failure a run's workflow failed with, or its result. */
-async function outcome(result: Promise<AgentRunResult>): Promise<ApplicationFailure | AgentRunResult> {
-  try {
-    return await result;
-  } catch (err) {
-    if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure) return err.cause;
-    throw err;
-  }
 }
 
 describe("row 6: a worker without the provider's key", () => {

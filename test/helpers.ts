@@ -1,10 +1,11 @@
 /** Shared test plumbing: a client and connection to the jest run's dev server, faux models, collected events. */
 import { randomUUID } from "node:crypto";
-import { Client, Connection } from "@temporalio/client";
+import { Client, Connection, WorkflowFailedError } from "@temporalio/client";
+import { ApplicationFailure } from "@temporalio/common";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { registerFauxProvider, Type, type FauxResponseStep } from "@jai/ai";
 import { bundleAgentWorkflows, createAgentWorker, type AgentWorkerOptions } from "../src/worker.js";
-import type { AgentEvent, AgentTool } from "../src/types.js";
+import type { AgentEvent, AgentRunResult, AgentTool } from "../src/types.js";
 
 export interface TestEnv {
   client: Client;
@@ -171,4 +172,14 @@ export function gateTool(name = "gate", mode: "parallel" | "sequential" = "paral
     },
   };
   return { tool, entered, release, executed: () => executed };
+}
+
+/** The failure a run failed with (its workflow's cause), or the result when it did not fail. */
+export async function outcome(result: Promise<AgentRunResult>): Promise<ApplicationFailure | AgentRunResult> {
+  try {
+    return await result;
+  } catch (err) {
+    if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure) return err.cause;
+    throw err;
+  }
 }

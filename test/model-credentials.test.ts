@@ -8,7 +8,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { MockActivityEnvironment } from "@temporalio/testing";
-import { WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
 import {
   fauxAssistantMessage,
@@ -22,7 +21,7 @@ import { startAgentRun } from "../src/client.js";
 import { createActivities } from "../src/activities/index.js";
 import { createAgentMetrics } from "../src/telemetry/metrics.js";
 import type { AgentRunResult, AgentRunWorkflowInput, StreamAssistantInput } from "../src/types.js";
-import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "./helpers.js";
+import { fauxModel, openTestEnv, outcome, testWorker, textOf, uniqueId, type TestEnv } from "./helpers.js";
 import { ProviderServer } from "./provider-server.js";
 import { killAllWorkers, startSourceWorker } from "./service/processes.js";
 
@@ -57,16 +56,6 @@ async function keyedWorker(extra: Parameters<typeof testWorker>[2] = {}) {
     ...extra,
   });
   return { ...made, asked };
-}
-
-/** The failure a run failed with (its workflow's cause), or the result when it did not fail. */
-async function outcome(result: Promise<AgentRunResult>): Promise<ApplicationFailure | AgentRunResult> {
-  try {
-    return await result;
-  } catch (err) {
-    if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure) return err.cause;
-    throw err;
-  }
 }
 
 describe("a run's model object pointed at the attacker's listener", () => {

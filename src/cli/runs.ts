@@ -13,7 +13,13 @@ import { WorkflowNotFoundError, type Payload, type TypedSearchAttributes } from 
 import { decodeTypedSearchAttributes } from "@temporalio/common/lib/converter/payload-search-attributes.js";
 import { optionalTsToDate } from "@temporalio/common/lib/time.js";
 import proto from "@temporalio/proto";
-import { getAgentRun, InvalidRunInputError, RunFinishedError, RunUpdateRejectedError } from "../client.js";
+import {
+  getAgentRun,
+  InvalidRunInputError,
+  RunFinishedError,
+  RunUpdateRejectedError,
+  type AgentRunHandle,
+} from "../client.js";
 import { decodePayloads } from "../codec/history.js";
 import type { AgentMessage, AgentRunState } from "../types.js";
 import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
@@ -288,6 +294,25 @@ type Command = (
   args: string[],
 ) => { values: Record<string, string | boolean | undefined>; run(client: Client): Promise<number> } | undefined;
 
+/** `steer` and `follow-up`: one message queued for the run; prints how many wait. */
+function queueMessage(
+  args: string[],
+  what: string,
+  send: (run: AgentRunHandle, text: string) => Promise<{ queued: number }>,
+): ReturnType<Command> {
+  const p = parse(args, {}, 2, "<workflowId> <message>");
+  if (!p) return undefined;
+  const text = message(p.positionals.slice(1));
+  return {
+    values: p.values,
+    run: async (client) => {
+      const { queued } = await send(getAgentRun(client, p.positionals[0]), text);
+      console.log(`${what} accepted (${queued} queued)`);
+      return 0;
+    },
+  };
+}
+
 const COMMANDS: Record<string, Command> = {
   list: (args) => {
     const p = parse(
@@ -344,32 +369,8 @@ const COMMANDS: Record<string, Command> = {
       },
     };
   },
-  steer: (args) => {
-    const p = parse(args, {}, 2, "<workflowId> <message>");
-    if (!p) return undefined;
-    const text = message(p.positionals.slice(1));
-    return {
-      values: p.values,
-      run: async (client) => {
-        const { queued } = await getAgentRun(client, p.positionals[0]).steer(text);
-        console.log(`steering accepted (${queued} queued)`);
-        return 0;
-      },
-    };
-  },
-  "follow-up": (args) => {
-    const p = parse(args, {}, 2, "<workflowId> <message>");
-    if (!p) return undefined;
-    const text = message(p.positionals.slice(1));
-    return {
-      values: p.values,
-      run: async (client) => {
-        const { queued } = await getAgentRun(client, p.positionals[0]).followUp(text);
-        console.log(`follow-up accepted (${queued} queued)`);
-        return 0;
-      },
-    };
-  },
+  steer: (args) => queueMessage(args, "steering", (run, text) => run.steer(text)),
+  "follow-up": (args) => queueMessage(args, "follow-up", (run, text) => run.followUp(text)),
   prompt: (args) => {
     const p = parse(args, { json: { type: "boolean" } }, 2, "<workflowId> <message>");
     if (!p) return undefined;
