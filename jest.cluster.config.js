@@ -3,7 +3,7 @@ import base from "./jest.config.js";
 
 export default {
   ...base,
-  testMatch: ["<rootDir>/test/cluster.test.ts"],
+  testMatch: ["<rootDir>/test/cluster/cluster.test.ts"],
   testPathIgnorePatterns: ["/node_modules/"],
   globalSetup: undefined,
   globalTeardown: undefined,

@@ -1,4 +1,8 @@
-/** Jest runs the TypeScript sources as ESM through SWC; one Temporal dev server serves every test file. */
+/**
+ * Jest runs the TypeScript sources as ESM through SWC; one Temporal dev server serves every test file.
+ * Layers (docs/testing.md): test/unit needs no server (`npm run test:unit`), test/server uses the one dev
+ * server, test/process adds child processes, test/browser Chromium; test/cluster has its own config.
+ */
 export default {
   testEnvironment: "node",
   extensionsToTreatAsEsm: [".ts"],
@@ -11,9 +15,10 @@ export default {
   moduleNameMapper: { "^(\\.{1,2}/.*)\\.js$": "$1" },
   testMatch: ["<rootDir>/test/**/*.test.ts"],
   // The cluster suite brings up its own PostgreSQL and Temporal server: `npm run test:cluster`.
-  testPathIgnorePatterns: ["/node_modules/", "<rootDir>/test/cluster.test.ts"],
-  globalSetup: "<rootDir>/test/global-setup.js",
-  globalTeardown: "<rootDir>/test/global-teardown.js",
+  testPathIgnorePatterns: ["/node_modules/", "<rootDir>/test/cluster/"],
+  reporters: ["default", "<rootDir>/test/support/slowest-files.js"],
+  globalSetup: "<rootDir>/test/support/global-setup.js",
+  globalTeardown: "<rootDir>/test/support/global-teardown.js",
   testTimeout: 60000,
   maxWorkers: 2,
 };

@@ -6,7 +6,7 @@
  *   npm run record-histories             (all of them)
  *   npm run record-histories -- fast-tools  (only the named cases)
  *
- * test/replay.test.ts replays every file against the current workflow code.
+ * test/process/replay.test.ts replays every file against the current workflow code.
  * Files under frozen/ are never rewritten: they prove that histories recorded
  * before a `patched()` change still replay.
  */
@@ -22,7 +22,7 @@ import { startAgentRun, type AgentRunHandle, type StartAgentRunOptions } from ".
 import { startDevServer } from "../src/dev-server.js";
 import type { AgentTool } from "../src/types.js";
 import { bundleAgentWorkflows, createAgentWorker } from "../src/worker.js";
-import { runScenario } from "../test/crash/harness.js";
+import { runScenario } from "../test/support/crash/harness.js";
 
 const OUT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../test/fixtures/histories");
 

@@ -7,7 +7,7 @@
  *
  * `npm run screenshot` starts a dev server with its UI, the runs of
  * scripts/ui-runs.ts, and writes docs/ui-workflow-list.png and
- * docs/ui-waiting-for-approval.png. test/ui.test.ts runs the same steps.
+ * docs/ui-waiting-for-approval.png. test/browser/ui.test.ts runs the same steps.
  */
 import path from "node:path";
 import { fileURLToPath } from "node:url";

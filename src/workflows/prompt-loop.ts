@@ -4,7 +4,7 @@
  *
  * Free of Temporal: every effect comes in through `LoopEffects`. The workflow
  * (agent-run.ts) passes activities, the sink and continue-as-new; the loop's
- * in-process tests pass plain functions (test/prompt-loop.test.ts).
+ * in-process tests pass plain functions (test/unit/prompt-loop.test.ts).
  */
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type { AgentEvent, AgentMessage, AgentStopReason, ExecuteToolOutput, PromptLoopState } from "../types.js";

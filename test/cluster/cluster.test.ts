@@ -1,0 +1,177 @@
+/**
+ * The docker-compose topology for real, without Docker: PostgreSQL, the Temporal
+ * server built from source on it, and two worker processes started the way the
+ * image starts them. 60 agent runs; one worker is SIGKILLed and the server is
+ * restarted while runs are in flight; every run must end with the transcript of
+ * an undisturbed run. Run by `npm run test:cluster` (.ci/run), not `npm test`.
+ *
+ * The workers run as the compose file runs them by default: without fast failover (a killed worker's runs go on
+ * after their calls' heartbeat timeout). CLUSTER_FAST_FAILOVER=1 runs them with it, and then also checks that the
+ * killed worker, and no live one, was failed over (test/process/failover.test.ts is fast failover's own suite).
+ */
+import { randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
+import { Client, Connection } from "@temporalio/client";
+import { runResult, startAgentRun } from "../../src/client.js";
+import type { AgentRunResult } from "../../src/types.js";
+import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../../src/failover/presence.js";
+import { ensureTemporalServer } from "../../scripts/tools.js";
+import { startPostgres, type Postgres } from "../support/cluster/postgres.js";
+import { createTemporalServer, freeLowPort, setupSchema, type TemporalServer } from "../support/cluster/temporal-server.js";
+import { buildDist, demoWorkspace, startWorkerProcess, type WorkerProcess } from "../support/service/processes.js";
+import { normalizedTranscript } from "../support/service/transcript.js";
+
+const RUNS_PER_WAVE = 30;
+/** Run the workers with fast failover (off by default, as in docker-compose.yml). */
+const FAST_FAILOVER = process.env.CLUSTER_FAST_FAILOVER === "1";
+const timings: Record<string, number> = {};
+const t0 = Date.now();
+const mark = (what: string) => (timings[what] = Date.now() - t0);
+
+let pg: Postgres | undefined;
+let server: TemporalServer | undefined;
+let workspace: string | undefined;
+const workers: WorkerProcess[] = [];
+let connection: Connection | undefined;
+
+afterAll(async () => {
+  await connection?.close();
+  await Promise.all(
+    workers.map((w) => (w.child.exitCode === null && w.child.signalCode === null ? w.kill() : undefined)),
+  );
+  await server?.stop();
+  server?.cleanup();
+  pg?.stop();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+  console.log(`cluster suite timings (ms since start): ${JSON.stringify(timings)}`);
+});
+
+/** A run's result; a client call cut by the server restart is asked again. */
+async function resultOf(client: Client, workflowId: string): Promise<AgentRunResult> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      // Runs that end with stopReason "error" fail with the result in the failure: runResult returns it all the same.
+      return await runResult(client.workflow.getHandle(workflowId));
+    } catch (err) {
+      const transient = /unavailable|connect|deadline|14 UNAVAILABLE|ECONNREFUSED/i.test(String(err));
+      if (!transient || attempt >= 60) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worker SIGKILL and a server restart", async () => {
+  const tools = ensureTemporalServer((line) => console.log(line));
+  mark("tools");
+  const dist = buildDist("cluster-dist");
+  mark("build");
+  workspace = demoWorkspace();
+  pg = startPostgres(await freeLowPort(new Set()));
+  setupSchema(tools, pg.port);
+  mark("postgres+schema");
+  server = await createTemporalServer(tools, pg.port);
+  mark("server");
+
+  const taskQueue = `cluster-${randomUUID()}`;
+  const workerEnv = {
+    TEMPORAL_ADDRESS: server.address,
+    JAI_TASK_QUEUE: taskQueue,
+    JAI_WORKSPACE: workspace,
+    JAI_HEALTH_PORT: "0",
+    // Off, as the compose file runs them unless JAI_FAST_FAILOVER=on; with it the workers watch each other
+    // (presences, links proven by the secret) and fail a dead one over.
+    ...(FAST_FAILOVER ? { JAI_FAST_FAILOVER: "on", JAI_FAILOVER_SECRET: randomUUID() } : { JAI_FAST_FAILOVER: "off" }),
+  };
+  workers.push(...(await Promise.all([startWorkerProcess(dist, workerEnv), startWorkerProcess(dist, workerEnv)])));
+  mark("workers");
+
+  connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+  const start = (i: number) =>
+    startAgentRun(client, {
+      taskQueue,
+      workflowId: `cluster-${i}-${randomUUID()}`,
+      model: "demo/offline-scripted",
+      prompt: "What is in this workspace?",
+      // A dead worker's model call and workflow task move to the other worker after seconds, not the defaults.
+      modelActivity: { heartbeatTimeout: "5s" },
+      workflowTaskTimeout: "2s",
+    }).then((h) => h.workflowId);
+
+  const reference = await resultOf(client, await start(0));
+  expect({ stopReason: reference.stopReason, errorMessage: reference.errorMessage }).toEqual({
+    stopReason: "stop",
+    errorMessage: undefined,
+  });
+  const expected = normalizedTranscript(reference.messages);
+  expect(expected.filter((m) => (m as { role: string }).role === "toolResult")).toHaveLength(3); // list_dir, then 2 parallel reads
+  mark("reference run");
+
+  const settled = new Set<string>();
+  const track = (ids: string[]) => ids.map((id) => resultOf(client, id).finally(() => settled.add(id)));
+  const waitUntil = async (what: string, ok: () => boolean) => {
+    const deadline = Date.now() + 300000;
+    while (!ok()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+
+  // Wave 1: kill a worker with runs in flight; a replacement comes up as an orchestrator would start one.
+  const wave1 = await Promise.all(Array.from({ length: RUNS_PER_WAVE }, (_, i) => start(1 + i)));
+  const results1 = track(wave1);
+  await waitUntil("5 runs of wave 1", () => settled.size >= 5);
+  const inFlightAtKill = wave1.filter((id) => !settled.has(id)).length;
+  const killedPid = workers[0].pid;
+  await workers[0].kill();
+  mark("worker SIGKILL");
+  workers.push(await startWorkerProcess(dist, workerEnv));
+
+  // Wave 2: restart the Temporal server with runs in flight.
+  const wave2 = await Promise.all(Array.from({ length: RUNS_PER_WAVE }, (_, i) => start(1 + RUNS_PER_WAVE + i)));
+  const results2 = track(wave2);
+  await waitUntil("5 runs of wave 2", () => wave2.filter((id) => settled.has(id)).length >= 5);
+  const inFlightAtRestart = wave2.filter((id) => !settled.has(id)).length;
+  await server.stop();
+  mark("server stopped");
+  await server.start();
+  mark("server restarted");
+
+  const results = await Promise.all([...results1, ...results2]);
+  mark("all runs done");
+  expect(inFlightAtKill).toBeGreaterThan(0);
+  expect(inFlightAtRestart).toBeGreaterThan(0);
+  expect(results).toHaveLength(2 * RUNS_PER_WAVE);
+  const different = results
+    .map((r, i) => ({ i, r }))
+    .filter(
+      ({ r }) =>
+        r.stopReason !== "stop" || JSON.stringify(normalizedTranscript(r.messages)) !== JSON.stringify(expected),
+    );
+  expect(different.map(({ i, r }) => ({ run: i, stopReason: r.stopReason, errorMessage: r.errorMessage }))).toEqual([]);
+  console.log(
+    `cluster: ${results.length} runs; in flight at the SIGKILL: ${inFlightAtKill}, at the server restart: ${inFlightAtRestart}`,
+  );
+
+  // Without fast failover no presence workflow ever ran: the workers watched nothing.
+  const presences = `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${fleetTaskQueue(taskQueue)}'`;
+  if (!FAST_FAILOVER) expect((await client.workflow.count(presences)).count).toBe(0);
+  else {
+    // The killed worker was failed over, and no live one was, the server restart included: the presences that
+    // ended did so because their worker was lost (only the killed one's own queue, which names its pid) or, late
+    // but answering their ping, alive.
+    const ended: { workflowId: string; outcome: PresenceOutcome }[] = [];
+    for await (const p of client.workflow.list({ query: `${presences} AND ExecutionStatus = 'Completed'` }))
+      ended.push({
+        workflowId: p.workflowId,
+        outcome: (await client.workflow.getHandle(p.workflowId, p.runId).result()) as PresenceOutcome,
+      });
+    const lost = ended.filter((p) => p.outcome.worker === "lost");
+    expect(lost.map((p) => p.workflowId.includes(`-${killedPid}-`))).toEqual([true]);
+    console.log(`cluster: fail-over of the killed worker: ${JSON.stringify(lost[0].outcome)}`);
+  }
+
+  // The survivors drain on SIGTERM and exit 0.
+  const codes = await Promise.all(workers.slice(1).map((w) => w.stop()));
+  expect(codes).toEqual([0, 0]);
+}, 900000);
