@@ -80,6 +80,8 @@ async function main(): Promise<void> {
     "",
     `Made by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, Node ${process.version}, Temporal CLI dev server (SQLite), faux model (no network).`,
     "",
+    "Current figures at a glance: [sizing.md](sizing.md#current-figures-at-a-glance). Dated bench logs: [lab/benchmarks-log.md](lab/benchmarks-log.md) and [lab/scaling.md](lab/scaling.md).",
+    "",
     ...parts.flatMap((p) => [p, ""]),
     "## Goals",
     "",
