@@ -2,7 +2,9 @@
  * `npm run temporal [-- --port 7233 --ui-port 8233 --ip 127.0.0.1 --ui-codec-endpoint http://127.0.0.1:8888]`:
  * a Temporal dev server with its Web UI on the project's SQLite file, until Ctrl-C. Without --port,
  * TEMPORAL_ADDRESS's port, else 7233 when free. --ui-codec-endpoint (or JAI_UI_CODEC_ENDPOINT) makes the UI
- * decode payloads through a codec server (`npm run codec-server`).
+ * decode payloads through a codec server (`npm run codec-server`); with codec keys in the environment
+ * (JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE) it defaults to that command's address, http://127.0.0.1:8888
+ * (JAI_CODEC_SERVER_PORT), so the UI shows plaintext once it runs; "none" turns it off.
  */
 import { parseArgs } from "node:util";
 import { portInUse, startDevServer } from "../dev-server.js";
@@ -17,7 +19,13 @@ const { values } = parseArgs({
     "ui-codec-endpoint": { type: "string" },
   },
 });
-const uiCodecEndpoint = values["ui-codec-endpoint"] ?? process.env.JAI_UI_CODEC_ENDPOINT;
+const keysSet = Boolean(process.env.JAI_CODEC_KEYS?.trim() || process.env.JAI_CODEC_KEY_FILE?.trim());
+const askedEndpoint = (values["ui-codec-endpoint"] ?? process.env.JAI_UI_CODEC_ENDPOINT)?.trim();
+const uiCodecEndpoint =
+  askedEndpoint === "" || askedEndpoint === "none"
+    ? undefined
+    : (askedEndpoint ??
+      (keysSet ? `http://127.0.0.1:${process.env.JAI_CODEC_SERVER_PORT?.trim() || 8888}` : undefined));
 if (uiCodecEndpoint !== undefined && !/^https?:\/\/[^/]+/.test(uiCodecEndpoint)) {
   console.error(`--ui-codec-endpoint must be an http(s) URL, got "${uiCodecEndpoint}"`);
   process.exit(2);
@@ -67,6 +75,8 @@ console.log(`Temporal dev server: ${server.address} (namespace "default")`);
 console.log(
   `Web UI:              ${server.uiUrl}${uiCodecEndpoint ? ` (decodes payloads with ${uiCodecEndpoint})` : ""}`,
 );
+if (uiCodecEndpoint && askedEndpoint === undefined)
+  console.log("                     (codec keys are set: `npm run codec-server` with the same keys serves it)");
 console.log(`History is kept in   ${server.dbFile}`);
 console.log("Press Ctrl-C to stop.");
 

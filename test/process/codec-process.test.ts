@@ -53,6 +53,12 @@ async function start(script: string, args: string[], extraEnv: Record<string, st
   return { child, output: () => output, waitFor };
 }
 
+/** The exit code of `child`, once it has exited. */
+const exitCode = (child: ChildProcess) =>
+  child.exitCode !== null
+    ? Promise.resolve(child.exitCode)
+    : new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+
 describe("codec by configuration", () => {
   it("worker processes with JAI_CODEC_KEYS: runs encrypted; a worker lacking the key names run and key in its log and /healthz, or terminates the run when told to", async () => {
     const clientA = new Client({
@@ -133,7 +139,7 @@ describe("codec by configuration", () => {
     ender.child.kill("SIGTERM");
   }, 180000);
 
-  it("npm run codec-server: refuses to start without keys or an authorization choice; with them it decodes for a bearer token", async () => {
+  it("npm run codec-server: decodes for a bearer token; refuses to start tokenless beyond loopback or with an unknown auth mode", async () => {
     const port = await freePort();
     const server = await start(
       "codec-server.ts",
@@ -165,12 +171,23 @@ describe("codec by configuration", () => {
     const decoded = (await ok.json()) as { payloads: { data: string }[] };
     expect(Buffer.from(decoded.payloads[0].data, "base64").toString()).toBe('"hi"');
     server.child.kill("SIGTERM");
+    // Without tokens it decrypts for loopback peers only, so beyond loopback it refuses to start (exit 2), naming the fix.
     const refused = await start(
       "codec-server.ts",
-      ["--port", String(port)],
-      { JAI_CODEC_KEYS: KEY_A, JAI_CODEC_SERVER_TOKENS: "" },
+      ["--port", String(port), "--host", "0.0.0.0"],
+      { JAI_CODEC_KEYS: KEY_A, JAI_CODEC_SERVER_TOKENS: "", JAI_CODEC_SERVER_AUTH: "" },
       /JAI_CODEC_SERVER_TOKENS/,
     );
-    expect(refused.output()).toMatch(/set JAI_CODEC_SERVER_TOKENS .* or JAI_CODEC_SERVER_AUTH=none/);
+    expect(refused.output()).toMatch(
+      /codec-server: listening on 0\.0\.0\.0 needs tokens: .*set JAI_CODEC_SERVER_TOKENS/,
+    );
+    expect(await exitCode(refused.child)).toBe(2);
+    const typo = await start(
+      "codec-server.ts",
+      ["--port", String(port)],
+      { JAI_CODEC_KEYS: KEY_A, JAI_CODEC_SERVER_AUTH: "off" },
+      /JAI_CODEC_SERVER_AUTH must be/,
+    );
+    expect(await exitCode(typo.child)).toBe(2);
   }, 120000);
 });
