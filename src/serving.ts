@@ -7,6 +7,8 @@ import type { DataConverter } from "@temporalio/common";
 import type { WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import type { ApiKeyResolver, ContextCompactor } from "./activities/index.js";
+import type { AgentDefinition } from "./agents.js";
+import type { EventTapOptions } from "./events/tap.js";
 import type { McpServerConfig } from "./mcp/config.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
 import type { WebhookOptions } from "./webhooks/deliver.js";
@@ -32,6 +34,13 @@ export interface AgentServeOptions {
   getApiKey?: ApiKeyResolver;
   /** Receives every AgentEvent of every run served here (logging, metrics, a UI). */
   onEvent?: AgentEventSink;
+  /**
+   * Live events for `handle.events()` in any process, token deltas included (docs/streaming.md): the worker keeps
+   * its runs' events in a bounded tap, serves them with the run API, and names that server in its Temporal
+   * identity, where clients find it. Default on: 127.0.0.1 at a free port, token JAI_HTTP_TOKEN else minted
+   * (`AgentWorker.events.token`). `false`: none (clients rebuild events from transcripts, without deltas).
+   */
+  events?: boolean | AgentEventsServeOptions;
   /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. 0 disables the cache. */
   contextCacheSize?: number;
   /** Byte budget of the model-context cache (JSON bytes of cached messages and tool outputs); default 256 MB. */
@@ -76,4 +85,26 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
   maxConcurrentReplays?: number;
   /** Any other Temporal worker option (concurrency limits, interceptors, tuning, ...). */
   workerOptions?: Partial<WorkerOptions>;
+}
+
+/** Where and how a worker serves its runs' live events (and the run API); see `AgentServeOptions.events`. */
+export interface AgentEventsServeOptions {
+  /** Where it listens; default 127.0.0.1. Anywhere else needs a token. */
+  host?: string;
+  /** Default 0: any free port. */
+  port?: number;
+  /**
+   * Bearer token clients send; default JAI_HTTP_TOKEN, else one minted at start. A client sends its token
+   * (`JAI_HTTP_TOKEN`) to a server found in history only on a host in its `JAI_EVENTS_TRUSTED_HOSTS`.
+   * `false` (or JAI_HTTP_TOKEN=off): none, on loopback only.
+   */
+  token?: string | false;
+  /** Host names it answers to besides loopback and its address; default JAI_HTTP_ALLOWED_HOSTS. */
+  allowedHosts?: string[];
+  /** Base URL of the Temporal UI, linked from the run console. */
+  temporalUiUrl?: string;
+  /** Named agents the run API and the console start by name (src/agents.ts). */
+  agents?: AgentDefinition[];
+  /** Bounds of the in-memory event log (default 4 MB per run, 500 runs). */
+  tap?: EventTapOptions;
 }

@@ -1,7 +1,7 @@
 /**
  * The run HTTP API (Fastify): start runs, follow them as Server-Sent Events
  * (with Last-Event-ID resume), steer, approve, deny, cancel, read their
- * state, and a run console page.
+ * state, list them, start configured agents by name, and the console (docs/console.md) at `/`.
  *
  * What it refuses (DESIGN.md §7: a browser page may use the console and API
  * of its own origin, with a token, never drive the server from another origin
@@ -40,7 +40,9 @@ import type { EventTap } from "../events/tap.js";
 import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
 import { UserMessageSchema } from "../workflows/message-schema.js";
 import { validateUserInput } from "../workflows/input.js";
-import { consolePage } from "./console-page.js";
+import { AgentRequestError, agentRunOptions, describeAgent, type AgentDefinition } from "../agents.js";
+import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_SHELL, CONSOLE_SHELL_HASH } from "./console/assets.js";
+import { listRunPage, RUN_FILTERS } from "./run-list.js";
 import { streamRunEvents } from "./sse.js";
 
 export interface RunServerOptions {
@@ -73,6 +75,8 @@ export interface RunServerOptions {
   temporalUiUrl?: string;
   /** Temporal namespace (for UI links); default "default". */
   namespace?: string;
+  /** Named agents (the config module's `agents`): `POST /runs { agent, prompt }` and the console's "New run". */
+  agents?: AgentDefinition[];
 }
 
 export interface RunServer {
@@ -97,6 +101,24 @@ const Message = Type.Union([Type.String({ minLength: 1 }), UserMessageSchema]);
 const MessageBody = Type.Object({ message: Message });
 const ToolCallBody = Type.Object({ toolCallId: Type.String({ minLength: 1 }) });
 const DenyBody = Type.Object({ toolCallId: Type.String({ minLength: 1 }), reason: Type.Optional(Type.String()) });
+const AgentStartBody = Type.Object(
+  {
+    agent: Type.String({ minLength: 1 }),
+    prompt: Type.String({ minLength: 1, maxLength: 1_000_000 }),
+    model: Type.Optional(Type.String()),
+    systemPrompt: Type.Optional(Type.String()),
+    tools: Type.Optional(Type.Array(Type.String())),
+    workflowId: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+);
+const ListQuery = Type.Object({
+  status: Type.Optional(Type.Union([Type.Literal(""), ...RUN_FILTERS.map((f) => Type.Literal(f))])),
+  model: Type.Optional(Type.String({ maxLength: 200 })),
+  text: Type.Optional(Type.String({ maxLength: 200 })),
+  pageSize: Type.Optional(Type.String({ pattern: "^[0-9]{1,3}$" })),
+  pageToken: Type.Optional(Type.String({ maxLength: 4096, pattern: "^[A-Za-z0-9_-]*$" })),
+});
 const StartBody = Type.Object(
   {
     model: Type.Unknown(),
@@ -180,8 +202,16 @@ function foreignOrigin(req: FastifyRequest, served: Set<string> | undefined): st
   return `Origin ${origin} is not this server's`;
 }
 
-/** Page routes: they hold no data (their requests carry the token), so any navigation may load them. */
-const isPage = (route: string) => route === "/" || /^\/runs\/[^/]+\/console$/.test(route);
+/** Why `data` does not fit `schema`, in the words the 400 answers use; undefined when it fits. */
+function schemaProblem(schema: TSchema, data: unknown, where = "body"): string | undefined {
+  if (Value.Check(schema, data)) return undefined;
+  const first = Value.Errors(schema, data).First();
+  return `"${where}${first?.path.replace(/\//g, ".") ?? ""}": ${first?.message ?? "invalid"}`;
+}
+
+const ASSET_PATHS = new Set(CONSOLE_ASSETS.map((a) => a.path));
+/** Page routes and the console's files: they hold no data (their requests carry the token), so any navigation may load them. */
+const isPage = (route: string) => route === "/" || /^\/runs\/[^/]+\/console$/.test(route) || ASSET_PATHS.has(route);
 
 export async function startRunServer(options: RunServerOptions): Promise<RunServer> {
   const host = options.host ?? "127.0.0.1";
@@ -206,10 +236,9 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     (body as string).trim() === "" ? done(null, {}) : json(req, body as string, done),
   );
   // Bodies are checked with the TypeBox schemas the workflow itself uses.
-  app.setValidatorCompiler(({ schema }) => (data) => {
-    if (Value.Check(schema as TSchema, data)) return { value: data };
-    const first = Value.Errors(schema as TSchema, data).First();
-    return { error: new Error(`"body${first?.path.replace(/\//g, ".") ?? ""}": ${first?.message ?? "invalid"}`) };
+  app.setValidatorCompiler(({ schema, httpPart }) => (data) => {
+    const problem = schemaProblem(schema as TSchema, data, httpPart === "querystring" ? "query" : "body");
+    return problem ? { error: new Error(problem) } : { value: data };
   });
   app.setErrorHandler((err: { statusCode?: number; validation?: unknown; message: string }, _req, reply) => {
     if (err.validation || err.statusCode === 400) return reply.code(400).send({ error: err.message });
@@ -261,22 +290,67 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   const ui = options.temporalUiUrl
     ? `${options.temporalUiUrl.replace(/\/$/, "")}/namespaces/${options.namespace ?? "default"}/workflows`
     : "";
-  const page = (reply: FastifyReply) =>
+  const agents = options.agents ?? [];
+  // The shell and its files: revalidated by ETag (the shell) or kept a year under their content hash (the files).
+  const cached = (req: FastifyRequest, reply: FastifyReply, hash: string, immutable: boolean) => {
     reply
-      .type("text/html")
-      .header("content-security-policy", "frame-ancestors 'none'")
+      .header("etag", `"${hash}"`)
+      .header("cache-control", immutable ? "public, max-age=31536000, immutable" : "no-cache");
+    return req.headers["if-none-match"] === `"${hash}"`;
+  };
+  const page = (req: FastifyRequest, reply: FastifyReply) => {
+    reply
+      .type("text/html; charset=utf-8")
+      .header("content-security-policy", CONSOLE_CSP)
       .header("x-frame-options", "DENY")
-      .header("referrer-policy", "no-referrer")
-      .send(consolePage({ temporalUi: ui }));
+      .header("referrer-policy", "no-referrer");
+    return cached(req, reply, CONSOLE_SHELL_HASH, false) ? reply.code(304).send() : reply.send(CONSOLE_SHELL);
+  };
+  app.get("/", async (req, reply) => page(req, reply));
+  app.get<{ Params: { id: string } }>("/runs/:id/console", async (req, reply) => page(req, reply));
+  for (const file of CONSOLE_ASSETS)
+    app.get<{ Querystring: { v?: string } }>(file.path, async (req, reply) => {
+      reply.type(file.type);
+      return cached(req, reply, file.hash, req.query.v === file.hash) ? reply.code(304).send() : reply.send(file.body);
+    });
+  // What the console needs besides the API: where the Temporal UI is, and the agents it may start.
+  app.get("/console/settings", async () => ({
+    temporalUi: ui,
+    namespace: options.namespace ?? "default",
+    agents: agents.map(describeAgent),
+  }));
+  app.get("/agents", async () => ({ agents: agents.map(describeAgent) }));
 
-  app.get("/", async (_req, reply) => page(reply));
-  app.get<{ Params: { id: string } }>("/runs/:id/console", async (_req, reply) => page(reply));
+  app.get<{ Querystring: { status?: string; model?: string; text?: string; pageSize?: string; pageToken?: string } }>(
+    "/runs",
+    { schema: { querystring: ListQuery } },
+    async (req, reply) => {
+      const { pageSize, ...rest } = req.query;
+      try {
+        return await listRunPage(client, { ...rest, pageSize: pageSize === undefined ? undefined : Number(pageSize) });
+      } catch (err) {
+        // A stale or forged page token is the caller's mistake, not the server's.
+        if (/page token|nextPageToken|invalid/i.test((err as Error).message))
+          return reply.code(400).send({ error: (err as Error).message });
+        throw err;
+      }
+    },
+  );
 
-  app.post<{ Body: StartAgentRunOptions }>("/runs", { schema: { body: StartBody } }, async (req, reply) => {
+  app.post<{ Body: Record<string, unknown> }>("/runs", async (req, reply) => {
+    const body = req.body ?? {};
+    // By agent name (the registry decides model, tools, session; the caller only what the agent allows), or raw input.
+    const byAgent = typeof body === "object" && "agent" in body;
+    const problem = schemaProblem(byAgent ? AgentStartBody : StartBody, body);
+    if (problem) return reply.code(400).send({ error: problem });
     try {
-      const handle = await startAgentRun(client, { taskQueue: options.taskQueue, ...req.body });
+      const input = byAgent
+        ? agentRunOptions(agents, body as unknown as Parameters<typeof agentRunOptions>[1])
+        : (body as unknown as StartAgentRunOptions);
+      const handle = await startAgentRun(client, { taskQueue: options.taskQueue, ...input });
       return reply.code(201).send({ workflowId: handle.workflowId });
     } catch (err) {
+      if (err instanceof AgentRequestError) return reply.code(400).send({ error: err.message });
       return sendError(reply, err);
     }
   });

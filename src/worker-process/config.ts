@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { DataConverter } from "@temporalio/common";
+import { checkAgents, type AgentDefinition } from "../agents.js";
 import type { AgentTool } from "../types.js";
 import type { AgentWorkerServeOptions } from "../serving.js";
 import type { AgentWorkerExtension } from "../extension.js";
@@ -33,6 +34,8 @@ export interface AgentServiceConfig extends AgentWorkerServeOptions {
   fastFailover?: boolean | FastFailoverOptions;
   /** Other worker extensions (src/extension.ts), set up in this order before fast failover's. */
   extensions?: AgentWorkerExtension[];
+  /** Named agents the run API (`POST /runs { agent, prompt }`) and the console's "New run" start (src/agents.ts). */
+  agents?: AgentDefinition[];
 }
 
 /** Identity helper that gives a config file its types: `export default defineConfig({ tools: [...] })`. */
@@ -91,5 +94,6 @@ export async function loadServiceConfig(file: string): Promise<AgentServiceConfi
     throw new Error(`${file}: "allowedModelBaseUrls" must be an array of base URLs`);
   if (config.mcpServers !== undefined && !Array.isArray(config.mcpServers))
     throw new Error(`${file}: "mcpServers" must be an array of MCP server configs`);
+  checkAgents(config.agents, `${file}: agents`);
   return config;
 }

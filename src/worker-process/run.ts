@@ -13,12 +13,21 @@ import { parseArgs } from "node:util";
 import os from "node:os";
 import { Client } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
-import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from "@temporalio/worker";
+import { NativeConnection, Runtime } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
 import { registerDemoModel } from "../demo/offline-model.js";
 import { createFileTools } from "../tools/fs-tools.js";
-import { startRunEventsService } from "../events/serve.js";
-import { createAgentWorker, DEFAULT_TASK_QUEUE, type AgentWorker, type AgentWorkerOptions } from "../worker.js";
+import {
+  agentLogLevel,
+  AgentRuntimeLogger,
+  createAgentWorker,
+  DEFAULT_TASK_QUEUE,
+  type AgentWorker,
+  type AgentWorkerOptions,
+} from "../worker.js";
+import type { AgentEventsServeOptions } from "../serving.js";
+import { devServerUiUrl } from "../http/temporal-ui.js";
+import type { AgentTracing } from "../telemetry/tracing.js";
 import { replayCapFits } from "../replay-cap.js";
 import {
   bundleEncryptsFailures,
@@ -228,7 +237,11 @@ export const SETTINGS: readonly Setting[] = [
     default: "retry",
     help: "terminate: end a run whose payloads this worker cannot decrypt (retry: Temporal retries its workflow task until a worker with the key serves it; the log names run and key)",
   },
-  { env: "JAI_LOG_LEVEL", default: "WARN", help: "the Temporal runtime's log level" },
+  {
+    env: "JAI_LOG_LEVEL",
+    default: "WARN",
+    help: "the Temporal runtime's log level (TRACE, DEBUG, INFO, WARN, ERROR); INFO adds worker state changes and the bundler's stats",
+  },
 ];
 
 /** Wraps `text` at `width`, continuation lines indented by `indent` spaces. */
@@ -339,27 +352,26 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   // interceptors, so the workflows are bundled here then.
   const tracing = await tracingFromEnv(env);
   const connection = await NativeConnection.connect(plan.target.connectionOptions);
-  let events: Awaited<ReturnType<typeof startEvents>>;
   let health: Server | undefined;
   try {
-    events = await startEvents(plan, settings.get, connection, codec.dataConverter);
     // Terminating needs no payloads, so no codec: it works on the runs this worker cannot read.
     codec.terminator.client = new Client({ connection, namespace: plan.target.namespace });
+    // The run API and live events (createAgentWorker serves them, and closes them once drained).
     const agent = await createAgentWorker({
-      ...agentOptions(plan, settings.get, events?.identity),
+      ...agentOptions(plan, settings.get),
       connection,
       dataConverter: codec.dataConverter,
       metrics: runtime.metrics,
       tracing,
-      onEvent: events?.onEvent ?? plan.config.onEvent,
+      onEvent: plan.config.onEvent,
+      events: eventsOption(plan, settings.get),
       ...(bundle && !tracing ? { workflowBundle: { codePath: bundle } } : {}),
     });
     health = await serveHealthOf(agent, plan, settings.get, runtime, codec.keyErrors);
-    log(describeWorker(plan, codec.dataConverter, health, events));
+    log(describeWorker(plan, codec.dataConverter, health, agent, tracing));
     return await runUntilDrained(agent, log);
   } finally {
     health?.close();
-    await events?.server.close();
     await tracing?.shutdown().catch(() => {});
     // run() closes only connections it opened itself.
     await connection.close().catch(() => {});
@@ -414,7 +426,7 @@ async function planWorker(get: Get, env: NodeJS.ProcessEnv, cwd: string) {
 type Plan = Awaited<ReturnType<typeof planWorker>>;
 
 /** The options of `createAgentWorker` the plan gives (the connection, codec, events and telemetry aside). */
-function agentOptions(plan: Plan, get: Get, identity: string | undefined): AgentWorkerOptions {
+function agentOptions(plan: Plan, get: Get): AgentWorkerOptions {
   const { config } = plan;
   return {
     namespace: plan.target.namespace,
@@ -444,8 +456,7 @@ function agentOptions(plan: Plan, get: Get, identity: string | undefined): Agent
       ),
     ],
     ...(plan.maxReplays !== undefined ? { maxConcurrentReplays: plan.maxReplays } : {}),
-    // The identity announces the run server in history, where handle.events() finds it.
-    workerOptions: { ...plan.workerOptions, ...(identity ? { identity } : {}), ...config.workerOptions },
+    workerOptions: { ...plan.workerOptions, ...config.workerOptions },
   };
 }
 
@@ -507,10 +518,12 @@ function usableBundle(
 /** Temporal's runtime (its log level, and its metrics on a loopback port when /metrics is served) and the agent's metrics. */
 async function installRuntime(withMetrics: boolean, env: NodeJS.ProcessEnv) {
   const coreMetrics = withMetrics ? `127.0.0.1:${await freePort()}` : undefined;
+  // JAI_LOG_LEVEL (WARN), without the own queue's "No workflows registered" notice: it is by design there.
+  const logger = new AgentRuntimeLogger(agentLogLevel(env)); // a bad level is an error, not swallowed below
   let installed = false;
   try {
     Runtime.install({
-      logger: new DefaultLogger((env.JAI_LOG_LEVEL ?? "WARN") as LogLevel),
+      logger,
       ...(coreMetrics
         ? {
             telemetryOptions: {
@@ -528,26 +541,26 @@ async function installRuntime(withMetrics: boolean, env: NodeJS.ProcessEnv) {
   return { metrics: withMetrics ? createAgentMetrics() : undefined, core: installed ? coreMetrics : undefined };
 }
 
-/** The run API, live events and console, when --http-port asks for them. */
-async function startEvents(
-  plan: Plan,
-  get: Get,
-  connection: NativeConnection,
-  dataConverter: DataConverter | undefined,
-) {
-  if (plan.httpPort === undefined) return undefined;
+/**
+ * The run API, live events and console: where --http-port says; without it, as the config module's `events` says
+ * (default none: a service's ports are the operator's to choose).
+ */
+function eventsOption(plan: Plan, get: Get): boolean | AgentEventsServeOptions {
+  // The config's agents are what the run API and console start by name, however the server is configured.
+  const agents = plan.config.agents?.length ? { agents: plan.config.agents } : {};
+  if (plan.httpPort === undefined) {
+    const events = plan.config.events ?? false;
+    return events === false ? false : { ...(events === true ? {} : events), ...agents };
+  }
   const allowedHosts = get("JAI_HTTP_ALLOWED_HOSTS");
-  return startRunEventsService({
-    client: new Client({ connection, namespace: plan.target.namespace, dataConverter }),
+  return {
     host: get("JAI_HTTP_HOST"),
     port: plan.httpPort,
     token: get("JAI_HTTP_TOKEN"),
     ...(allowedHosts !== undefined ? { allowedHosts: allowedHosts.split(",").filter(Boolean) } : {}),
-    taskQueue: plan.taskQueue,
-    temporalUiUrl: get("JAI_TEMPORAL_UI"),
-    namespace: plan.target.namespace,
-    onEvent: plan.config.onEvent,
-  });
+    temporalUiUrl: get("JAI_TEMPORAL_UI") ?? devServerUiUrl(plan.target.connectionOptions.address),
+    ...agents,
+  };
 }
 
 /** /healthz, /readyz and /metrics, when --health-port asks for them. */
@@ -577,25 +590,61 @@ async function serveHealthOf(
   );
 }
 
-/** The two lines that say what the worker serves and where. */
+/**
+ * The banner: where the worker is, then what it serves (models, tools, the tools that wait for a person, MCP
+ * servers) and how (tracing, encryption), so an operator sees the whole setup at a glance.
+ */
 function describeWorker(
   plan: Plan,
   dataConverter: DataConverter | undefined,
   health: Server | undefined,
-  events: Awaited<ReturnType<typeof startEvents>>,
+  agent: AgentWorker,
+  tracing: AgentTracing | undefined,
 ): string {
+  const events = agent.events;
   // A minted token is printed once, in the console URL's fragment (it never reaches a server or a proxy's log).
   const consoleAt = events
-    ? `; runs API and console on ${events.server.consoleUrl}${events.server.tokenMinted ? " (other clients: JAI_HTTP_TOKEN=<the token in that URL>)" : events.server.token ? " (token: JAI_HTTP_TOKEN)" : ""}`
+    ? `; runs API and console on ${events.consoleUrl}${events.tokenMinted ? " (other clients: JAI_HTTP_TOKEN=<the token in that URL>)" : events.token ? " (token: JAI_HTTP_TOKEN)" : ""}`
     : "";
   const where = `${health ? `; health on :${(health.address() as { port: number }).port}` : ""}${consoleAt}`;
-  const served = [...plan.models.map((m) => `${m.provider}/${m.id}`), "any provider with its API key"].join(", ");
-  const codec = dataConverter?.payloadCodecs?.length ? ", payload codec on" : "";
+  const models = [...plan.models.map((m) => `${m.provider}/${m.id}`), "any provider with its API key"].join(", ");
   const config = plan.configFile ? `, config ${plan.configFile}` : "";
-  return (
-    `jai-agent worker: ${plan.target.describe}, task queue "${plan.taskQueue}"${config}${codec}${where}\n` +
-    `  tools: ${plan.tools.map((t) => t.name).join(", ") || "(none)"}; models: ${served}`
+  const gated = plan.tools.flatMap((t) =>
+    t.requiresApproval === true
+      ? [t.name]
+      : typeof t.requiresApproval === "function"
+        ? [`${t.name} (when its predicate says)`]
+        : [],
   );
+  const mcp = (plan.config.mcpServers ?? []).map((m) => {
+    // The command or origin only: arguments and URLs may carry secrets, and this line gets logged.
+    const at = m.transport.type === "stdio" ? `stdio ${m.transport.command}` : `http ${originOf(m.transport.url)}`;
+    const approval =
+      m.requiresApproval === true
+        ? "; approval: every tool"
+        : Array.isArray(m.requiresApproval) && m.requiresApproval.length
+          ? `; approval: ${m.requiresApproval.join(", ")}`
+          : typeof m.requiresApproval === "function"
+            ? "; approval: when its predicate says"
+            : "";
+    return `${m.name} (${at}${approval})`;
+  });
+  const codec = dataConverter?.payloadCodecs?.length ? "payload codec on" : "off (JAI_CODEC_KEYS)";
+  return [
+    `jai-agent worker: ${plan.target.describe}, task queue "${plan.taskQueue}"${config}${where}`,
+    `  tools: ${plan.tools.map((t) => t.name).join(", ") || "(none)"}; models: ${models}`,
+    `  approval required: ${gated.join(", ") || "(none)"}; MCP servers: ${mcp.join(", ") || "(none)"}`,
+    `  tracing: ${tracing ? "on (OTLP)" : "off (OTEL_*)"}; encryption: ${codec}`,
+  ].join("\n");
+}
+
+/** A URL's origin, or "?" for one that does not parse (the MCP source refuses it later, with its reason). */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "?";
+  }
 }
 
 /** Runs the worker until a signal drains it: 0 once drained, 1 when it failed. */

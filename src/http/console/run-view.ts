@@ -1,0 +1,311 @@
+/**
+ * The run page, as browser source: the transcript over SSE (read with fetch, so the token travels in a header),
+ * markdown for the model's text, tool calls that fold open with arguments and results, per-step time and
+ * tokens, approvals inline at their tool call, and one composer for steering, follow-ups and session prompts.
+ * Every action is the API's, so the same validated updates as the client's; on an ended run they are disabled
+ * and the page says why.
+ */
+export const RUN_JS = String.raw`
+const POLL_MS = 2000;
+const run = { id: "", state: undefined, tools: {}, current: undefined, step: 0, lastAssistant: undefined, polling: false, ended: false };
+
+function textOf(content) {
+  return typeof content === "string" ? content : (content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
+}
+const preview = (args) => { const s = JSON.stringify(args === undefined ? {} : args); return s.length > 120 ? s.slice(0, 120) + "…" : s; };
+
+function runView(settings, id) {
+  run.id = id;
+  const main = $("main");
+  main.textContent = "";
+  const head = el("section", "runhead");
+  const back = el("a", "back", "← Runs"); back.href = "/";
+  const title = el("h2", "", id); title.id = "run-title";
+  const status = el("span", "badge"); status.id = "status";
+  const usage = el("span", "muted"); usage.id = "usage";
+  const ui = el("a", "ui-link", "Temporal UI ↗"); ui.id = "ui"; ui.target = "_blank"; ui.rel = "noopener noreferrer";
+  if (settings.temporalUi) ui.href = settings.temporalUi + "/" + encodeURIComponent(id);
+  else { ui.removeAttribute("href"); ui.title = "set JAI_TEMPORAL_UI (or run the worker against npm run temporal) to link the run's history"; ui.className = "ui-link muted"; }
+  head.append(back, title, status, usage, ui);
+  const bar = el("div", "approve-all"); bar.id = "approve-all-bar"; bar.hidden = true;
+  const log = el("div", "log"); log.id = "log";
+  main.append(head, bar, log, composer());
+  stream(id);
+  refreshState();
+  setInterval(() => { if (!run.ended && !document.hidden) refreshState(); }, POLL_MS);
+}
+
+function composer() {
+  const c = el("section", "composer"); c.id = "composer";
+  const box = el("textarea"); box.id = "message"; box.rows = 2; box.placeholder = "steer the run…";
+  const actions = el("div", "actions");
+  const send = (path, what) => async () => {
+    const text = box.value.trim();
+    if (!text) { notice("Type a message first."); return; }
+    const b = $(path); b.disabled = true;
+    try {
+      notice(path === "prompt" ? "Prompt sent: the agent is answering…" : what + " sent.", "ok");
+      box.value = "";
+      await api("POST", "/runs/" + encodeURIComponent(run.id) + "/" + path, { message: text });
+      if (path === "prompt") notice("");
+    } catch (e) {
+      if (!box.value) box.value = text;
+      if (e.status !== 401) notice(what + " refused: " + e.message);
+    }
+    refreshState();
+  };
+  const prompt = button("Send prompt", "primary", send("prompt", "Prompt")); prompt.id = "prompt";
+  const steer = button("Steer", "", send("steer", "Steering")); steer.id = "steer";
+  const follow = button("Follow up", "", send("follow-up", "Follow-up")); follow.id = "follow-up";
+  const cancel = button("Cancel run", "danger", async () => {
+    cancel.disabled = true;
+    try { await api("POST", "/runs/" + encodeURIComponent(run.id) + "/cancel", {}); notice("Cancellation requested.", "ok"); }
+    catch (e) { if (e.status !== 401) notice("Cancel refused: " + e.message); }
+    refreshState();
+  });
+  cancel.id = "cancel";
+  box.onkeydown = (ev) => {
+    if (ev.key !== "Enter" || ev.shiftKey) return;
+    ev.preventDefault();
+    const first = [prompt, steer].find((b) => !b.disabled);
+    if (first) first.click();
+  };
+  actions.append(prompt, steer, follow, cancel);
+  const why = el("p", "why muted"); why.id = "why";
+  c.append(box, actions, why);
+  return c;
+}
+
+/** The actions a run in this state takes; each one off says why (in the page and on the button). */
+function setActions(s) {
+  const st = s.status;
+  const ended = ENDED.has(st);
+  const working = st === "running" || st === "waiting_for_approval";
+  const set = (id, on, why) => { $(id).disabled = !on; $(id).title = on ? "" : why; };
+  const over = "the run has ended (" + (STATUS_WORDS[st] || st) + (s.stopReason ? ", " + s.stopReason : "") + ")";
+  set("prompt", st === "waiting_for_prompt", ended ? over : "prompts go to a session run once it waits for one");
+  set("steer", working, ended ? over : "steering goes to a working run; this one waits for a prompt");
+  set("follow-up", working, ended ? over : "a follow-up goes to a working run; this one waits for a prompt");
+  set("cancel", !ended, over);
+  $("message").disabled = ended;
+  $("message").placeholder = st === "waiting_for_prompt" ? "Ask the agent…" : ended ? "" : "steer the run…";
+  $("why").textContent = ended
+    ? "This run has ended (" + (STATUS_WORDS[st] || st) + (s.stopReason ? ", stop reason " + s.stopReason : "") + "): it takes no more messages, approvals or cancellation. Start a new run from the runs page."
+    : st === "waiting_for_prompt"
+      ? "The session waits for your prompt (Enter sends it)."
+      : st === "waiting_for_approval"
+        ? "The run waits for your decision on the tool calls marked in the transcript. Steering and follow-ups are queued meanwhile."
+        : "The run is working: steer it (the message comes before the next model call) or queue a follow-up (after it would stop).";
+}
+
+async function refreshState() {
+  if (run.polling) return;
+  run.polling = true;
+  try {
+    const s = await api("GET", "/runs/" + encodeURIComponent(run.id));
+    run.state = s;
+    const badge = $("status");
+    badge.textContent = STATUS_WORDS[s.status] || s.status;
+    badge.className = "badge status-" + s.status;
+    $("usage").textContent = "turn " + s.turn + (s.usage ? " · " + count(s.usage.totalTokens) + " tokens · " + money(s.usage.cost && s.usage.cost.total) : "");
+    setActions(s);
+    showApprovals(s.pendingApprovals || [], ENDED.has(s.status));
+    if (ENDED.has(s.status)) { run.ended = true; document.body.dataset.ended = "1"; }
+  } catch (e) {
+    if (e.status !== 401) notice("Could not read the run: " + e.message);
+  } finally {
+    run.polling = false;
+  }
+}
+
+/** A tool call's row: made by its first event, or by its approval when that comes first. */
+function toolRow(toolCallId, toolName, args) {
+  let d = run.tools[toolCallId];
+  if (d) return d;
+  d = el("details", "tool");
+  d.dataset.toolCallId = toolCallId;
+  const summary = el("summary");
+  summary.append(el("span", "icon", "→"), " ", el("b", "name", toolName), " ", el("code", "preview", preview(args)), el("span", "took muted", ""));
+  d.append(summary, el("div", "label", "arguments"), el("pre", "args", JSON.stringify(args === undefined ? {} : args, null, 2)));
+  run.tools[toolCallId] = d;
+  $("log").append(d);
+  return d;
+}
+
+function showApprovals(pending, ended) {
+  const waiting = new Set(pending.map((a) => a.toolCallId));
+  for (const box of document.querySelectorAll(".approval")) if (!waiting.has(box.dataset.toolCallId) || ended) box.remove();
+  for (const a of pending) {
+    const d = toolRow(a.toolCallId, a.toolName, a.args);
+    d.classList.add("waiting");
+    if (d.querySelector(".approval")) continue;
+    d.open = true;
+    const box = el("div", "approval");
+    box.dataset.toolCallId = a.toolCallId;
+    const reason = el("input", "reason"); reason.placeholder = "reason for denying (the model sees it)"; reason.maxLength = 2000;
+    const decide = (path, body) => async () => {
+      for (const b of box.querySelectorAll("button")) b.disabled = true;
+      try { await api("POST", "/runs/" + encodeURIComponent(run.id) + "/" + path, body()); notice(""); }
+      catch (e) { if (e.status !== 401) notice((path === "approve" ? "Approve" : "Deny") + " refused: " + e.message); for (const b of box.querySelectorAll("button")) b.disabled = false; }
+      refreshState();
+    };
+    box.append(
+      el("b", "", "Waits for your decision"), " ",
+      button("Approve", "approve primary", decide("approve", () => ({ toolCallId: a.toolCallId }))), " ",
+      reason, " ",
+      button("Deny", "deny danger", decide("deny", () => (reason.value.trim() ? { toolCallId: a.toolCallId, reason: reason.value.trim() } : { toolCallId: a.toolCallId }))),
+      el("span", "muted since", " since " + when(a.since)),
+    );
+    d.append(box);
+  }
+  for (const d of document.querySelectorAll("details.tool.waiting")) if (!waiting.has(d.dataset.toolCallId)) d.classList.remove("waiting");
+  const bar = $("approve-all-bar");
+  bar.textContent = "";
+  bar.hidden = pending.length < 2 || ended;
+  if (!bar.hidden) {
+    const all = button("Approve all " + pending.length, "primary", async () => {
+      all.disabled = true;
+      // One approve update per call, as the client API and the CLI's --all send them.
+      for (const a of pending) {
+        try { await api("POST", "/runs/" + encodeURIComponent(run.id) + "/approve", { toolCallId: a.toolCallId }); }
+        catch (e) { if (e.status !== 401) notice("Approve " + a.toolName + " refused: " + e.message); }
+      }
+      refreshState();
+    });
+    all.id = "approve-all";
+    bar.append(el("span", "", pending.length + " tool calls wait for your decision "), all);
+  }
+}
+
+function stepMeta(step, m, ms) {
+  const u = m.usage || {};
+  const parts = ["step " + step];
+  if (ms !== undefined) parts.push(seconds(ms));
+  if (u.totalTokens !== undefined) parts.push(count(u.totalTokens) + " tokens (" + count(u.input) + " in, " + count(u.output) + " out)");
+  if (u.cost && u.cost.total) parts.push(money(u.cost.total));
+  if (m.model) parts.push(m.model);
+  return parts.join(" · ");
+}
+
+/** A step replayed in one burst has no measured time: its message's timestamp to the next message's tells it. */
+function settleLastStep(nextTimestamp) {
+  const last = run.lastAssistant;
+  if (!last || last.ms !== undefined || !nextTimestamp || !last.message.timestamp) return;
+  last.ms = Math.max(0, nextTimestamp - last.message.timestamp);
+  last.meta.textContent = stepMeta(last.step, last.message, last.ms);
+}
+
+function onEvent(e) {
+  const log = $("log");
+  switch (e.type) {
+    case "message_start":
+      settleLastStep(e.message.timestamp);
+      if (e.message.role === "assistant") {
+        const step = el("div", "step");
+        const meta = el("div", "step-meta muted", "step " + (run.step + 1) + " · streaming…");
+        const body = el("div", "msg assistant");
+        body.dataset.streaming = "1";
+        step.append(meta, body);
+        log.append(step);
+        run.current = { body, meta, at: performance.now(), deltas: 0 };
+      } else if (e.message.role === "user") log.append(el("div", "msg user", textOf(e.message.content)));
+      break;
+    case "message_update":
+      if (run.current && e.assistantEvent.type === "text_delta") {
+        run.current.body.textContent += e.assistantEvent.delta;
+        run.current.deltas++;
+        document.body.dataset.deltas = String(Number(document.body.dataset.deltas || 0) + 1);
+      }
+      break;
+    case "message_end":
+      if (e.message.role === "assistant" && run.current) {
+        const c = run.current;
+        run.current = undefined;
+        run.step++;
+        // Markdown once the text is whole (a half-streamed construct would flicker); escaped first, see renderMarkdown.
+        c.body.innerHTML = renderMarkdown(textOf(e.message.content));
+        c.body.classList.add("md");
+        delete c.body.dataset.streaming;
+        if (e.message.stopReason === "error" || e.message.errorMessage) c.body.append(el("div", "err", e.message.errorMessage || "error"));
+        const measured = performance.now() - c.at;
+        const ms = c.deltas > 0 && measured >= 20 ? measured : undefined;
+        c.meta.textContent = stepMeta(run.step, e.message, ms);
+        run.lastAssistant = { step: run.step, message: e.message, meta: c.meta, ms };
+      }
+      break;
+    case "tool_execution_start": {
+      const d = toolRow(e.toolCallId, e.toolName, e.args);
+      d.dataset.startedAt = String(performance.now());
+      refreshState();
+      break;
+    }
+    case "tool_execution_update": {
+      const d = run.tools[e.toolCallId];
+      if (d) { const p = d.querySelector(".partial") || d.appendChild(el("pre", "partial")); p.textContent = textOf(e.partial && e.partial.content); }
+      break;
+    }
+    case "tool_execution_end": {
+      const d = toolRow(e.toolCallId, e.toolName, undefined);
+      const partial = d.querySelector(".partial");
+      if (partial) partial.remove();
+      d.classList.toggle("error", !!e.isError);
+      d.querySelector(".icon").textContent = e.isError ? "✗" : "✓";
+      const took = performance.now() - Number(d.dataset.startedAt || performance.now());
+      if (took >= 20) d.querySelector(".took").textContent = " · " + seconds(took);
+      d.append(el("div", "label", e.isError ? "error" : "result"), el("pre", "result" + (e.isError ? " err" : ""), textOf(e.result && e.result.content)));
+      refreshState();
+      break;
+    }
+    case "turn_end":
+    case "agent_end":
+      refreshState();
+      break;
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Server-Sent Events over fetch (EventSource cannot send a header): frames parsed here, resumed with Last-Event-ID. */
+async function stream(id) {
+  let last = "", failures = 0;
+  for (;;) {
+    let res;
+    try {
+      res = await fetch("/runs/" + encodeURIComponent(id) + "/events", { headers: { ...authHeaders(), accept: "text/event-stream", ...(last ? { "last-event-id": last } : {}) } });
+    } catch (e) { await sleep(Math.min(5000, 250 * 2 ** ++failures)); continue; }
+    if (!res.ok || !res.body) {
+      const data = await res.json().catch(() => ({}));
+      if (res.status === 401) { showLogin(token() ? "The server refused that token." : ""); return; }
+      notice("Events: " + (data.error || res.statusText));
+      if (res.status !== 429 && res.status < 500) return; // 429 (too many streams) and server errors: try again
+      await sleep(5000); continue;
+    }
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        failures = 0;
+        buffer += value.replace(/\r\n?/g, "\n");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
+          let event = "message", data = "", eventId;
+          for (const line of block.split("\n")) {
+            if (line.startsWith(":")) continue;
+            const colon = line.indexOf(":");
+            const field = colon < 0 ? line : line.slice(0, colon);
+            const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+            if (field === "id") eventId = text; else if (field === "event") event = text; else if (field === "data") data += (data ? "\n" : "") + text;
+          }
+          if (eventId !== undefined) last = eventId;
+          if (event === "agent") onEvent(JSON.parse(data));
+          else if (event === "end") { await refreshState(); document.body.dataset.ended = "1"; return; }
+        }
+      }
+    } catch (e) { /* the connection dropped: resume below */ }
+    // The stream ended without "end" (the server went away mid-run): resume after the last event.
+    await sleep(Math.min(5000, 250 * 2 ** ++failures));
+  }
+}
+`;
