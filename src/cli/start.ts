@@ -4,8 +4,11 @@
  * temporal` when it is up, else an embedded one on the same SQLite file, so
  * every run stays visible in the UI afterwards. Ctrl-C cancels the run (a
  * second Ctrl-C terminates it): the run never outlives this process's worker.
+ * `npm start -- --tour`: the offline tour (src/demo/tour.ts), a session run that
+ * waits for the person at each step and says what to type.
  */
 import { randomUUID } from "node:crypto";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
@@ -13,6 +16,16 @@ import { getEnvApiKey, type Api, type Model } from "@jai/ai";
 import { startAgentRun } from "../client.js";
 import { dataConverterFromEnv } from "../codec/config.js";
 import { DEMO_LABEL, registerDemoModel } from "../demo/offline-model.js";
+import {
+  createTourTools,
+  registerTourModel,
+  startTourMcpServer,
+  TOUR_LABEL,
+  TOUR_PROMPT,
+  TOUR_SYSTEM_PROMPT,
+  tourGuide,
+  type TourMcpServer,
+} from "../demo/tour.js";
 import { portInUse, startDevServer, type DevServer } from "../dev-server.js";
 import { createFileTools } from "../tools/fs-tools.js";
 import type { ModelRef } from "../types.js";
@@ -21,7 +34,7 @@ import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker } from "../worker.js";
 import { dbFile, runningServer } from "./server-state.js";
 
-const USAGE = `usage: npm start -- [--address host:port] "<prompt>"   (server: --address, TEMPORAL_ADDRESS, \`npm run temporal\`, else an embedded one; model: JAI_MODEL=provider/modelId with its API key, else the offline demo)`;
+const USAGE = `usage: npm start -- [--address host:port] "<prompt>" | --tour   (server: --address, TEMPORAL_ADDRESS, \`npm run temporal\`, else an embedded one; model: JAI_MODEL=provider/modelId with its API key, else the offline demo)`;
 
 function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } {
   const wanted = process.env.JAI_MODEL;
@@ -39,17 +52,22 @@ function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     args: process.argv.slice(2),
-    options: { address: { type: "string" } },
+    options: { address: { type: "string" }, tour: { type: "boolean" } },
     allowPositionals: true,
   });
-  const prompt = positionals.join(" ").trim();
+  const tour = values.tour === true;
+  const prompt = positionals.join(" ").trim() || (tour ? TOUR_PROMPT : "");
   if (!prompt) {
     console.error(USAGE);
     process.exit(2);
   }
   // Ctrl-C is ours (cancel the run), not the Temporal runtime's (which would stop the worker under the run).
   Runtime.install({ logger: new DefaultLogger("WARN"), shutdownSignals: [] });
-  const { model, models, note } = chooseModel();
+  // The tour is scripted step by step: it always runs the tour model, whatever JAI_MODEL says.
+  const tourModel = tour ? registerTourModel() : undefined;
+  const { model, models, note } = tourModel
+    ? { model: tourModel, models: [tourModel], note: TOUR_LABEL }
+    : chooseModel();
 
   let embedded: DevServer | undefined;
   const wanted = values.address ?? process.env.TEMPORAL_ADDRESS;
@@ -71,10 +89,16 @@ async function main(): Promise<void> {
   // What this process prints is what anyone can watch: its worker serves the run's events (loopback, any free port)
   // and this process follows them through handle.events() like `npm run watch` does.
   const events = await startRunEventsService({ client, port: 0, taskQueue, temporalUiUrl: server.uiUrl });
+  const workspace = process.env.JAI_WORKSPACE ?? process.cwd();
+  let mcp: TourMcpServer | undefined;
+  if (tour) mcp = await startTourMcpServer();
   const worker = await createAgentWorker({
     connection,
     taskQueue,
-    tools: createFileTools(process.env.JAI_WORKSPACE ?? process.cwd()),
+    tools: tour
+      ? createTourTools({ client, workspace, notePath: path.join(workspace, ".jai", "tour-note.md") })
+      : createFileTools(workspace),
+    mcpServers: mcp ? [mcp.config] : undefined,
     models,
     onEvent: events.onEvent,
     workerOptions: { identity: events.identity },
@@ -84,7 +108,8 @@ async function main(): Promise<void> {
     taskQueue,
     model,
     prompt,
-    systemPrompt: "You are a helpful assistant with read-only access to a workspace.",
+    systemPrompt: tour ? TOUR_SYSTEM_PROMPT : "You are a helpful assistant with read-only access to a workspace.",
+    ...(tour ? { session: true } : {}),
   });
   // Before anything is printed: a Ctrl-C from here on cancels the run, never orphans it.
   let interrupts = 0;
@@ -113,8 +138,23 @@ async function main(): Promise<void> {
     `Follow it from elsewhere: ${fragment ? "JAI_HTTP_TOKEN=<the token below> " : ""}npm run watch -- ${handle.workflowId} --url ${events.server.url}   or the console ${events.server.url}/runs/${handle.workflowId}/console${fragment}`,
   );
   const print = eventPrinter();
+  // The CLIs find `npm run temporal`'s server on their own; any other server has to be named.
+  const guide = tour
+    ? tourGuide({
+        workflowId: handle.workflowId,
+        consoleUrl: `${events.server.url}/runs/${handle.workflowId}/console${fragment}`,
+        address: wanted || embedded ? server.address : undefined,
+      })
+    : undefined;
+  const following = new AbortController();
   const followed = (async () => {
-    for await (const { event } of handle.events({ url: events.server.url, token: events.server.token })) print(event);
+    const stream = handle.events({ url: events.server.url, token: events.server.token, signal: following.signal });
+    for await (const { event } of stream) {
+      print(event);
+      // The tour ends its session once the person's prompt is answered, so the run (and this process) ends.
+      if (guide?.(event) === "answered")
+        handle.close().catch((err) => console.error(`closing the session failed: ${String(err)}`));
+    }
   })();
 
   // The worker keeps serving until the run is closed, however it closes.
@@ -124,8 +164,12 @@ async function main(): Promise<void> {
       (error: unknown) => ({ error }),
     ),
   );
-  await followed.catch((err) => console.error(`following the run failed: ${String(err)}`));
+  // A closed session sends no last event, so its stream would only end at the server's next idle check; the
+  // tour has printed everything by then (it closed the session after the answer's agent_end).
+  if (tour) following.abort();
+  await followed.catch((err) => following.signal.aborted || console.error(`following the run failed: ${String(err)}`));
   await events.server.close();
+  await mcp?.close();
   if ("result" in outcome) {
     const { result } = outcome;
     console.log(
