@@ -20,8 +20,9 @@ import { AesGcmCodec } from "../../src/codec/aes-gcm.js";
 import { parseCodecKeys } from "../../src/codec/config.js";
 import { bearerTokens, createCodecServer } from "../../src/codec/server.js";
 import { freePort, startDevServer, type DevServer } from "../../src/dev-server.js";
-import { bundleAgentWorkflows, createAgentWorker } from "../../src/worker.js";
+import { createAgentWorker } from "../../src/worker.js";
 import { fauxModel, uniqueId, within } from "../support/helpers.js";
+import { sharedBundle } from "../support/bundles.js";
 
 const docs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../docs");
 const TOKEN = "ui-test-token";
@@ -89,7 +90,7 @@ describe("the Temporal UI through the codec server", () => {
       const worker = await createAgentWorker({
         connection,
         taskQueue: uniqueId("ui"),
-        workflowBundle: await bundleAgentWorkflows(undefined, { encryptFailures: true }),
+        workflowBundle: await sharedBundle("encrypted-failures"),
         dataConverter,
       });
       const handle = await startAgentRun(client, {

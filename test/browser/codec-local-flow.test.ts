@@ -21,9 +21,10 @@ import { launchChromium } from "../../scripts/chromium.js";
 import { startAgentRun } from "../../src/client.js";
 import { dataConverterFromEnv } from "../../src/codec/config.js";
 import { freePort } from "../../src/dev-server.js";
-import { bundleAgentWorkflows, createAgentWorker } from "../../src/worker.js";
+import { createAgentWorker } from "../../src/worker.js";
 import { fauxModel, uniqueId, within } from "../support/helpers.js";
 import { repoRoot } from "../support/service/processes.js";
+import { sharedBundle } from "../support/bundles.js";
 
 const KEYS = "local:" + Buffer.alloc(32, 9).toString("base64");
 let cwd: string;
@@ -134,7 +135,7 @@ describe("the local encryption flow in the Temporal UI", () => {
       const worker = await createAgentWorker({
         connection,
         taskQueue: uniqueId("local-flow"),
-        workflowBundle: await bundleAgentWorkflows(undefined, { encryptFailures: true }),
+        workflowBundle: await sharedBundle("encrypted-failures"),
         dataConverter,
       });
       const handle = await startAgentRun(client, {

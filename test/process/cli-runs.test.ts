@@ -16,9 +16,18 @@ import { dataConverterFromEnv } from "../../src/codec/config.js";
 import { findTemporalCli } from "../../src/dev-server.js";
 import { AGENT_RUN_WORKFLOW } from "../../src/workflows/definitions.js";
 import type { AgentRunState, AgentTool } from "../../src/types.js";
-import { bundleAgentWorkflows } from "../../src/worker.js";
 import { startSourceWorker } from "../support/service/processes.js";
-import { fauxModel, gateTool, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import {
+  fauxModel,
+  gateTool,
+  openTestEnv,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "../support/helpers.js";
+import { sharedBundle } from "../support/bundles.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const KEY = "K7:" + Buffer.alloc(32, 7).toString("base64");
@@ -407,7 +416,7 @@ describe("jai-agent and codec keys", () => {
   it("an encrypted run: state and show without keys name the key id and JAI_CODEC_KEYS (exit 1); with the keys they read it; runs lists it either way", async () => {
     const sentinel = `CLISEC${Date.now().toString(36)}`;
     const dataConverter = dataConverterFromEnv({ JAI_CODEC_KEYS: KEY })!;
-    const bundle = await bundleAgentWorkflows(undefined, { encryptFailures: true });
+    const bundle = await sharedBundle("encrypted-failures");
     const danger = approvalTool();
     const faux = fauxModel([
       fauxAssistantMessage([fauxToolCall("delete_all", { path: `/${sentinel}` }, { id: "e1" })], {

@@ -20,9 +20,9 @@ import { AesGcmCodec, CodecKeyError, ENCRYPTED_ENCODING, KEY_ID_METADATA } from 
 import { parseCodecKeys } from "../../src/codec/config.js";
 import { decodeHistory } from "../../src/codec/history.js";
 import { closedRunView } from "../../src/history-view.js";
-import { bundleAgentWorkflows } from "../../src/worker.js";
 import type { AgentTool } from "../../src/types.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { sharedBundle } from "../support/bundles.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -37,7 +37,7 @@ let clientA: Client;
 beforeAll(async () => {
   env = await openTestEnv();
   // Every worker of this file has a codec: its workflow bundle encrypts failures too.
-  env = { ...env, bundle: await bundleAgentWorkflows(undefined, { encryptFailures: true }) };
+  env = { ...env, bundle: await sharedBundle("encrypted-failures") };
   clientA = new Client({ connection: env.client.connection, dataConverter: converter(KEY_A) });
 });
 afterAll(async () => {

@@ -42,14 +42,16 @@ function workerProcess(
 }
 
 describe("row 6: a worker without the provider's key", () => {
-  it("fails the model call naming ANTHROPIC_API_KEY and the worker, before any request leaves", async () => {
-    // Every connection and fetch of the worker process is written to stderr; one to a closed local port at
-    // start proves the recorder works.
-    const dir = mkdtempSync(path.join(os.tmpdir(), "jai-no-key-"));
-    const preload = path.join(dir, "record-network.mjs");
-    writeFileSync(
-      preload,
-      `import net from "node:net";
+  it.concurrent(
+    "fails the model call naming ANTHROPIC_API_KEY and the worker, before any request leaves",
+    async () => {
+      // Every connection and fetch of the worker process is written to stderr; one to a closed local port at
+      // start proves the recorder works.
+      const dir = mkdtempSync(path.join(os.tmpdir(), "jai-no-key-"));
+      const preload = path.join(dir, "record-network.mjs");
+      writeFileSync(
+        preload,
+        `import net from "node:net";
 const connect = net.Socket.prototype.connect;
 net.Socket.prototype.connect = function (...args) {
   process.stderr.write("[net-connect] " + JSON.stringify(args[0]?.host ?? args[0]) + ":" + JSON.stringify(args[0]?.port ?? args[1]) + "\\n");
@@ -62,40 +64,42 @@ globalThis.fetch = (input, init) => {
 };
 await globalThis.fetch("http://127.0.0.1:9/probe").catch(() => {});
 `,
-    );
-    const taskQueue = uniqueId("no-key");
-    const worker = await workerProcess(taskQueue, {
-      preload,
-      env: { ANTHROPIC_API_KEY: undefined, ANTHROPIC_OAUTH_TOKEN: undefined },
-    });
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId: uniqueId("no-key"),
-      model: "anthropic/claude-sonnet-4-5",
-      prompt: "Hello",
-    });
-    const result = await handle.result();
-    expect(result.stopReason).toBe("error");
-    expect(result.errorMessage).toMatch(
-      new RegExp(
-        `^Model call failed: no API key for provider "anthropic" on worker ${worker.child.pid}@\\S+ ` +
-          `\\(task queue ${taskQueue}\\): set ANTHROPIC_API_KEY \\(or ANTHROPIC_OAUTH_TOKEN\\) in the worker's environment`,
-      ),
-    );
-    // Not retried: one attempt, typed.
-    const history = await env.client.workflow.getHandle(handle.workflowId).fetchHistory();
-    const failed = (history.events ?? []).filter((e) => e.activityTaskFailedEventAttributes);
-    expect(failed).toHaveLength(1);
-    expect(failed[0].activityTaskFailedEventAttributes?.failure?.applicationFailureInfo).toMatchObject({
-      type: "ModelApiKeyMissing",
-      nonRetryable: true,
-    });
-    expect(await worker.stop()).toBe(0);
-    const network = worker.output().match(/^\[(net-connect|fetch)\] .*$/gm) ?? [];
-    // The probe (proving the recorder works) and nothing else: no request to Anthropic, or anywhere, was attempted.
-    expect(network.filter((line) => !/127\.0\.0\.1.*\b9\b/.test(line))).toEqual([]);
-    expect(network).toContain("[fetch] http://127.0.0.1:9/probe");
-  }, 120_000);
+      );
+      const taskQueue = uniqueId("no-key");
+      const worker = await workerProcess(taskQueue, {
+        preload,
+        env: { ANTHROPIC_API_KEY: undefined, ANTHROPIC_OAUTH_TOKEN: undefined },
+      });
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId("no-key"),
+        model: "anthropic/claude-sonnet-4-5",
+        prompt: "Hello",
+      });
+      const result = await handle.result();
+      expect(result.stopReason).toBe("error");
+      expect(result.errorMessage).toMatch(
+        new RegExp(
+          `^Model call failed: no API key for provider "anthropic" on worker ${worker.child.pid}@\\S+ ` +
+            `\\(task queue ${taskQueue}\\): set ANTHROPIC_API_KEY \\(or ANTHROPIC_OAUTH_TOKEN\\) in the worker's environment`,
+        ),
+      );
+      // Not retried: one attempt, typed.
+      const history = await env.client.workflow.getHandle(handle.workflowId).fetchHistory();
+      const failed = (history.events ?? []).filter((e) => e.activityTaskFailedEventAttributes);
+      expect(failed).toHaveLength(1);
+      expect(failed[0].activityTaskFailedEventAttributes?.failure?.applicationFailureInfo).toMatchObject({
+        type: "ModelApiKeyMissing",
+        nonRetryable: true,
+      });
+      expect(await worker.stop()).toBe(0);
+      const network = worker.output().match(/^\[(net-connect|fetch)\] .*$/gm) ?? [];
+      // The probe (proving the recorder works) and nothing else: no request to Anthropic, or anywhere, was attempted.
+      expect(network.filter((line) => !/127\.0\.0\.1.*\b9\b/.test(line))).toEqual([]);
+      expect(network).toContain("[fetch] http://127.0.0.1:9/probe");
+    },
+    120_000,
+  );
 
   it("takes no key for the worker's own APIs (a faux model runs on a worker with no keys)", async () => {
     const faux = fauxModel([fauxAssistantMessage("no key needed")]);
@@ -207,58 +211,66 @@ describe("row 8: workers of one queue that serve different models", () => {
   } as Model<Api>;
   const config = path.join(repoRoot, "test/fixtures/custom-provider-config.ts");
 
-  it("every run reaches the worker that serves its model, though the other took its first task", async () => {
-    const taskQueue = uniqueId("mixed");
-    // The worker without the provider first: it takes every run's first workflow task (and local setup).
-    const lacking = await workerProcess(taskQueue);
-    const handles = await Promise.all(
-      Array.from({ length: 6 }, (_, i) =>
-        startAgentRun(env.client, { taskQueue, workflowId: uniqueId(`mixed-${i}`), model: custom, prompt: "Hello" }),
-      ),
-    );
-    const serving = await workerProcess(taskQueue, { args: ["--config", config] });
-    const results = await Promise.all(handles.map((h) => h.result()));
-    for (const result of results) {
-      expect(result.stopReason).toBe("stop");
-      expect(textOf(result.messages.at(-1))).toBe(`served by pid ${serving.child.pid}`);
-    }
-    // The lacking worker was asked and said which worker lacked which api: attempts after its failures.
-    const lastFailures: string[] = [];
-    for (const h of handles) {
-      const history = await env.client.workflow.getHandle(h.workflowId).fetchHistory();
-      for (const e of history.events ?? []) {
-        const started = e.activityTaskStartedEventAttributes;
-        if (started?.lastFailure?.message) lastFailures.push(started.lastFailure.message);
+  it.concurrent(
+    "every run reaches the worker that serves its model, though the other took its first task",
+    async () => {
+      const taskQueue = uniqueId("mixed");
+      // The worker without the provider first: it takes every run's first workflow task (and local setup).
+      const lacking = await workerProcess(taskQueue);
+      const handles = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          startAgentRun(env.client, { taskQueue, workflowId: uniqueId(`mixed-${i}`), model: custom, prompt: "Hello" }),
+        ),
+      );
+      const serving = await workerProcess(taskQueue, { args: ["--config", config] });
+      const results = await Promise.all(handles.map((h) => h.result()));
+      for (const result of results) {
+        expect(result.stopReason).toBe("stop");
+        expect(textOf(result.messages.at(-1))).toBe(`served by pid ${serving.child.pid}`);
       }
-    }
-    expect(lastFailures.length).toBeGreaterThan(0);
-    expect(lastFailures[0]).toMatch(
-      new RegExp(
-        `^worker ${lacking.child.pid}@\\S+ \\(task queue ${taskQueue}\\) cannot serve model "fixture-custom/custom-1": ` +
-          `no provider for its api "fixture-custom-api" is registered in this worker\\. Every worker of a task queue must serve the same models`,
-      ),
-    );
-    expect(await serving.stop()).toBe(0);
-    expect(await lacking.stop()).toBe(0);
-  }, 180_000);
+      // The lacking worker was asked and said which worker lacked which api: attempts after its failures.
+      const lastFailures: string[] = [];
+      for (const h of handles) {
+        const history = await env.client.workflow.getHandle(h.workflowId).fetchHistory();
+        for (const e of history.events ?? []) {
+          const started = e.activityTaskStartedEventAttributes;
+          if (started?.lastFailure?.message) lastFailures.push(started.lastFailure.message);
+        }
+      }
+      expect(lastFailures.length).toBeGreaterThan(0);
+      expect(lastFailures[0]).toMatch(
+        new RegExp(
+          `^worker ${lacking.child.pid}@\\S+ \\(task queue ${taskQueue}\\) cannot serve model "fixture-custom/custom-1": ` +
+            `no provider for its api "fixture-custom-api" is registered in this worker\\. Every worker of a task queue must serve the same models`,
+        ),
+      );
+      expect(await serving.stop()).toBe(0);
+      expect(await lacking.stop()).toBe(0);
+    },
+    180_000,
+  );
 
-  it("a model no worker of the queue serves fails within a bound, naming model, api and worker", async () => {
-    const taskQueue = uniqueId("unserved");
-    const lacking = await workerProcess(taskQueue);
-    const handle = await startAgentRun(env.client, { taskQueue, model: custom, prompt: "Hello" });
-    const started = Date.now();
-    const result = await handle.result();
-    expect(Date.now() - started).toBeLessThan(120_000);
-    expect(result.stopReason).toBe("error");
-    expect(result.errorMessage).toMatch(
-      new RegExp(
-        `^Setup failed: worker ${lacking.child.pid}@\\S+ \\(task queue ${taskQueue}\\) cannot serve model ` +
-          `"fixture-custom/custom-1": no provider for its api "fixture-custom-api" is registered in this worker\\. ` +
-          `Every worker of a task queue must serve the same models`,
-      ),
-    );
-    expect(await lacking.stop()).toBe(0);
-  }, 180_000);
+  it.concurrent(
+    "a model no worker of the queue serves fails within a bound, naming model, api and worker",
+    async () => {
+      const taskQueue = uniqueId("unserved");
+      const lacking = await workerProcess(taskQueue);
+      const handle = await startAgentRun(env.client, { taskQueue, model: custom, prompt: "Hello" });
+      const started = Date.now();
+      const result = await handle.result();
+      expect(Date.now() - started).toBeLessThan(120_000);
+      expect(result.stopReason).toBe("error");
+      expect(result.errorMessage).toMatch(
+        new RegExp(
+          `^Setup failed: worker ${lacking.child.pid}@\\S+ \\(task queue ${taskQueue}\\) cannot serve model ` +
+            `"fixture-custom/custom-1": no provider for its api "fixture-custom-api" is registered in this worker\\. ` +
+            `Every worker of a task queue must serve the same models`,
+        ),
+      );
+      expect(await lacking.stop()).toBe(0);
+    },
+    180_000,
+  );
 
   it("the model activity on a worker lacking the api: retryable, then final with the same words", async () => {
     const streamAssistantMessage = createActivities({ tools: [], workerIdentity: () => "w-1" }).streamAssistantMessage;

@@ -7,12 +7,13 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 import { Worker } from "@temporalio/worker";
-import { createAgentWorker, bundleAgentWorkflows, type AgentWorker } from "../../src/worker.js";
+import { createAgentWorker, type AgentWorker } from "../../src/worker.js";
 import type { AgentWorkerExtension } from "../../src/extension.js";
-import { failoverWorkflowsPath, fastFailover, fleetTaskQueue } from "../../src/failover/index.js";
+import { fastFailover, fleetTaskQueue } from "../../src/failover/index.js";
 import { openTestEnv, uniqueId, type TestEnv } from "../support/helpers.js";
 import { killAllWorkers, startSourceWorker } from "../support/service/processes.js";
 import { waitFor } from "../support/crash/harness.js";
+import { sharedBundle } from "../support/bundles.js";
 
 let env: TestEnv;
 
@@ -85,7 +86,7 @@ describe("a worker without extensions", () => {
     ]);
     // Its activities run on its own workers: the agent's workers register the agent's only.
     expect(activityNames(worker.worker)).toEqual(AGENT_ACTIVITIES);
-    const both = await bundleAgentWorkflows(failoverWorkflowsPath());
+    const both = await sharedBundle("failover");
     expect(both.code).toContain("agentWorkerPresence");
     await expect(created([fastFailover()], { routeModelCalls: false })).rejects.toThrow(
       "fastFailover needs routeModelCalls",

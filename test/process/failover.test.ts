@@ -24,7 +24,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "@temporalio/worker";
 import { readHistoryFile, replayOptions } from "../../src/replay.js";
 import { workerLostSignal } from "../../src/failover/presence-workflow.js";
-import { failoverWorkflowsPath, fastFailover } from "../../src/failover/index.js";
+import { fastFailover } from "../../src/failover/index.js";
 import {
   harnessDir,
   readLog,
@@ -36,9 +36,10 @@ import {
   type HarnessDir,
   type LogEntry,
 } from "../support/crash/harness.js";
-import { bundleAgentWorkflows, createAgentWorker, type AgentWorker } from "../../src/worker.js";
+import { createAgentWorker, type AgentWorker } from "../../src/worker.js";
 import type { WorkflowHandle } from "@temporalio/client";
 import { openTestEnv, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
+import { sharedBundle } from "../support/bundles.js";
 
 const FINAL =
   "Final answer after 5 results: fast:fast(a) ok, fast:fast(b) ok, slow:slow(c) ok, write:write(d) ok, fast:fast(e) ok";
@@ -853,11 +854,7 @@ describe("presences that ran before news was checked", () => {
       );
     expect(patches.some((p) => p.includes("jai-presence-news-checked"))).toBe(false);
     await expect(
-      Worker.runReplayHistory(
-        replayOptions(await bundleAgentWorkflows(failoverWorkflowsPath())),
-        history,
-        "before-presence-news-check",
-      ),
+      Worker.runReplayHistory(replayOptions(await sharedBundle("failover")), history, "before-presence-news-check"),
     ).resolves.toBeUndefined();
   }, 60000);
 });

@@ -13,7 +13,16 @@ import { closedRunView } from "../../src/history-view.js";
 import type { AgentMessage, AgentRunState, AgentTool } from "../../src/types.js";
 import { stateQuery } from "../../src/workflows/definitions.js";
 import { contextMismatches, SeenContexts } from "../support/context-check.js";
-import { fauxModel, gateTool, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import {
+  fauxModel,
+  gateTool,
+  openTestEnv,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "../support/helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -73,91 +82,103 @@ function expectSameState(fromHistory: AgentRunState, live: AgentRunState): void 
 }
 
 describe("finished runs answer from history alone", () => {
-  it("a run that continued as new after every turn: state, transcript and result with no worker", async () => {
-    const faux = fauxModel(looping(4));
-    const { worker, taskQueue } = await testWorker(env, [pageTool(100)]);
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId: uniqueId("chain"),
-      model: faux.getModel(),
-      prompt: "read 4 pages",
-      continueAsNew: { afterTurns: 1 },
-    });
-    const live = await worker.runUntil(async () => (await handle.result(), liveAnswers(handle)));
-    expect(live.state.earlierMessages).toBeGreaterThan(0); // it did continue as new
-    const seen = await fromHistory(handle.workflowId);
-    expect(seen.transcript).toEqual(live.transcript);
-    expect(seen.transcript).toHaveLength(10);
-    expectSameState(seen.state, live.state);
-    expect(seen.result.stopReason).toBe("stop");
-  }, 60000);
+  it.concurrent(
+    "a run that continued as new after every turn: state, transcript and result with no worker",
+    async () => {
+      const faux = fauxModel(looping(4));
+      const { worker, taskQueue } = await testWorker(env, [pageTool(100)]);
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId("chain"),
+        model: faux.getModel(),
+        prompt: "read 4 pages",
+        continueAsNew: { afterTurns: 1 },
+      });
+      const live = await worker.runUntil(async () => (await handle.result(), liveAnswers(handle)));
+      expect(live.state.earlierMessages).toBeGreaterThan(0); // it did continue as new
+      const seen = await fromHistory(handle.workflowId);
+      expect(seen.transcript).toEqual(live.transcript);
+      expect(seen.transcript).toHaveLength(10);
+      expectSameState(seen.state, live.state);
+      expect(seen.result.stopReason).toBe("stop");
+    },
+    60000,
+  );
 
-  it("a continued chain whose result and carries left messages out is rebuilt run by run", async () => {
-    // 12 turns of ~200 KB results: the result keeps only the last message, each carry only the newest ~400 KB.
-    const faux = fauxModel(looping(12));
-    const { worker, taskQueue } = await testWorker(env, [pageTool(200_000)], {});
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId: uniqueId("chain-omitted"),
-      model: faux.getModel(),
-      prompt: "read 12 pages",
-      continueAsNew: { afterTurns: 1 },
-      toolResultLimits: { maxDetailsBytes: 300_000 },
-    });
-    const live = await worker.runUntil(async () => (await handle.result(), liveAnswers(handle)));
-    const seen = await fromHistory(handle.workflowId);
-    expect(seen.result.messagesOmitted).toBeGreaterThan(0);
-    expect(seen.transcript).toHaveLength(26);
-    expect(seen.transcript).toEqual(live.transcript);
-    expectSameState(seen.state, live.state);
-    const view = await closedRunView(env.client, handle.workflowId);
-    expect(view.exact).toBe(true);
-    expect(view.runs.length).toBeGreaterThan(2); // it walked back through earlier runs
-  }, 120000);
+  it.concurrent(
+    "a continued chain whose result and carries left messages out is rebuilt run by run",
+    async () => {
+      // 12 turns of ~200 KB results: the result keeps only the last message, each carry only the newest ~400 KB.
+      const faux = fauxModel(looping(12));
+      const { worker, taskQueue } = await testWorker(env, [pageTool(200_000)], {});
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId("chain-omitted"),
+        model: faux.getModel(),
+        prompt: "read 12 pages",
+        continueAsNew: { afterTurns: 1 },
+        toolResultLimits: { maxDetailsBytes: 300_000 },
+      });
+      const live = await worker.runUntil(async () => (await handle.result(), liveAnswers(handle)));
+      const seen = await fromHistory(handle.workflowId);
+      expect(seen.result.messagesOmitted).toBeGreaterThan(0);
+      expect(seen.transcript).toHaveLength(26);
+      expect(seen.transcript).toEqual(live.transcript);
+      expectSameState(seen.state, live.state);
+      const view = await closedRunView(env.client, handle.workflowId);
+      expect(view.exact).toBe(true);
+      expect(view.runs.length).toBeGreaterThan(2); // it walked back through earlier runs
+    },
+    120000,
+  );
 
-  it("a run whose result left messages out, with steering, a loop-made tool result and a compaction", async () => {
-    const { tool: slow, entered: steered, release } = gateTool("slow");
-    const faux = fauxModel([
-      fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s1" }), fauxToolCall("nope", {}, { id: "n1" })], {
-        stopReason: "toolUse",
-      }),
-      fauxAssistantMessage(
-        Array.from({ length: 40 }, (_, n) => fauxToolCall("page", { n }, { id: `p${n}` })),
-        { stopReason: "toolUse" },
-      ),
-      fauxAssistantMessage("read 40 pages"),
-    ]);
-    // 40 results of 48 KB: 1.9 MB, over the result budget and the model's context (compacted before the last call).
-    const { worker, taskQueue } = await testWorker(env, [slow, pageTool(10, 48 * 1024)]);
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId: uniqueId("omitted"),
-      model: faux.getModel(),
-      prompt: "go",
-    });
-    const live = await worker.runUntil(async () => {
-      await steered.promise;
-      await handle.steer("also read 40 pages");
-      release.resolve();
-      await handle.result();
-      return liveAnswers(handle);
-    });
-    const seen = await fromHistory(handle.workflowId);
-    expect(seen.result.messagesOmitted).toBeGreaterThan(0);
-    expect(live.transcript.map((m) => m.role)).toEqual([
-      "user",
-      "assistant",
-      "toolResult",
-      "toolResult",
-      "user",
-      "assistant",
-      ...Array(40).fill("toolResult"),
-      "assistant",
-    ]);
-    expect(textOf(live.transcript[3])).toBe("Tool nope not found");
-    expect(seen.transcript).toEqual(live.transcript);
-    expectSameState(seen.state, live.state);
-  }, 120000);
+  it.concurrent(
+    "a run whose result left messages out, with steering, a loop-made tool result and a compaction",
+    async () => {
+      const { tool: slow, entered: steered, release } = gateTool("slow");
+      const faux = fauxModel([
+        fauxAssistantMessage([fauxToolCall("slow", {}, { id: "s1" }), fauxToolCall("nope", {}, { id: "n1" })], {
+          stopReason: "toolUse",
+        }),
+        fauxAssistantMessage(
+          Array.from({ length: 40 }, (_, n) => fauxToolCall("page", { n }, { id: `p${n}` })),
+          { stopReason: "toolUse" },
+        ),
+        fauxAssistantMessage("read 40 pages"),
+      ]);
+      // 40 results of 48 KB: 1.9 MB, over the result budget and the model's context (compacted before the last call).
+      const { worker, taskQueue } = await testWorker(env, [slow, pageTool(10, 48 * 1024)]);
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId("omitted"),
+        model: faux.getModel(),
+        prompt: "go",
+      });
+      const live = await worker.runUntil(async () => {
+        await steered.promise;
+        await handle.steer("also read 40 pages");
+        release.resolve();
+        await handle.result();
+        return liveAnswers(handle);
+      });
+      const seen = await fromHistory(handle.workflowId);
+      expect(seen.result.messagesOmitted).toBeGreaterThan(0);
+      expect(live.transcript.map((m) => m.role)).toEqual([
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "user",
+        "assistant",
+        ...Array(40).fill("toolResult"),
+        "assistant",
+      ]);
+      expect(textOf(live.transcript[3])).toBe("Tool nope not found");
+      expect(seen.transcript).toEqual(live.transcript);
+      expectSameState(seen.state, live.state);
+    },
+    120000,
+  );
 
   // Two 150 KB steers arrive while the first batch runs (one tool that waits, one unknown: a loop-made result).
   // The next call's new messages (~300 KB) are over the inline budget, and the carry after turn 2 keeps only
@@ -216,50 +237,58 @@ describe("finished runs answer from history alone", () => {
     60000,
   );
 
-  it("npm run show prints every run of a continued chain", async () => {
-    const faux = fauxModel(looping(3));
-    const { worker, taskQueue } = await testWorker(env, [pageTool(100)]);
-    const workflowId = uniqueId("show-chain");
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId,
-      model: faux.getModel(),
-      prompt: "read 3 pages",
-      continueAsNew: { afterTurns: 1 },
-    });
-    await worker.runUntil(handle.result());
-    const show = spawnSync(process.execPath, ["--import", "tsx", path.join(root, "src/cli/show.ts"), workflowId], {
-      cwd: root,
-      env: { ...process.env, NODE_OPTIONS: "" },
-      encoding: "utf8",
-      timeout: 60000,
-    });
-    expect(show.stderr).toBe("");
-    expect(show.status).toBe(0);
-    expect(show.stdout).toContain("user: read 3 pages");
-    for (const id of ["c1", "c2", "c3"]) expect(show.stdout).toContain(`✓ page (${id})`);
-    expect(show.stdout).toContain("read 3 pages");
-    expect(show.stdout.match(/^── run \S+/gm)).toHaveLength(4);
-    expect(show.stdout).toContain("result: stop after 4 turns");
-  }, 120000);
+  it.concurrent(
+    "npm run show prints every run of a continued chain",
+    async () => {
+      const faux = fauxModel(looping(3));
+      const { worker, taskQueue } = await testWorker(env, [pageTool(100)]);
+      const workflowId = uniqueId("show-chain");
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId,
+        model: faux.getModel(),
+        prompt: "read 3 pages",
+        continueAsNew: { afterTurns: 1 },
+      });
+      await worker.runUntil(handle.result());
+      const show = spawnSync(process.execPath, ["--import", "tsx", path.join(root, "src/cli/show.ts"), workflowId], {
+        cwd: root,
+        env: { ...process.env, NODE_OPTIONS: "" },
+        encoding: "utf8",
+        timeout: 60000,
+      });
+      expect(show.stderr).toBe("");
+      expect(show.status).toBe(0);
+      expect(show.stdout).toContain("user: read 3 pages");
+      for (const id of ["c1", "c2", "c3"]) expect(show.stdout).toContain(`✓ page (${id})`);
+      expect(show.stdout).toContain("read 3 pages");
+      expect(show.stdout.match(/^── run \S+/gm)).toHaveLength(4);
+      expect(show.stdout).toContain("result: stop after 4 turns");
+    },
+    120000,
+  );
 
-  it("a 60-turn chain answers state() and transcript() from history (timing printed)", async () => {
-    const faux = fauxModel(looping(60));
-    const { worker, taskQueue } = await testWorker(env, [pageTool(8_000)]);
-    const handle = await startAgentRun(env.client, {
-      taskQueue,
-      workflowId: uniqueId("chain60"),
-      model: faux.getModel(),
-      prompt: "read 60 pages",
-      maxTurns: 100,
-      continueAsNew: { afterTurns: 1 },
-    });
-    const live = await worker.runUntil(async () => (await handle.result(), liveAnswers(handle)));
-    const seen = await fromHistory(handle.workflowId);
-    console.log(
-      `60-turn chain (61 runs, ${seen.transcript.length} messages, result omitted ${seen.result.messagesOmitted ?? 0}): state()+transcript() from history in ${seen.ms.toFixed(0)} ms`,
-    );
-    expect(seen.transcript).toEqual(live.transcript);
-    expectSameState(seen.state, live.state);
-  }, 600000);
+  it.concurrent(
+    "a 60-turn chain answers state() and transcript() from history (timing printed)",
+    async () => {
+      const faux = fauxModel(looping(60));
+      const { worker, taskQueue } = await testWorker(env, [pageTool(8_000)]);
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId("chain60"),
+        model: faux.getModel(),
+        prompt: "read 60 pages",
+        maxTurns: 100,
+        continueAsNew: { afterTurns: 1 },
+      });
+      const live = await worker.runUntil(async () => (await handle.result(), liveAnswers(handle)));
+      const seen = await fromHistory(handle.workflowId);
+      console.log(
+        `60-turn chain (61 runs, ${seen.transcript.length} messages, result omitted ${seen.result.messagesOmitted ?? 0}): state()+transcript() from history in ${seen.ms.toFixed(0)} ms`,
+      );
+      expect(seen.transcript).toEqual(live.transcript);
+      expectSameState(seen.state, live.state);
+    },
+    600000,
+  );
 });

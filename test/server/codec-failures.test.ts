@@ -24,8 +24,9 @@ import { decodeHistory } from "../../src/codec/history.js";
 import { readStory } from "../../src/history-view.js";
 import { AgentPlugin } from "../../src/plugin.js";
 import type { AgentTool } from "../../src/types.js";
-import { bundleAgentWorkflows, createAgentWorker } from "../../src/worker.js";
+import { createAgentWorker } from "../../src/worker.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { sharedBundle } from "../support/bundles.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
 const KEY_A = "A:" + Buffer.alloc(32, 7).toString("base64");
@@ -38,7 +39,7 @@ beforeAll(async () => {
   env = await openTestEnv();
   // As a user passes it: payload codecs only; the client and the worker complete it themselves.
   clientA = new Client({ connection: env.client.connection, dataConverter: withEncryptedFailures(codecOnly()) });
-  encryptedBundle = await bundleAgentWorkflows(undefined, { encryptFailures: true });
+  encryptedBundle = await sharedBundle("encrypted-failures");
 }, 120000);
 afterAll(async () => {
   await env?.close();
@@ -161,8 +162,8 @@ describe("failures under the codec", () => {
     );
     expect(dataConverterFromEnv({ JAI_CODEC_KEYS: KEY_A })?.failureConverterPath).toBe(ENCRYPTED_FAILURES_PATH);
     // The plugin completes the worker's, the client's and the replayer's converters.
-    const plugin = new AgentPlugin();
-    const options = plugin.configureWorker({ connection: env.connection, taskQueue: "tq", dataConverter: codec });
+    const plugin = new AgentPlugin({ events: false });
+    const options = await plugin.configureWorker({ connection: env.connection, taskQueue: "tq", dataConverter: codec });
     expect(options.dataConverter?.failureConverterPath).toBe(ENCRYPTED_FAILURES_PATH);
     expect(plugin.configureClient({ dataConverter: codec }).dataConverter?.failureConverterPath).toBe(
       ENCRYPTED_FAILURES_PATH,
@@ -184,14 +185,14 @@ describe("failures under the codec", () => {
     ).rejects.toThrow(
       /writes failures in plain text: bundle it with bundleAgentWorkflows\(path, \{ encryptFailures: true \}\)/,
     );
-    expect(() =>
+    await expect(
       plugin.configureWorker({
         connection: env.connection,
         taskQueue: "tq",
         dataConverter: codec,
         workflowBundle: env.bundle,
       }),
-    ).toThrow(/writes failures in plain text/);
+    ).rejects.toThrow(/writes failures in plain text/);
   });
 
   it("without a codec, failures stay as they were: plain messages the workflow and readers see directly", async () => {

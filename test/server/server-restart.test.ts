@@ -13,8 +13,9 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import { freePort, startDevServer, type DevServer } from "../../src/dev-server.js";
 import type { AgentTool } from "../../src/types.js";
-import { createAgentWorker, bundleAgentWorkflows } from "../../src/worker.js";
+import { createAgentWorker } from "../../src/worker.js";
 import { deferred, fauxModel, textOf, uniqueId, within } from "../support/helpers.js";
+import { sharedBundle } from "../support/bundles.js";
 
 let server: DevServer | undefined;
 let dir: string | undefined;
@@ -55,7 +56,7 @@ describe("server restart", () => {
       connection,
       taskQueue,
       tools: [gate],
-      workflowBundle: await bundleAgentWorkflows(),
+      workflowBundle: await sharedBundle(),
     });
     const handle = await startAgentRun(client, {
       taskQueue,

@@ -11,9 +11,9 @@ import { Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import { createAgentTracing, type AgentTracing } from "../../src/telemetry/tracing.js";
 import type { AgentTool } from "../../src/types.js";
-import { bundleAgentWorkflows } from "../../src/worker.js";
 import { openTestEnv, testWorker, uniqueId, type TestEnv } from "../support/helpers.js";
 import { ProviderServer } from "../support/provider-server.js";
+import { sharedBundle } from "../support/bundles.js";
 
 let env: TestEnv;
 let server: ProviderServer;
@@ -58,7 +58,7 @@ const shape = (node: Node): unknown =>
   node.children.length === 0 ? node.name : { [node.name]: node.children.map(shape) };
 
 it("traces a two-turn run from startAgentRun to the provider's HTTP request, with GenAI attributes", async () => {
-  const bundle = await bundleAgentWorkflows(undefined, { tracing: true });
+  const bundle = await sharedBundle("tracing");
   server.script([
     { toolCalls: [{ id: "c1", name: "lookup", args: { word: "vole" } }], usage: { input: 11, output: 7 } },
     { text: "A vole is a small rodent.", usage: { input: 23, output: 9 } },

@@ -1,3 +1,6 @@
+import { rmSync } from "node:fs";
+
 export default async function globalTeardown() {
   await globalThis.__temporalDevServer?.stop();
+  if (process.env.JAI_TEST_BUNDLES) rmSync(process.env.JAI_TEST_BUNDLES, { recursive: true, force: true });
 }

@@ -4,7 +4,8 @@ import { Client, Connection, WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { registerFauxProvider, Type, type FauxResponseStep } from "@jai/ai";
-import { bundleAgentWorkflows, createAgentWorker, type AgentWorkerOptions } from "../../src/worker.js";
+import { createAgentWorker, type AgentWorkerOptions } from "../../src/worker.js";
+import { sharedBundle } from "./bundles.js";
 import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/types.js";
 
 export interface TestEnv {
@@ -14,7 +15,7 @@ export interface TestEnv {
   close(): Promise<void>;
 }
 
-/** Call once per test file (beforeAll): connects and bundles the workflows once. */
+/** Call once per test file (beforeAll): connects; the workflow bundle is the jest run's shared one. */
 export async function openTestEnv(): Promise<TestEnv> {
   try {
     Runtime.install({ logger: new DefaultLogger("WARN") });
@@ -25,7 +26,7 @@ export async function openTestEnv(): Promise<TestEnv> {
   if (!address) throw new Error("TEMPORAL_ADDRESS is not set: run the tests through jest's globalSetup");
   const clientConnection = await Connection.connect({ address });
   const connection = await NativeConnection.connect({ address });
-  const bundle = await bundleAgentWorkflows();
+  const bundle = await sharedBundle();
   return {
     client: new Client({ connection: clientConnection }),
     connection,

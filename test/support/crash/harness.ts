@@ -6,15 +6,14 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@temporalio/client";
 import { startAgentRun, type AgentRunHandle } from "../../../src/client.js";
-import { agentWorkflowsPath, bundleAgentWorkflows } from "../../../src/worker.js";
-import { failoverWorkflowsPath } from "../../../src/failover/index.js";
 import { uniqueId } from "../helpers.js";
+import { sharedBundleFile } from "../bundles.js";
 import type { AgentMessage, AgentRunResult } from "../../../src/types.js";
 import { MODEL_REF, type Variant } from "./scenario.js";
 
@@ -91,7 +90,7 @@ export interface HarnessConfig {
 /** The fast-failover secret child workers share unless a test says otherwise. */
 export const TEST_FAILOVER_SECRET = "jai-test-failover-secret-0123456789";
 
-/** A test file's folder for its child workers: the workflow bundle, written once, and each scenario's log. */
+/** A test file's folder for its child workers' logs, one per scenario, and the workflow bundle they load. */
 export interface HarnessDir {
   dir: string;
   /** A scenario on a fresh task queue (named after the folder) with its own log file. */
@@ -105,9 +104,7 @@ export interface HarnessDir {
  */
 export async function harnessDir(name: string, options: { failover?: boolean } = {}): Promise<HarnessDir> {
   const dir = await mkdtemp(path.join(os.tmpdir(), `jai-${name}-`));
-  const bundlePath = path.join(dir, "workflow-bundle.js");
-  const workflows = options.failover ? failoverWorkflowsPath() : agentWorkflowsPath();
-  await writeFile(bundlePath, (await bundleAgentWorkflows(workflows)).code);
+  const bundlePath = await sharedBundleFile(options.failover ? "failover" : "default");
   return {
     dir,
     config(variant = "main", extra = {}) {
