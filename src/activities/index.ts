@@ -87,28 +87,29 @@ export function createActivities(deps: ActivityDeps) {
           return activity(input);
         }
       : activity;
+  // One check (cached per namespace) for the setup and for runs refused before it.
+  const hasSearchAttributes = searchAttributeCheck(() => deps.client);
   return {
-    resolveRunSetup: createSetupActivity(
-      deps.tools,
-      deps.models ?? [],
-      searchAttributeCheck(() => deps.client),
-      {
-        encrypted: deps.encrypted,
-        policy: modelPolicy,
-        workerIdentity: deps.workerIdentity,
-        listMore: mcp
-          ? async (names) => {
-              // A native tool's name wins: an MCP tool named like one is left out (with a warning).
-              const listed = await mcp.listTools(
-                names,
-                deps.tools.map((t) => t.name),
-              );
-              for (const tool of listed) toolMap.set(tool.name, tool);
-              return listed;
-            }
-          : undefined,
-      },
-    ),
+    resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], hasSearchAttributes, {
+      encrypted: deps.encrypted,
+      policy: modelPolicy,
+      workerIdentity: deps.workerIdentity,
+      listMore: mcp
+        ? async (names) => {
+            // A native tool's name wins: an MCP tool named like one is left out (with a warning).
+            const listed = await mcp.listTools(
+              names,
+              deps.tools.map((t) => t.name),
+            );
+            for (const tool of listed) toolMap.set(tool.name, tool);
+            return listed;
+          }
+        : undefined,
+    }),
+    /** Whether the run's namespace has the agent search attributes: a run refused before its setup asks, to show it failed. */
+    async agentSearchAttributesExist(): Promise<boolean> {
+      return hasSearchAttributes(Context.current().info.workflowNamespace ?? "default");
+    },
     streamAssistantMessage: createModelActivity(
       deps.getApiKey ?? ((provider) => getEnvApiKey(provider)),
       deps.onEvent,

@@ -5,6 +5,7 @@
  *
  * | activity | kind | why these defaults |
  * |---|---|---|
+ * | agentSearchAttributesExist | local, only in a run refused before its setup | quick lookup (cached per namespace); the refused run then shows AgentStatus "failed" |
  * | resolveRunSetup | local in the first task (regular in runs recorded before); regular again when the local worker lacks the model | quick worker lookup: the first model call goes out one round trip sooner |
  * | streamAssistantMessage | regular, heartbeats | long streams; on cancel it hands back the partial message |
  * | executeTool | regular, heartbeats | user code of any length; few retries (tools may not be idempotent) |
@@ -20,7 +21,7 @@ import {
   type ActivityOptions,
 } from "@temporalio/workflow";
 import type { createActivities } from "../activities/index.js";
-import type { AgentActivityOptions } from "../types.js";
+import type { AgentActivityOptions } from "../contracts.js";
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -50,6 +51,11 @@ export const { resolveRunSetup: resolveRunSetupLocally } = proxyLocalActivities<
 export const { resolveRunSetup: resolveRunSetupOnAnyWorker } = proxyActivities<Activities>({
   startToCloseTimeout: "1m",
   retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "10s", maximumAttempts: 10 },
+});
+/** A run refused before its setup asks whether it may upsert its AgentStatus: quick, local, a few attempts. */
+export const { agentSearchAttributesExist } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: "10s",
+  retry: { maximumAttempts: 3 },
 });
 export const { streamAssistantMessage } = proxyActivities<Activities>(MODEL_DEFAULTS);
 export const { executeTool } = proxyActivities<Activities>(TOOL_DEFAULTS);

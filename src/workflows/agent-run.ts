@@ -37,33 +37,36 @@ import {
   patched,
   proxySinks,
   upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
 } from "@temporalio/workflow";
 import type { AssistantMessage, ToolCall } from "@jai/ai";
-import { resolveRunSetup, resolveRunSetupLocally, resolveRunSetupOnAnyWorker } from "./activities.js";
+import {
+  agentSearchAttributesExist,
+  resolveRunSetup,
+  resolveRunSetupLocally,
+  resolveRunSetupOnAnyWorker,
+} from "./activities.js";
 import { FailureType } from "../common/failure-types.js";
-import type {
-  AgentEvent,
-  AgentMessage,
-  AgentRunInput,
-  AgentRunResult,
-  AgentRunWorkflowInput,
-  PromptLoopState,
-  RunSetup,
-} from "../types.js";
+import type { AgentEvent, AgentMessage, AgentRunInput, AgentRunResult } from "../contracts.js";
+import type { AgentRunWorkflowInput, PromptLoopState, RunSetup } from "./wire.js";
+import type { RunContext } from "./run-context.js";
 import { fitContext } from "./context-fit.js";
-import { continueAsNewWith, restoreCarry, shouldContinueAsNew } from "./continue-as-new.js";
+import { continueAsNewWith, shouldContinueAsNew } from "./continue-as-new.js";
 import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
 import { unknownFieldProblem, validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { metrics } from "./metrics-sink.js";
 import { promptSummary } from "./summary.js";
+import { AgentStatus } from "./search-attributes.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, runTools } from "./tool-calls.js";
 import {
   FAILED_STATUS_PATCH,
   LOCAL_ACTIVITIES_PATCH,
   MEMO_PATCH,
+  REFUSED_STATUS_PATCH,
   SEARCH_ATTRIBUTES_PATCH,
   SETUP_ANY_WORKER_PATCH,
   UNKNOWN_FIELDS_PATCH,
@@ -85,24 +88,25 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
 }
 
 async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
-  const run = new RunState();
+  const state = new RunState();
   // Unknown fields behind a patch asked only when there is one: runs recorded before accepted them. A continued
   // run's input is its chain's first input, accepted then (with the fields the loop adds).
   const unknown = input.continued ? undefined : unknownFieldProblem(input);
   const problem =
     validateRunInput(input, { unknownFields: false }) ??
     (unknown && patched(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
-  if (problem) failBeforeLoop(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
+  if (problem) await refuse(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
   const carried = input.continued;
   // Before the handlers: updates that arrived with the first task are validated against the carried state.
-  if (carried) restoreCarry(run, carried);
-  installHandlers(run, input);
-  run.publishDetails();
+  if (carried) state.fromCarry(carried, workflowInfo().continuedFromExecutionRunId);
+  installHandlers(state, input);
+  state.publishDetails();
   let memo = false;
   let promptStart = 0;
   let modelLabel: string | undefined;
   try {
     const setup = carried ? carried.setup : await resolveSetup(input);
+    const run: RunContext = { input, setup, state };
     // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
     // Since baseline v3 only where the namespace lacks the search attributes, which carry the same model, tools and outcome.
     memo = hasChange(MEMO_PATCH) && !(setup.searchAttributes && baseline() === 3);
@@ -113,7 +117,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     if (setup.searchAttributes && hasChange(SEARCH_ATTRIBUTES_PATCH)) {
       // The summary is the first prompt's line: not for a continued run (its input has no prompt), nor in plain text when encrypted.
       const summary = carried || setup.private ? "" : promptSummary(input.prompt);
-      run.enableSearchAttributes(
+      state.enableSearchAttributes(
         `${setup.model.provider}/${setup.model.id}`,
         setup.tools.map((t) => t.name),
         summary,
@@ -124,79 +128,75 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
 
     let prompts: AgentMessage[] = [];
     let resume: PromptLoopState | undefined;
-    if (carried) {
-      run.everStarted = true;
-      resume = carried.loop;
-    } else if (Array.isArray(input.prompt)) run.seed(input.prompt);
+    if (carried) resume = carried.loop;
+    else if (Array.isArray(input.prompt)) state.conversation.seed(input.prompt);
     else prompts = [toUserMessage(input.prompt)];
     // The prompt is in the run's input: a call too big to carry it inline refers to it there.
     if (!carried)
-      (Array.isArray(input.prompt) ? input.prompt : prompts).forEach((m, i) => run.fromInput.set(m, `prompt:${i}`));
+      (Array.isArray(input.prompt) ? input.prompt : prompts).forEach((m, i) =>
+        state.conversation.noteInput(m, `prompt:${i}`),
+      );
 
-    promptStart = resume?.start ?? run.newMessages.length;
+    promptStart = resume?.start ?? state.conversation.newMessages.length;
     // A continued session that was waiting for its next prompt goes straight back to waiting.
     let promptDue = !carried || resume !== undefined;
     let ended: string;
     for (;;) {
       if (promptDue) {
         const outcome = await runPrompt(
-          run,
+          state,
           prompts,
-          workflowEffects(input, setup, run),
+          workflowEffects(run),
           input.maxTurns ?? DEFAULT_MAX_TURNS,
           resume,
         );
         resume = undefined;
-        run.stopReason = outcome.stopReason;
-        run.errorMessage = outcome.errorMessage;
-        run.answerPrompt(outcome);
+        state.promptEnded(outcome);
       }
       promptDue = true;
       if (!input.session) {
-        ended = `run ended: ${run.stopReason}`;
+        ended = `run ended: ${state.stopReason}`;
         break;
       }
-      const next = await nextPrompt(input, setup, run);
+      const next = await nextPrompt(run);
       if ("ended" in next) {
         ended = next.ended;
         break;
       }
-      promptStart = run.newMessages.length;
+      promptStart = state.conversation.newMessages.length;
       prompts = [next.message];
     }
-    run.dropQueued(ended);
+    state.inbox.dropQueued(ended);
   } catch (err) {
     if (err instanceof SetupFailed) {
-      run.stopReason = "error";
-      run.errorMessage = err.message;
-      run.dropQueued("run ended: error");
+      state.setupFailed(err.message);
       emit({ type: "agent_start" });
       emit({ type: "agent_end", messages: [] });
     } else {
       if (!isCancellation(err) && !(err instanceof CancelledDuringModelCall)) throw err;
-      await CancellationScope.nonCancellable(async () => endCancelled(run, err, promptStart));
+      await CancellationScope.nonCancellable(async () => endCancelled(state, err, promptStart));
     }
   }
 
   // A session continued as new while idle and closed before another prompt: it ends as its last prompt did.
-  run.stopReason ??= carried?.stopReason;
-  run.waitingForPrompt = false;
-  run.setPhase("done");
-  if (memo) upsertMemo({ stopReason: run.stopReason, turns: run.turn, totalTokens: run.usage.totalTokens });
+  state.finished(carried?.stopReason);
+  const { conversation, inbox } = state;
+  if (memo)
+    upsertMemo({ stopReason: state.stopReason, turns: state.turn, totalTokens: conversation.usage.totalTokens });
   await CancellationScope.nonCancellable(async () => {
     // Callers handed over by a continue-as-new come back for their answers: give them a moment before the run closes.
-    if (run.answers.length > 0) await condition(() => run.answers.length === 0, ANSWER_PICKUP);
+    if (inbox.answers.length > 0) await condition(() => inbox.answers.length === 0, ANSWER_PICKUP);
     // After a cancel request the root scope throws on every new wait: hence non-cancellable.
     await condition(allHandlersFinished);
   });
-  if (modelLabel) metrics.runEnded(modelLabel, run.stopReason!);
+  if (modelLabel) metrics.runEnded(modelLabel, state.stopReason!);
   const result: AgentRunResult = {
-    ...fitMessages(run.newMessages, run.newMessagesOmitted),
-    stopReason: run.stopReason!,
-    turns: run.turn,
-    usage: run.usage,
-    ...(run.errorMessage !== undefined ? { errorMessage: run.errorMessage } : {}),
-    ...(run.dropped.length > 0 ? { dropped: run.dropped } : {}),
+    ...fitMessages(conversation.newMessages, conversation.newMessagesOmitted),
+    stopReason: state.stopReason!,
+    turns: state.turn,
+    usage: conversation.usage,
+    ...(state.errorMessage !== undefined ? { errorMessage: state.errorMessage } : {}),
+    ...(inbox.dropped.length > 0 ? { dropped: inbox.dropped } : {}),
   };
   // The run's status tells the truth: Failed in the UI, in Temporal's metrics and alerts. The result travels in the
   // failure's details and handle.result() returns it as before. Patched: earlier "error" runs completed.
@@ -221,6 +221,27 @@ function failBeforeLoop(message: string, type: string): never {
   throw ApplicationFailure.nonRetryable(message, type);
 }
 
+/**
+ * The run is refused (bad input, or a setup that refuses it): like `failBeforeLoop`, and operators searching by
+ * AgentStatus find it failed. Patched: runs refused before this change upserted nothing.
+ */
+async function refuse(message: string, type: string): Promise<never> {
+  if (patched(REFUSED_STATUS_PATCH) && (await searchAttributesExist()))
+    upsertSearchAttributes([{ key: AgentStatus, value: "failed" }]);
+  return failBeforeLoop(message, type);
+}
+
+/** Whether the namespace has the agent search attributes, asked in the worker (no setup tells a refused run). */
+async function searchAttributesExist(): Promise<boolean> {
+  try {
+    return await agentSearchAttributesExist.executeWithOptions({ summary: "search attributes?" }, []);
+  } catch (err) {
+    // Unknown is as good as absent: upserting attributes the namespace lacks would fail the workflow task.
+    if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    return false;
+  }
+}
+
 /** The setup activity failed for good (not bad input): the run ends with stopReason "error". */
 class SetupFailed extends Error {}
 
@@ -239,82 +260,61 @@ async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
       return resolveRunSetupOnAnyWorker.executeWithOptions({ summary: `setup · ${label} · any worker` }, [args]);
     });
   } catch (err) {
-    if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled)
-      throw err;
-    const cause = err.cause;
+    if (isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
+    // A local activity's failure may arrive as its cause alone.
+    const cause = err instanceof ActivityFailure ? err.cause : err;
     if (cause instanceof ApplicationFailure && cause.nonRetryable)
-      failBeforeLoop(cause.message, cause.type ?? FailureType.InvalidRunInput);
-    throw new SetupFailed(`Setup failed: ${cause?.message ?? err.message}`);
+      return refuse(cause.message, cause.type ?? FailureType.InvalidRunInput);
+    if (!(err instanceof ActivityFailure)) throw err;
+    throw new SetupFailed(`Setup failed: ${err.cause?.message ?? err.message}`);
   }
 }
 
 /** The loop's effects in a workflow: activities, the sink, continue-as-new. */
-function workflowEffects(input: AgentRunWorkflowInput, setup: RunSetup, run: RunState): LoopEffects {
+function workflowEffects(run: RunContext): LoopEffects {
   return {
     emit,
-    fitContext: () => fitContext(input, setup, run, "budget"),
-    callModel: () => callModel(input, setup, run),
-    runTools: (calls) => runTools(input, setup, run, calls, emit),
-    continueAsNewDue: () => shouldContinueAsNew(input, run),
-    continueAsNew: (loop) => continueAsNewWith(input, setup, run, loop),
+    fitContext: () => fitContext(run, "budget"),
+    callModel: () => callModel(run),
+    runTools: (calls) => runTools(run, calls, emit),
+    continueAsNewDue: () => shouldContinueAsNew(run.input, run.state),
+    continueAsNew: (loop) => continueAsNewWith(run, loop),
   };
 }
 
 /** Sessions: wait for the next prompt, `close()` or the idle timeout; continue-as-new first when it is time. */
-async function nextPrompt(
-  input: AgentRunInput,
-  setup: RunSetup,
-  run: RunState,
-): Promise<{ message: AgentMessage } | { ended: string }> {
+async function nextPrompt(run: RunContext): Promise<{ message: AgentMessage } | { ended: string }> {
+  const { input, state } = run;
   const idle =
     typeof input.session === "object" && input.session.idleTimeout !== undefined
       ? input.session.idleTimeout
       : DEFAULT_IDLE_TIMEOUT;
-  if (!run.closed && shouldContinueAsNew(input, run)) await continueAsNewWith(input, setup, run);
-  run.waitingForPrompt = true;
-  run.setPhase("done");
-  const woke = await condition(() => run.prompts.length > 0 || run.closed, idle);
-  run.waitingForPrompt = false;
-  const next = run.prompts.shift();
-  if (!next) return { ended: woke ? "session closed" : `session idle for ${idle}` };
-  run.currentPrompt = { id: next.id, start: run.newMessagesOmitted + run.newMessages.length };
-  run.stopReason = undefined;
-  run.errorMessage = undefined;
-  return { message: next.message };
+  if (!state.inbox.closed && shouldContinueAsNew(input, state)) await continueAsNewWith(run);
+  state.waitForPrompt();
+  const woke = await condition(() => state.inbox.prompts.length > 0 || state.inbox.closed, idle);
+  const message = state.takePrompt();
+  if (!message) return { ended: woke ? "session closed" : `session idle for ${idle}` };
+  return { message };
 }
 
 /**
  * Cancellation: keep what happened, close the message structure (every tool
  * call of the last assistant message gets a result) and end as "aborted".
  */
-function endCancelled(run: RunState, err: unknown, promptStart: number): void {
+function endCancelled(state: RunState, err: unknown, promptStart: number): void {
   if (err instanceof CancelledDuringModelCall && err.partial) {
-    run.add(err.partial);
+    state.add(err.partial);
     emit({ type: "message_end", message: err.partial });
     emit({ type: "turn_end", message: err.partial, toolResults: [] });
   }
-  const last = [...run.transcript].reverse().find((m): m is AssistantMessage => m.role === "assistant");
-  closeCancelledBatch(run, last?.content.filter((c): c is ToolCall => c.type === "toolCall") ?? [], emit);
-  run.approvals.clear();
-  run.stopReason = "aborted";
-  run.errorMessage = "Run cancelled";
-  run.answerPrompt({ stopReason: "aborted", errorMessage: run.errorMessage });
-  // Prompts not taken up yet get an answer too: their callers are waiting.
-  const end = run.newMessagesOmitted + run.newMessages.length;
-  for (const queued of run.prompts.splice(0)) {
-    run.answers.push({
-      id: queued.id,
-      start: end,
-      end,
-      stopReason: "aborted",
-      errorMessage: "Session cancelled before this prompt ran",
-    });
-  }
-  run.dropQueued("run cancelled");
+  const last = [...state.conversation.transcript].reverse().find((m): m is AssistantMessage => m.role === "assistant");
+  closeCancelledBatch(state, last?.content.filter((c): c is ToolCall => c.type === "toolCall") ?? [], emit);
+  // Every prompt waiting for an answer gets one (queued ones too: their callers are waiting).
+  state.cancelled();
   // Exactly one agent_end per loop: an idle session's last loop has had its own.
-  if (run.loopOpen || !run.everStarted) {
-    if (!run.everStarted) emit({ type: "agent_start" });
-    run.loopOpen = false;
-    emit({ type: "agent_end", messages: run.newMessages.slice(promptStart) });
+  if (state.loopOpen || !state.everStarted) {
+    if (!state.everStarted) emit({ type: "agent_start" });
+    state.loopEnded();
+    emit({ type: "agent_end", messages: state.conversation.newMessages.slice(promptStart) });
   }
 }

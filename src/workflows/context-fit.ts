@@ -2,10 +2,11 @@
 import { ActivityFailure, log } from "@temporalio/workflow";
 import type { Tool } from "@jai/ai";
 import { compactContext } from "./activities.js";
-import type { AgentMessage, AgentRunInput, RunSetup } from "../types.js";
+import type { AgentMessage } from "../contracts.js";
+import type { RunSetup } from "./wire.js";
 import { contextBudget, estimateTokens, shortenToolResults, structureProblem } from "./compaction.js";
 import { wholeContextRef } from "./context-ref.js";
-import type { RunState } from "./run-state.js";
+import type { RunContext } from "./run-context.js";
 import { metrics } from "./metrics-sink.js";
 
 /** The tools as the model is offered them (no worker-side settings). */
@@ -21,25 +22,19 @@ export function modelTools(setup: RunSetup): Tool[] {
  * Every tool call keeps its result; workers see a new epoch and re-read the
  * context.
  */
-export function fitContext(
-  input: AgentRunInput,
-  setup: RunSetup,
-  run: RunState,
-  reason: "budget" | "overflow",
-): Promise<boolean> | false {
+export function fitContext(run: RunContext, reason: "budget" | "overflow"): Promise<boolean> | false {
+  const { input, setup } = run;
   const tools = modelTools(setup);
   const estimate = (messages: AgentMessage[]) => estimateTokens(messages, input.systemPrompt, tools);
   const budget = contextBudget(input, setup.model);
-  const used = estimate(run.context);
+  const used = estimate(run.state.conversation.context);
   if (reason === "budget" && (budget === undefined || used <= budget)) return false;
   const target = Math.floor(Math.min(budget ?? used, used) * (reason === "overflow" ? 0.6 : 0.8));
-  return compact(input, setup, run, { used, target, estimate });
+  return compact(run, { used, target, estimate });
 }
 
 async function compact(
-  input: AgentRunInput,
-  setup: RunSetup,
-  run: RunState,
+  { input, setup, state }: RunContext,
   { used, target, estimate }: { used: number; target: number; estimate: (messages: AgentMessage[]) => number },
 ): Promise<boolean> {
   let next: AgentMessage[] | undefined;
@@ -47,7 +42,7 @@ async function compact(
     try {
       const compacted = await compactContext.executeWithOptions(
         { summary: `compact context · ${used} → ${target} tokens` },
-        [{ context: wholeContextRef(run), budgetTokens: target, model: setup.model }],
+        [{ context: wholeContextRef(state.conversation), budgetTokens: target, model: setup.model }],
       );
       const problem = structureProblem(compacted);
       if (problem) log.warn("worker compaction broke the message structure; using the default", { problem });
@@ -58,15 +53,13 @@ async function compact(
     }
   }
   if (!next) {
-    const { context, shortened } = shortenToolResults(run.context, target, estimate);
+    const { context, shortened } = shortenToolResults(state.conversation.context, target, estimate);
     if (shortened === 0) return false;
     next = context;
   }
-  run.context = next;
-  run.contextEpoch++;
-  run.fromActivity.clear(); // shortened results are no longer their activity's output
-  run.workerKnows = run.context.length;
+  // A new epoch; shortened results are no longer their activity's output.
+  state.conversation.replaceContext(next);
   metrics.compacted(`${setup.model.provider}/${setup.model.id}`);
-  run.publishDetails(`context compacted (${used} → ${estimate(next)} tokens)`);
+  state.publishDetails(`context compacted (${used} → ${estimate(next)} tokens)`);
   return true;
 }

@@ -1,14 +1,8 @@
 /** Names shared by the workflow, the worker and the client: queries and the event sink. */
 import { defineQuery, defineUpdate, type Sinks } from "@temporalio/workflow";
 import type { UserMessage } from "@jai/ai";
-import type {
-  AgentEvent,
-  AgentMessage,
-  AgentRunState,
-  AgentStopReason,
-  ModelContextPage,
-  PromptResult,
-} from "../types.js";
+import type { AgentEvent, AgentMessage, AgentRunState, AgentStopReason, PromptResult } from "../contracts.js";
+import type { ModelContextPage } from "./wire.js";
 
 /** The task queue runs and workers use unless told otherwise. */
 export const DEFAULT_TASK_QUEUE = "jai-agent";

@@ -4,7 +4,7 @@
  */
 import { CancellationScope, condition, currentUpdateInfo, setHandler } from "@temporalio/workflow";
 import type { UserMessage } from "@jai/ai";
-import type { AgentRunInput } from "../types.js";
+import type { AgentRunInput } from "../contracts.js";
 import {
   approveUpdate,
   closeUpdate,
@@ -40,10 +40,10 @@ function page<T>(items: T[], offset = 0, limit?: number): T[] {
 }
 
 /** A well-formed message within its own budget and the queue's: what is accepted is always carried. */
-function requireMessage(run: RunState, message: UserInput): void {
+function requireMessage(state: RunState, message: UserInput): void {
   const problem = validateUserInput(message);
   if (problem) throw new Error(`Invalid message: ${problem}`);
-  const queued = run.queuedBytes();
+  const queued = state.inbox.queuedBytes();
   const size = jsonBytes(message);
   if (queued + size > BUDGETS.queuedBytes) {
     throw new Error(
@@ -52,28 +52,28 @@ function requireMessage(run: RunState, message: UserInput): void {
   }
 }
 
-function requireOpen(run: RunState): void {
-  if (run.stopReason !== undefined && !run.waitingForPrompt) throw new Error(`The run has ended (${run.stopReason})`);
-  if (run.waitingForPrompt)
+function requireOpen(state: RunState): void {
+  if (state.stopReason !== undefined && !state.waitingForPrompt)
+    throw new Error(`The run has ended (${state.stopReason})`);
+  if (state.waitingForPrompt)
     throw new Error(
       "The session is waiting for a prompt: send it with prompt(); steering and follow-ups apply while a prompt runs",
     );
 }
 
 /** Waits for a session prompt's answer; hands the caller over to the next run when this one continues as new first. */
-async function awaitAnswer(run: RunState, id: number): Promise<PromptUpdateResult> {
+async function awaitAnswer(state: RunState, id: number): Promise<PromptUpdateResult> {
   // Non-cancellable: a cancelled session still answers every prompt it accepted (as aborted).
-  await CancellationScope.nonCancellable(() => condition(() => run.answers.some((a) => a.id === id) || run.continuing));
-  const index = run.answers.findIndex((a) => a.id === id);
-  if (index < 0) return { continuedAsNew: true, promptId: id };
-  const [answer] = run.answers.splice(index, 1); // delivered: no later run needs to carry it
-  return run.promptResult(answer);
+  await CancellationScope.nonCancellable(() =>
+    condition(() => state.inbox.answers.some((a) => a.id === id) || state.continuing),
+  );
+  const answer = state.inbox.takeAnswer(id); // delivered: no later run needs to carry it
+  return answer ? state.promptResult(answer) : { continuedAsNew: true, promptId: id };
 }
 
-function requireApproval(run: RunState, toolCallId: string): void {
-  const wait = run.approvals.get(toolCallId);
-  if (!wait || wait.decision) {
-    const waiting = [...run.approvals.values()].filter((a) => !a.decision).map((a) => a.pending.toolCallId);
+function requireApproval(state: RunState, toolCallId: string): void {
+  if (!state.tools.waitingFor(toolCallId)) {
+    const waiting = state.tools.waitingApprovals().map((a) => a.toolCallId);
     throw new Error(
       `No tool call "${toolCallId}" is waiting for approval${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`,
     );
@@ -81,97 +81,83 @@ function requireApproval(run: RunState, toolCallId: string): void {
 }
 
 /** The message an update sent in, remembered as held by that update's history event. */
-function fromUpdate(run: RunState, input: UserInput): UserMessage {
+function fromUpdate(state: RunState, input: UserInput): UserMessage {
   const message = toUserMessage(input);
   const updateId = currentUpdateInfo()?.id;
-  if (updateId !== undefined) run.fromInput.set(message, `update:${updateId}`);
+  if (updateId !== undefined) state.conversation.noteInput(message, `update:${updateId}`);
   return message;
 }
 
-export function installHandlers(run: RunState, input: AgentRunInput): void {
-  setHandler(stateQuery, () => run.snapshot());
+export function installHandlers(state: RunState, input: AgentRunInput): void {
+  setHandler(stateQuery, () => state.snapshot());
   // Offsets count the whole chain; this run answers for its own part (earlier runs answer for theirs).
   setHandler(transcriptQuery, (options) => {
-    const offset = Math.max(0, (options?.offset ?? 0) - run.earlierMessages);
-    const skipped = Math.max(0, run.earlierMessages - (options?.offset ?? 0));
+    const { earlierMessages, transcript } = state.conversation;
+    const offset = Math.max(0, (options?.offset ?? 0) - earlierMessages);
+    const skipped = Math.max(0, earlierMessages - (options?.offset ?? 0));
     const limit = options?.limit === undefined ? undefined : Math.max(0, options.limit - skipped);
-    return page(run.transcript, offset, limit);
+    return page(transcript, offset, limit);
   });
   setHandler(modelContextQuery, ({ offset, limit }) => ({
-    epoch: run.contextEpoch,
-    total: run.context.length,
-    messages: page(run.context, offset, limit),
+    epoch: state.conversation.contextEpoch,
+    total: state.conversation.context.length,
+    messages: page(state.conversation.context, offset, limit),
   }));
 
   // Steering and follow-ups only differ in the queue they join (and when the loop reads it).
   for (const [update, queue] of [
-    [steerUpdate, run.steering],
-    [followUpUpdate, run.followUps],
+    [steerUpdate, (message: UserMessage) => state.inbox.steer(message)],
+    [followUpUpdate, (message: UserMessage) => state.inbox.followUp(message)],
   ] as const) {
     setHandler(
       update,
       (message) => {
-        queue.push(fromUpdate(run, message));
-        run.publishDetails();
-        return { queued: queue.length };
+        const queued = queue(fromUpdate(state, message));
+        state.publishDetails();
+        return { queued };
       },
-      { validator: (message) => (requireOpen(run), requireMessage(run, message)) },
+      { validator: (message) => (requireOpen(state), requireMessage(state, message)) },
     );
   }
   setHandler(
     promptUpdate,
     (message) => {
-      const id = run.nextPromptId++;
-      run.prompts.push({ id, message: fromUpdate(run, message) });
-      run.publishDetails();
-      return awaitAnswer(run, id);
+      const id = state.inbox.submitPrompt(fromUpdate(state, message));
+      state.publishDetails();
+      return awaitAnswer(state, id);
     },
     {
       validator: (message) => {
         if (!input.session) throw new Error("This run is not a session: start it with `session: true` to send prompts");
-        if (run.closed) throw new Error("The session is closed");
-        if (run.stopReason !== undefined && !run.waitingForPrompt)
-          throw new Error(`The session has ended (${run.stopReason})`);
-        requireMessage(run, message);
+        if (state.inbox.closed) throw new Error("The session is closed");
+        if (state.stopReason !== undefined && !state.waitingForPrompt)
+          throw new Error(`The session has ended (${state.stopReason})`);
+        requireMessage(state, message);
       },
     },
   );
-  setHandler(promptAnswerUpdate, (id) => awaitAnswer(run, id), {
+  setHandler(promptAnswerUpdate, (id) => awaitAnswer(state, id), {
     validator: (id) => {
-      const known =
-        run.answers.some((a) => a.id === id) || run.currentPrompt?.id === id || run.prompts.some((p) => p.id === id);
-      if (!known)
+      if (!state.inbox.knowsPrompt(id))
         throw new Error(`No answer for prompt ${id} is waiting in this run (it was delivered already, or never sent)`);
     },
   });
-  setHandler(
-    closeUpdate,
-    () => {
-      run.closed = true;
+  setHandler(closeUpdate, () => state.inbox.close(), {
+    validator: () => {
+      if (!input.session) throw new Error("This run is not a session");
+      if (state.stopReason !== undefined && !state.waitingForPrompt)
+        throw new Error(`The session has ended (${state.stopReason})`);
     },
-    {
-      validator: () => {
-        if (!input.session) throw new Error("This run is not a session");
-        if (run.stopReason !== undefined && !run.waitingForPrompt)
-          throw new Error(`The session has ended (${run.stopReason})`);
-      },
-    },
-  );
-  setHandler(
-    approveUpdate,
-    (toolCallId) => {
-      run.approvals.get(toolCallId)!.decision = { approved: true };
-    },
-    { validator: (toolCallId) => requireApproval(run, toolCallId) },
-  );
+  });
+  setHandler(approveUpdate, (toolCallId) => state.tools.decide(toolCallId, { approved: true }), {
+    validator: (toolCallId) => requireApproval(state, toolCallId),
+  });
   setHandler(
     denyUpdate,
-    (toolCallId, reason) => {
-      run.approvals.get(toolCallId)!.decision = { approved: false, ...(reason ? { reason } : {}) };
-    },
+    (toolCallId, reason) => state.tools.decide(toolCallId, { approved: false, ...(reason ? { reason } : {}) }),
     {
       validator: (toolCallId, reason) => {
-        requireApproval(run, toolCallId);
+        requireApproval(state, toolCallId);
         if (typeof reason !== "string") throw new Error("Invalid reason: must be a string");
       },
     },

@@ -7,57 +7,22 @@ import {
   isCancellation,
   proxySinks,
   TimeoutFailure,
-  workflowInfo,
-  type ActivityOptions,
 } from "@temporalio/workflow";
-import { msToNumber } from "@temporalio/common";
 import type { AssistantMessage } from "@jai/ai";
-import type { AgentRunInput, ModelReply, RunSetup } from "../types.js";
+import type { ModelReply } from "./wire.js";
 import { modelContextRef } from "./context-ref.js";
 import { fitContext, modelTools } from "./context-fit.js";
 import type { AgentSinks } from "./definitions.js";
-import type { RunState } from "./run-state.js";
+import type { RunContext } from "./run-context.js";
+import { routedOptions } from "./routing.js";
 import { modelSummary } from "./summary.js";
-import { MODEL_DEFAULTS, activityOverrides, streamAssistantMessage } from "./activities.js";
+import { activityOverrides, streamAssistantMessage } from "./activities.js";
 import { emptyUsage } from "../common/usage.js";
 import { FailureType } from "../common/failure-types.js";
 import { MODEL_ROUTE_PATCH, hasChange } from "./patches.js";
 
-/**
- * How long a routed call waits for its worker to pick it up before it goes to
- * the shared queue: a dead worker costs this, a live one answers in
- * milliseconds (its own queue holds only its runs' model calls).
- */
-const ROUTED_SCHEDULE_TO_START_MS = 2000;
-export const ROUTED_SCHEDULE_TO_START = `${ROUTED_SCHEDULE_TO_START_MS / 1000}s`;
-/**
- * A busy worker is not a dead one: when the last call waited `w` ms in its
- * queue, the next one waits up to 2w + 1 s (at least the 2 s above) before it
- * gives up on the worker that holds its context. Otherwise, once a saturated
- * worker pool's queues take longer than 2 s, calls leave their worker and miss its
- * cache exactly when load is highest.
- *
- * But never longer than the call's heartbeat timeout (and never over this
- * bound): that is how long a started call on a dead worker takes to be given
- * up, and a call still queued for that worker must not cost its run more. At
- * saturation the 2w + 1 s wait otherwise grew to this bound, and a SIGKILLed
- * worker cost the runs queued on it up to 31 s with a 5 s heartbeat.
- */
-export const ROUTED_SCHEDULE_TO_START_MAX_MS = 30_000;
-
-/**
- * The schedule-to-start timeout of a routed call, from how long the run's last call waited in its worker's
- * queue and the call's heartbeat timeout (default the model activity's).
- */
-export function routedScheduleToStartMs(
-  lastWaitMs: number | undefined,
-  heartbeatMs = msToNumber(MODEL_DEFAULTS.heartbeatTimeout!),
-): number {
-  const cap = Math.min(ROUTED_SCHEDULE_TO_START_MAX_MS, Math.max(ROUTED_SCHEDULE_TO_START_MS, heartbeatMs));
-  return Math.min(cap, Math.max(ROUTED_SCHEDULE_TO_START_MS, 2 * (lastWaitMs ?? 0) + 1000));
-}
-/** A routed call whose worker stopped heartbeating is not retried there: it goes to the shared queue at once. */
-const HEARTBEAT_TIMEOUT_TYPE = "TemporalTimeout:Heartbeat";
+// The routing rules live in routing.ts (tool calls use them too); their tests read them here.
+export { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs, taskLost } from "./routing.js";
 const { agent, extensions } = proxySinks<AgentSinks>();
 
 /** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
@@ -75,65 +40,6 @@ function partialOf(err: ActivityFailure): AssistantMessage | undefined {
   const partial = details?.[0] as AssistantMessage | undefined;
   return partial && partial.role === "assistant" ? { ...partial, stopReason: "aborted" } : undefined;
 }
-
-/** The options of a call sent to one worker's own queue. */
-function routedOptions(input: AgentRunInput, taskQueue: string, lastWaitMs: number | undefined): ActivityOptions {
-  const retry = input.modelActivity?.retry;
-  return {
-    taskQueue,
-    scheduleToStartTimeout: routedScheduleToStartMs(
-      lastWaitMs,
-      input.modelActivity?.heartbeatTimeout === undefined
-        ? undefined
-        : msToNumber(input.modelActivity.heartbeatTimeout),
-    ),
-    retry: { ...retry, nonRetryableErrorTypes: [...(retry?.nonRetryableErrorTypes ?? []), HEARTBEAT_TIMEOUT_TYPE] },
-  } as ActivityOptions;
-}
-
-/**
- * The run's next model call goes to the shared queue rather than the worker that answered its last one: a
- * tool call of the run was run again after its worker stopped, or a workflow task of it was lost with a worker
- * (`noteTaskLag`), and that worker may be the one (a call queued for a dead worker would wait out its
- * schedule-to-start timeout). Costs a live worker one cache miss.
- */
-export function leaveModelWorker(run: RunState): void {
-  run.modelQueue = undefined;
-}
-
-/**
- * Takes note of how late the workflow task that took an activity's output started (`doneAtMs`, the worker's
- * finish time; `Date.now()` here is the task's start, from history: replays decide the same). See `taskLost`: a
- * task lost with a worker sends the run's next model call to the shared queue, as that worker may be the one the
- * call would be routed to, and a call queued for a dead worker waits out its schedule-to-start timeout. Costs a
- * live worker one cache miss. Outputs recorded before `doneAtMs` existed change nothing.
- */
-export function noteTaskLag(run: RunState, doneAtMs: number | undefined): void {
-  if (doneAtMs === undefined) return;
-  const lag = Math.max(0, Date.now() - doneAtMs);
-  if (taskLost(lag, run.taskLagMs, workflowInfo().taskTimeoutMs)) leaveModelWorker(run);
-  run.taskLagMs = lag;
-}
-
-/**
- * Whether a workflow task that started `lagMs` after its output was lost with a worker: a worker took it and died
- * (the task timed out), and another took it up to `LOST_TASK_WINDOW_MS` later, in a run whose last task started
- * within `KEPT_PACE_MS` (`lastLagMs`; none yet: no telling) — workers that keep up. Any later, or after a slow
- * task, it is a saturated worker pool's queue, not a death: at 500 runs on 3 workers the median task starts 0.95 s late
- * and a tenth over 36 s, and a looser rule (lag past the timeout and past twice the last lag + 1 s) sent a tenth of
- * the model calls to the shared queue at 1,000 runs (hit rate 87% against 98%). There the routed call's
- * schedule-to-start timeout is the only test.
- */
-export function taskLost(lagMs: number, lastLagMs: number | undefined, taskTimeoutMs: number): boolean {
-  return (
-    lagMs >= taskTimeoutMs &&
-    lagMs <= taskTimeoutMs + LOST_TASK_WINDOW_MS &&
-    lastLagMs !== undefined &&
-    lastLagMs < KEPT_PACE_MS
-  );
-}
-const LOST_TASK_WINDOW_MS = 3000;
-const KEPT_PACE_MS = 1000;
 
 const isReply = (answer: AssistantMessage | ModelReply): answer is ModelReply =>
   (answer as AssistantMessage).role !== "assistant";
@@ -154,26 +60,22 @@ const isOverflow = (err: ActivityFailure) =>
  * each replay of it a captured stack trace, and replays are what a dead
  * worker's runs wait for.
  */
-export function callModel(
-  input: AgentRunInput,
-  setup: RunSetup,
-  run: RunState,
-  retriedOverflow = false,
-): Promise<AssistantMessage> {
+export function callModel(run: RunContext, retriedOverflow = false): Promise<AssistantMessage> {
+  const { input, setup, state } = run;
   const { model } = setup;
   // This worker holds the run now (a worker taking over a run replays this too): worker extensions may track it.
   extensions.runSeen();
   const route = hasChange(MODEL_ROUTE_PATCH);
-  const queue = route ? run.modelQueue : undefined;
-  const options = activityOverrides(input.modelActivity, modelSummary(run.turn, model.provider, model.id));
-  if (queue) Object.assign(options, routedOptions(input, queue, run.modelQueueWaitMs));
+  const queue = route ? state.route.queue : undefined;
+  const options = activityOverrides(input.modelActivity, modelSummary(state.turn, model.provider, model.id));
+  if (queue) Object.assign(options, routedOptions(input, queue, state.route.queueWaitMs));
   const call = streamAssistantMessage.executeWithOptions(options, [
     {
       model,
       systemPrompt: input.systemPrompt,
-      context: modelContextRef(run),
+      context: modelContextRef(state.conversation),
       tools: modelTools(setup),
-      turn: run.turn,
+      turn: state.turn,
       ...(route ? { route: true, doneAt: true } : {}),
     },
   ]) as Promise<AssistantMessage | ModelReply>;
@@ -181,40 +83,33 @@ export function callModel(
     (answer) => {
       // A worker that predates routing answers with the message alone (and names no queue).
       const reply: ModelReply = isReply(answer) ? answer : { message: answer };
-      if (route) {
-        run.modelQueue = reply.taskQueue;
-        run.modelQueueWaitMs = reply.queueWaitMs;
-        noteTaskLag(run, reply.doneAtMs);
-      }
+      if (route) state.route.answered(reply);
       // The worker that answered cached the context and its reply.
-      run.workerKnows = run.context.length + 1;
+      state.conversation.modelAnswered();
       return reply.message;
     },
-    (err: unknown) => modelCallFailed(input, setup, run, retriedOverflow, queue, err),
+    (err: unknown) => modelCallFailed(run, retriedOverflow, queue, err),
   );
 }
 
 async function modelCallFailed(
-  input: AgentRunInput,
-  setup: RunSetup,
-  run: RunState,
+  run: RunContext,
   retriedOverflow: boolean,
   queue: string | undefined,
   err: unknown,
 ): Promise<AssistantMessage> {
-  const { model } = setup;
+  const { model } = run.setup;
   // The worker the call was sent to is gone (not picked up in time, or stopped heartbeating): any worker takes it.
   if (queue && isRouteLost(err) && !CancellationScope.current().consideredCancelled) {
-    run.modelQueue = undefined;
-    return callModel(input, setup, run, retriedOverflow);
+    run.state.route.leave();
+    return callModel(run, retriedOverflow);
   }
   // A cancel whose model worker is dead ends in a heartbeat timeout, not a cancellation: it is still a cancel.
   if (isCancellation(err) || CancellationScope.current().consideredCancelled) {
     throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
   }
   if (!(err instanceof ActivityFailure)) throw err;
-  if (isOverflow(err) && !retriedOverflow && (await fitContext(input, setup, run, "overflow")))
-    return callModel(input, setup, run, true);
+  if (isOverflow(err) && !retriedOverflow && (await fitContext(run, "overflow"))) return callModel(run, true);
   const message: AssistantMessage = {
     role: "assistant",
     content: [],

@@ -67,3 +67,10 @@ export function baseline(): 0 | 2 | 3 {
 export function hasChange(change: BaselineChange): boolean {
   return baseline() >= 2 || patched(change);
 }
+
+/**
+ * After the baselines (a plain `patched`): a run refused before its loop (invalid input, or a setup that
+ * refuses it) asks a local activity whether the namespace has the agent search attributes, then upserts
+ * AgentStatus "failed". Asked only when refused: other runs record no marker.
+ */
+export const REFUSED_STATUS_PATCH = "jai-refused-status-v1" as const;

@@ -7,7 +7,8 @@
  * in-process tests pass plain functions (test/unit/prompt-loop.test.ts).
  */
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
-import type { AgentEvent, AgentMessage, AgentStopReason, ExecuteToolOutput, PromptLoopState } from "../types.js";
+import type { AgentEvent, AgentMessage, AgentStopReason } from "../contracts.js";
+import type { ExecuteToolOutput, PromptLoopState } from "./wire.js";
 import type { RunState } from "./run-state.js";
 
 /** How one prompt's loop ended. */
@@ -37,9 +38,9 @@ export interface LoopEffects {
 }
 
 /** Messages enter the transcript with their start and end events. */
-export function enter(run: RunState, messages: AgentMessage[], emit: (event: AgentEvent) => void): void {
+export function enter(state: RunState, messages: AgentMessage[], emit: (event: AgentEvent) => void): void {
   for (const message of messages) {
-    run.add(message);
+    state.add(message);
     emit({ type: "message_start", message });
     emit({ type: "message_end", message });
   }
@@ -47,41 +48,40 @@ export function enter(run: RunState, messages: AgentMessage[], emit: (event: Age
 
 /** Runs one prompt (`prompts` enter first) to its end, or resumes a loop a continued run carried (`resume`). */
 export async function runPrompt(
-  run: RunState,
+  state: RunState,
   prompts: AgentMessage[],
   effects: LoopEffects,
   maxTurns: number,
   resume?: PromptLoopState,
 ): Promise<LoopOutcome> {
   const { emit } = effects;
-  const start = resume?.start ?? run.newMessages.length;
+  const start = resume?.start ?? state.conversation.newMessages.length;
   let turns = resume?.turns ?? 0;
   let lastStop: AssistantMessage["stopReason"] = resume?.lastStop ?? "stop";
   let first = !resume;
   let moreToolCalls = resume?.moreToolCalls ?? true;
   // A resumed loop's agent_start was emitted by the run it continued from.
-  run.loopOpen = true;
+  state.loopStarted(resume !== undefined);
   if (!resume) {
-    run.everStarted = true;
     emit({ type: "agent_start" });
     emit({ type: "turn_start" });
-    enter(run, prompts, emit);
-    run.takeSteering();
+    enter(state, prompts, emit);
+    state.inbox.takeSteering();
   }
   const finish = (outcome: LoopOutcome): LoopOutcome => {
-    run.loopOpen = false;
-    emit({ type: "agent_end", messages: run.newMessages.slice(start) });
+    state.loopEnded();
+    emit({ type: "agent_end", messages: state.conversation.newMessages.slice(start) });
     return outcome;
   };
 
   for (;;) {
-    while (moreToolCalls || run.pendingInput.length > 0) {
+    while (moreToolCalls || state.inbox.pendingInput.length > 0) {
       if (turns >= maxTurns) {
-        run.returnPendingInput();
+        state.inbox.returnPendingInput();
         return finish({ stopReason: "max_turns" });
       }
       if (!first && effects.continueAsNewDue()) {
-        const prompt = run.currentPrompt;
+        const prompt = state.inbox.currentPrompt;
         await effects.continueAsNew({
           start,
           turns,
@@ -93,15 +93,15 @@ export async function runPrompt(
       }
       if (!first) emit({ type: "turn_start" });
       first = false;
-      enter(run, run.takePendingInput(), emit);
+      enter(state, state.inbox.takePendingInput(), emit);
       turns++;
-      run.startTurn();
+      state.startTurn();
 
       // Awaited only when there is something to wait for: a workflow replays every promise it made.
       const fitting = effects.fitContext();
       if (fitting) await fitting;
       const message = await effects.callModel();
-      run.add(message);
+      state.add(message);
       emit({ type: "message_end", message });
       if (message.stopReason === "error" || message.stopReason === "aborted") {
         emit({ type: "turn_end", message, toolResults: [] });
@@ -112,7 +112,7 @@ export async function runPrompt(
       let toolResults: ToolResultMessage[] = [];
       let terminate = false;
       if (toolCalls.length > 0) {
-        run.setPhase("running_tools", `${toolCalls.length} tool call${toolCalls.length > 1 ? "s" : ""}`);
+        state.setPhase("running_tools", `${toolCalls.length} tool call${toolCalls.length > 1 ? "s" : ""}`);
         const outcomes = await effects.runTools(toolCalls);
         toolResults = outcomes.map((o) => o.message);
         terminate = outcomes.every((o) => o.output.result.terminate === true);
@@ -121,9 +121,9 @@ export async function runPrompt(
       if (terminate) return finish({ stopReason: "terminate" });
       moreToolCalls = toolCalls.length > 0;
       lastStop = message.stopReason;
-      run.takeSteering();
+      state.inbox.takeSteering();
     }
-    if (!run.takeFollowUps()) break;
+    if (!state.inbox.takeFollowUps()) break;
     moreToolCalls = true;
   }
   return finish({ stopReason: lastStop === "length" ? "length" : "stop" });

@@ -1,21 +1,22 @@
-/** Everything a run knows; the queries, the UI details and the result are read from it. */
+/**
+ * Everything a run knows; the queries, the UI details and the result are read
+ * from it. Made of parts, each written by one file only (test/unit/run-state-owners.test.ts
+ * holds them to it): the conversation (conversation.ts), the inbox (inbox.ts),
+ * the tool batch and approvals (tool-batch-state.ts), the model route
+ * (routing.ts); the run's lifecycle (turns, phase, outcome) is written here.
+ * What crosses continue-as-new is in one place: `toCarry` and `fromCarry`.
+ */
 import { setCurrentDetails, upsertSearchAttributes } from "@temporalio/workflow";
 import type { SearchAttributeUpdatePair } from "@temporalio/common";
-import type { ToolResultMessage, UserMessage } from "@jai/ai";
-import type {
-  AgentMessage,
-  AgentRunState,
-  AgentStopReason,
-  ApprovalDecision,
-  DroppedMessage,
-  ExecuteToolOutput,
-  PendingApproval,
-  PendingToolCall,
-  PromptAnswer,
-  PromptResult,
-} from "../types.js";
+import type { UserMessage } from "@jai/ai";
+import type { AgentMessage, AgentRunState, AgentStopReason, PromptResult } from "../contracts.js";
+import type { ContinuedRun, PromptAnswer, PromptLoopState, RunSetup } from "./wire.js";
 import { jsonBytes } from "./budgets.js";
+import { shortenToolResults } from "./compaction.js";
+import { Conversation } from "./conversation.js";
 import type { UserInput } from "./definitions.js";
+import { Inbox } from "./inbox.js";
+import { ModelRoute } from "./routing.js";
 import {
   AgentCostUsd,
   AgentModel,
@@ -27,16 +28,20 @@ import {
   AgentTurns,
 } from "./search-attributes.js";
 import { approvalDetails, runDetails } from "./summary.js";
-import { addUsage, emptyUsage } from "../common/usage.js";
+import { ToolBatchState } from "./tool-batch-state.js";
 
-/** A session prompt waiting to be taken up; its caller waits for the answer under its id. */
-export interface QueuedPrompt {
-  id: number;
-  message: UserMessage;
-}
+export { withoutDetails } from "./conversation.js";
+export type { QueuedPrompt } from "./inbox.js";
+export type { ApprovalWait } from "./tool-batch-state.js";
 
 /** Results stay far below Temporal's 2 MB payload limit, however long the run. */
 const RESULT_BUDGET_BYTES = 1_500_000;
+/** New messages carried for the final result (older ones are counted, not carried). */
+const CARRIED_NEW_MESSAGES_BYTES = 256_000;
+/** Unclaimed prompt answers carried (each a few numbers); older ones are dropped. */
+const CARRIED_ANSWERS = 50;
+/** Dropped messages carried (the newest). */
+const CARRIED_DROPPED = 100;
 
 /** All messages when they fit; else the final one and how many were left out (the transcript query has them all). */
 export function fitMessages(
@@ -48,29 +53,21 @@ export function fitMessages(
   return { messages: messages.slice(-1), messagesOmitted: alreadyOmitted + messages.length - 1 };
 }
 
-/** The text a dropped message is remembered by. */
-function preview(message: AgentMessage): string {
-  const content = message.content;
-  const text =
-    typeof content === "string" ? content : content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
-  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
-}
-
-/** One tool call waiting for a person. */
-export interface ApprovalWait {
-  pending: PendingApproval;
-  decision?: ApprovalDecision;
+/** The newest messages within `budget` bytes, and how many older ones were left out. */
+function newest(messages: AgentMessage[], budget: number): { kept: AgentMessage[]; left: number } {
+  let keepFrom = messages.length;
+  let size = 2;
+  while (keepFrom > 0) {
+    const next = jsonBytes(messages[keepFrom - 1]) + 1;
+    if (size + next > budget) break;
+    size += next;
+    keepFrom--;
+  }
+  return { kept: messages.slice(keepFrom), left: keepFrom };
 }
 
 export function toUserMessage(input: UserInput): UserMessage {
   return typeof input === "string" ? { role: "user", content: input, timestamp: Date.now() } : input;
-}
-
-/** `details` is for logs and UI only: the model never sees it. */
-export function withoutDetails(message: AgentMessage): AgentMessage {
-  if (message.role !== "toolResult" || message.details === undefined) return message;
-  const { details: _details, ...rest } = message;
-  return rest;
 }
 
 /** Turns between upserts of the search-attribute counters when the status does not change. */
@@ -98,134 +95,135 @@ const temporalPublisher: RunPublisher = { details: setCurrentDetails, searchAttr
 export class RunState {
   constructor(private readonly publisher: RunPublisher = temporalPublisher) {}
 
-  transcript: AgentMessage[] = [];
-  /** What the model sees: the transcript without details, compacted when it outgrows the budget. */
-  context: AgentMessage[] = [];
-  /** Bumped when earlier context messages are rewritten: workers' cached prefixes become stale. */
-  contextEpoch = 0;
-  /** Context messages the worker that made the last model call holds (it appended its reply). */
-  workerKnows = 0;
-  /** The task queue of the worker that answered the last model call (it holds the context): the next call goes there. */
-  modelQueue?: string;
-  /** How long the last model call waited in its queue: a busy worker gets longer before its calls give up on it. */
-  modelQueueWaitMs?: number;
-  /** How late the workflow task that took the run's last activity output started (see `noteTaskLag`). */
-  taskLagMs?: number;
-  /**
-   * Tool results that are exactly their activity's output, by their content
-   * (the very array the activity returned), with that activity's id: model
-   * calls pass those by reference. Not by tool-call id: models reuse ids.
-   */
-  fromActivity = new Map<unknown, string>();
-  /**
-   * User messages that history holds already, by object: where (see
-   * `UserInputRef.source`). A call whose new messages are too big to ride
-   * inline passes these by reference.
-   */
-  fromInput = new WeakMap<AgentMessage, string>();
-  newMessages: AgentMessage[] = [];
-  usage = emptyUsage();
+  /** Transcript and model context (conversation.ts writes it). */
+  readonly conversation = new Conversation();
+  /** Steering, follow-ups, session prompts and their answers, dropped messages, closed (inbox.ts writes it). */
+  readonly inbox = new Inbox();
+  /** The tool batch being run and the calls waiting for approval (tool-batch-state.ts writes it). */
+  readonly tools = new ToolBatchState();
+  /** Where the next model call goes (routing.ts writes it). */
+  readonly route = new ModelRoute();
+
+  /** Model calls started (the whole chain). */
   turn = 0;
+  /** Model calls in this run (continue-as-new counts per run). */
+  turnsThisRun = 0;
   phase: AgentRunState["phase"] = "starting";
+  /** A session between prompts. */
   waitingForPrompt = false;
-  pending: PendingToolCall[] = [];
-  /** The batch being executed: its calls' outputs as they complete, for a clean end on cancellation. */
-  batch?: { toolCallIds: string[]; outputs: (ExecuteToolOutput | undefined)[] };
-  steering: UserMessage[] = [];
-  followUps: UserMessage[] = [];
-  /** Steering taken from the queue that enters the transcript before the next model call. */
-  pendingInput: AgentMessage[] = [];
-  /** Session prompts not yet taken up. */
-  prompts: QueuedPrompt[] = [];
-  nextPromptId = 1;
-  /** The session prompt being answered. */
-  currentPrompt?: { id: number; start: number };
-  /** Answers of session prompts (positions among the chain's new messages), until their callers have them. */
-  answers: PromptAnswer[] = [];
-  /** Accepted messages that will never be processed, and why. */
-  dropped: DroppedMessage[] = [];
   /** Continue-as-new is under way: update handlers that wait hand their callers over to the next run. */
   continuing = false;
   /** agent_start was emitted and its agent_end not yet. */
   loopOpen = false;
   /** A loop has started in this run or an earlier one of the chain. */
   everStarted = false;
-  approvals = new Map<string, ApprovalWait>();
-  closed = false;
-  /** Continue-as-new: transcript messages earlier runs hold, new messages left behind, the previous run. */
-  earlierMessages = 0;
-  newMessagesOmitted = 0;
+  /** The run this one continued from. */
   previousRunId?: string;
-  /** Model calls in this run (continue-as-new counts per run). */
-  turnsThisRun = 0;
   stopReason?: AgentStopReason;
   errorMessage?: string;
   /** Search attribute values last upserted, by name; undefined while the run does not upsert them (see enableSearchAttributes). */
   private searchAttributes?: Map<string, unknown>;
 
-  /** Messages a continued transcript starts from: in the transcript and context, not new. */
-  seed(messages: AgentMessage[]): void {
-    this.transcript.push(...messages);
-    this.context.push(...messages.map(withoutDetails));
+  // Reading shortcuts (the loop's in-process tests read and queue through them).
+  get transcript(): AgentMessage[] {
+    return this.conversation.transcript;
+  }
+  get context(): AgentMessage[] {
+    return this.conversation.context;
+  }
+  get newMessages(): AgentMessage[] {
+    return this.conversation.newMessages;
+  }
+  get steering(): UserMessage[] {
+    return this.inbox.steering;
+  }
+  get followUps(): UserMessage[] {
+    return this.inbox.followUps;
   }
 
   add(message: AgentMessage): void {
-    this.transcript.push(message);
-    this.context.push(withoutDetails(message));
-    this.newMessages.push(message);
-    if (message.role === "assistant") this.usage = addUsage(this.usage, message.usage);
+    this.conversation.add(message);
   }
 
-  /** Bytes of everything accepted and not yet in the transcript (all of it is carried across continue-as-new). */
-  queuedBytes(): number {
-    return (
-      jsonBytes(this.steering) +
-      jsonBytes(this.followUps) +
-      jsonBytes(this.pendingInput) +
-      jsonBytes(this.prompts.map((p) => p.message))
-    );
+  /** A loop starts (`resumed`: one a continued run carried, whose agent_start the earlier run emitted). */
+  loopStarted(resumed: boolean): void {
+    this.loopOpen = true;
+    if (!resumed) this.everStarted = true;
   }
 
-  /** Everything still queued will not be processed: record why, so the callers can see it. */
-  dropQueued(reason: string): void {
-    const drop = (kind: DroppedMessage["kind"], messages: AgentMessage[]) => {
-      for (const message of messages) this.dropped.push({ kind, preview: preview(message), reason });
-    };
-    drop("steer", this.pendingInput.splice(0));
-    drop("steer", this.steering.splice(0));
-    drop("followUp", this.followUps.splice(0));
-    drop(
-      "prompt",
-      this.prompts.splice(0).map((p) => p.message),
-    );
+  /** The loop's agent_end was emitted. */
+  loopEnded(): void {
+    this.loopOpen = false;
+  }
+
+  /** A prompt's loop ended: the run's outcome so far, and the prompt's answer when it was a session prompt. */
+  promptEnded(outcome: { stopReason: AgentStopReason; errorMessage?: string }): void {
+    this.stopReason = outcome.stopReason;
+    this.errorMessage = outcome.errorMessage;
+    this.answerPrompt(outcome);
   }
 
   /** Records the current session prompt's answer (positions over the chain's new messages). */
-  answerPrompt(outcome: { stopReason: AgentStopReason; errorMessage?: string }): void {
-    const current = this.currentPrompt;
-    if (!current) return;
-    this.currentPrompt = undefined;
-    this.answers.push({
-      id: current.id,
-      start: current.start,
-      end: this.newMessagesOmitted + this.newMessages.length,
-      ...outcome,
-    });
+  private answerPrompt(outcome: { stopReason: AgentStopReason; errorMessage?: string }): void {
+    this.inbox.answerPrompt(outcome, this.conversation.newMessagesEnd());
+  }
+
+  /** A session waits for its next prompt. */
+  waitForPrompt(): void {
+    this.waitingForPrompt = true;
+    this.setPhase("done");
+  }
+
+  /** A session's wait ended: its next prompt, now being answered (undefined when it ends instead). */
+  takePrompt(): UserMessage | undefined {
+    this.waitingForPrompt = false;
+    const message = this.inbox.takePrompt(this.conversation.newMessagesEnd());
+    if (message) {
+      this.stopReason = undefined;
+      this.errorMessage = undefined;
+    }
+    return message;
+  }
+
+  /** The setup activity failed for good: the run ends with stopReason "error". */
+  setupFailed(message: string): void {
+    this.stopReason = "error";
+    this.errorMessage = message;
+    this.inbox.dropQueued("run ended: error");
+  }
+
+  /** The run was cancelled: it ends "aborted", every prompt waiting for an answer gets one. */
+  cancelled(): void {
+    this.tools.clear();
+    this.stopReason = "aborted";
+    this.errorMessage = "Run cancelled";
+    this.answerPrompt({ stopReason: "aborted", errorMessage: this.errorMessage });
+    this.inbox.abortQueuedPrompts(this.conversation.newMessagesEnd());
+    this.inbox.dropQueued("run cancelled");
+  }
+
+  /** The run is done (`carried`: how a continued session's last prompt ended, when it closed before another). */
+  finished(carried: AgentStopReason | undefined): void {
+    this.stopReason ??= carried;
+    this.waitingForPrompt = false;
+    this.setPhase("done");
+  }
+
+  /** Continue-as-new begins (true) or was given up (false). */
+  setContinuing(continuing: boolean): void {
+    this.continuing = continuing;
   }
 
   /** A prompt's answer as its caller receives it; messages left behind at continue-as-new are counted as omitted. */
   promptResult(answer: PromptAnswer): PromptResult {
-    const from = answer.start - this.newMessagesOmitted;
-    const messages = this.newMessages.slice(Math.max(0, from), Math.max(0, answer.end - this.newMessagesOmitted));
+    const omitted = this.conversation.newMessagesOmitted;
+    const from = answer.start - omitted;
+    const messages = this.conversation.newMessages.slice(Math.max(0, from), Math.max(0, answer.end - omitted));
     return {
-      ...fitMessages(messages, Math.max(0, Math.min(answer.end, this.newMessagesOmitted) - answer.start)),
+      ...fitMessages(messages, Math.max(0, Math.min(answer.end, omitted) - answer.start)),
       stopReason: answer.stopReason,
       ...(answer.errorMessage !== undefined ? { errorMessage: answer.errorMessage } : {}),
     };
-  }
-
-  hasResult(toolCallId: string): boolean {
-    return this.transcript.some((m) => m.role === "toolResult" && (m as ToolResultMessage).toolCallId === toolCallId);
   }
 
   status(): AgentRunState["status"] {
@@ -233,47 +231,27 @@ export class RunState {
       return this.stopReason === "error" ? "failed" : this.stopReason === "aborted" ? "cancelled" : "completed";
     }
     if (this.waitingForPrompt) return "waiting_for_prompt";
-    return [...this.approvals.values()].some((a) => !a.decision) ? "waiting_for_approval" : "running";
+    return [...this.tools.approvals.values()].some((a) => !a.decision) ? "waiting_for_approval" : "running";
   }
 
   snapshot(): AgentRunState {
+    const { conversation, inbox } = this;
     return {
       status: this.status(),
       phase: this.phase,
       turn: this.turn,
-      usage: this.usage,
-      pendingToolCalls: this.pending.map((p) => ({ ...p })),
-      pendingApprovals: [...this.approvals.values()].filter((a) => !a.decision).map((a) => ({ ...a.pending })),
-      queuedSteering: this.steering.length + this.pendingInput.length,
-      queuedFollowUps: this.followUps.length,
-      messageCount: this.earlierMessages + this.transcript.length,
-      earlierMessages: this.earlierMessages,
+      usage: conversation.usage,
+      pendingToolCalls: this.tools.pending.map((p) => ({ ...p })),
+      pendingApprovals: this.tools.waitingApprovals(),
+      queuedSteering: inbox.steering.length + inbox.pendingInput.length,
+      queuedFollowUps: inbox.followUps.length,
+      messageCount: conversation.earlierMessages + conversation.transcript.length,
+      earlierMessages: conversation.earlierMessages,
       ...(this.previousRunId ? { previousRunId: this.previousRunId } : {}),
       stopReason: this.stopReason,
       errorMessage: this.errorMessage,
-      ...(this.dropped.length > 0 ? { dropped: [...this.dropped] } : {}),
+      ...(inbox.dropped.length > 0 ? { dropped: [...inbox.dropped] } : {}),
     };
-  }
-
-  /** Steering queued so far enters before the next model call (pi: after a turn's tools, before the next turn). */
-  takeSteering(): void {
-    this.pendingInput.push(...this.steering.splice(0));
-  }
-
-  /** Follow-ups queued so far start more turns once the loop would stop; false when there are none. */
-  takeFollowUps(): boolean {
-    this.pendingInput.push(...this.followUps.splice(0));
-    return this.pendingInput.length > 0;
-  }
-
-  /** The loop stops with messages taken but not entered: they go back to the front of the steering queue. */
-  returnPendingInput(): void {
-    this.steering.unshift(...(this.pendingInput.splice(0) as UserMessage[]));
-  }
-
-  /** The messages taken up for the next turn, removed from the queue. */
-  takePendingInput(): AgentMessage[] {
-    return this.pendingInput.splice(0);
   }
 
   /** A turn begins: counters up, phase "streaming", shown to operators. */
@@ -341,5 +319,71 @@ export class RunState {
   private record(pairs: SearchAttributeUpdatePair[]): SearchAttributeUpdatePair[] {
     for (const pair of pairs) this.searchAttributes?.set(pair.key.name, pair.value);
     return pairs;
+  }
+
+  /**
+   * What the next run needs, within `budgetBytes` (what a run's input has room
+   * for beside the rest of it); undefined when the context cannot be made to
+   * fit (the run then goes on as it is). `loop`: where the prompt being
+   * processed stands (absent when a session waits for its next prompt).
+   */
+  toCarry(setup: RunSetup, budgetBytes: number, loop?: PromptLoopState): ContinuedRun | undefined {
+    const { conversation, inbox } = this;
+    const fixed: ContinuedRun = {
+      setup,
+      context: [],
+      earlierMessages: conversation.earlierMessages + conversation.transcript.length,
+      newMessages: [],
+      newMessagesOmitted: 0,
+      usage: conversation.usage,
+      turn: this.turn,
+      steering: inbox.steering,
+      followUps: inbox.followUps,
+      prompts: inbox.prompts,
+      nextPromptId: inbox.nextPromptId,
+      answers: inbox.answers.slice(-CARRIED_ANSWERS),
+      closed: inbox.closed,
+      // A session waiting for its next prompt: how its last prompt ended, should it be closed in the next run.
+      ...(!loop && this.stopReason !== undefined ? { stopReason: this.stopReason } : {}),
+      dropped: inbox.dropped.slice(-CARRIED_DROPPED),
+      ...(loop ? { loop: { ...loop, pending: inbox.pendingInput } } : {}),
+    };
+    let left = budgetBytes - jsonBytes(fixed) - 1000;
+    const { kept, left: omitted } = newest(
+      conversation.newMessages,
+      Math.min(CARRIED_NEW_MESSAGES_BYTES, Math.max(0, left / 4)),
+    );
+    left -= jsonBytes(kept);
+    let context = conversation.context;
+    if (jsonBytes(context) > left)
+      context = shortenToolResults(context, left / 4, (m) => Math.ceil(jsonBytes(m) / 4)).context;
+    if (jsonBytes(context) > left) return undefined;
+    const carry: ContinuedRun = {
+      ...fixed,
+      context,
+      newMessages: kept,
+      newMessagesOmitted: conversation.newMessagesOmitted + omitted,
+    };
+    if (loop) carry.loop = { ...carry.loop!, start: Math.max(0, loop.start - omitted) };
+    return carry;
+  }
+
+  /** The new run takes over the carried state (`previousRunId`: the run it continues). */
+  fromCarry(carry: ContinuedRun, previousRunId: string | undefined): void {
+    this.conversation.restore(carry);
+    this.inbox.restore(carry);
+    this.turn = carry.turn;
+    this.everStarted = true;
+    this.previousRunId = previousRunId;
+    // Queued messages this run's input carries are held there (see `UserInputRef`).
+    const held = (queue: string, messages: AgentMessage[]) =>
+      messages.forEach((m, i) => this.conversation.noteInput(m, `carried:${queue}:${i}`));
+    held("steering", this.inbox.steering);
+    held("followUps", this.inbox.followUps);
+    held(
+      "prompts",
+      this.inbox.prompts.map((p) => p.message),
+    );
+    held("pending", this.inbox.pendingInput);
   }
 }

@@ -21,11 +21,11 @@ import {
   workflowInfo,
 } from "@temporalio/workflow";
 import type { ToolCall } from "@jai/ai";
-import type { AgentRunResult, AgentRunWorkflowInput, ExecuteToolOutput, SubAgentSpec, ToolSpec } from "../types.js";
+import type { AgentRunResult, SubAgentSpec } from "../contracts.js";
+import type { AgentRunWorkflowInput, ExecuteToolOutput, ToolSpec } from "./wire.js";
 import { AGENT_RUN_WORKFLOW } from "./definitions.js";
-import type { RunState } from "./run-state.js";
+import type { RunContext } from "./run-context.js";
 import { errorOutput } from "./tool-output.js";
-import { addUsage } from "../common/usage.js";
 
 const DEFAULT_SUB_AGENT_TURNS = 10;
 /** How deep sub-agents nest unless their tool's `maxDepth` says otherwise (the top-level run is depth 0). */
@@ -49,13 +49,13 @@ function finalText(result: AgentRunResult): string {
 }
 
 export async function runSubAgent(
+  run: RunContext,
   spec: ToolSpec,
   sub: SubAgentSpec,
   call: ToolCall,
-  run: RunState,
   index: number,
-  parentDepth = 0,
 ): Promise<ExecuteToolOutput> {
+  const parentDepth = run.input.subAgentDepth ?? 0;
   const prompt = (call.arguments as { prompt?: unknown }).prompt;
   if (typeof prompt !== "string" || prompt === "")
     return errorOutput(`Tool ${spec.name}: "prompt" must be a non-empty string`);
@@ -67,7 +67,7 @@ export async function runSubAgent(
         `and ${spec.name} allows at most ${maxDepth} (its maxDepth). Do the task without delegating it.`,
     );
   }
-  const workflowId = subAgentWorkflowId(workflowInfo().workflowId, run.turn, index);
+  const workflowId = subAgentWorkflowId(workflowInfo().workflowId, run.state.turn, index);
   const input: AgentRunWorkflowInput = {
     model: sub.model,
     prompt,
@@ -87,7 +87,7 @@ export async function runSubAgent(
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     })) as AgentRunResult;
-    run.usage = addUsage(run.usage, result.usage);
+    run.state.conversation.addUsage(result.usage);
     const failed = result.stopReason === "error" || result.stopReason === "aborted";
     const text =
       finalText(result) ||

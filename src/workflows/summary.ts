@@ -1,6 +1,6 @@
 /** One-line texts for the Temporal UI: activity summaries and the run's current details. */
 import type { Usage } from "@jai/ai";
-import type { AgentRunInput, PendingApproval } from "../types.js";
+import type { AgentRunInput, PendingApproval } from "../contracts.js";
 
 const MAX_SUMMARY = 120;
 

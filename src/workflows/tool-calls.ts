@@ -15,25 +15,20 @@ import {
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
 import { toolResultMessage } from "../common/tool-result.js";
 import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activities.js";
-import type {
-  AgentEvent,
-  AgentRunWorkflowInput,
-  ExecuteToolInput,
-  ExecuteToolOutput,
-  PendingToolCall,
-  RunSetup,
-  ToolResultLimits,
-  ToolSpec,
-} from "../types.js";
-import type { ApprovalWait, RunState } from "./run-state.js";
+import type { AgentEvent, ToolExecutionMode } from "../contracts.js";
+import type { ExecuteToolInput, ExecuteToolOutput, ToolSpec } from "./wire.js";
+import type { Conversation } from "./conversation.js";
+import type { RunContext } from "./run-context.js";
+import type { RunState } from "./run-state.js";
 import { toolSummary } from "./summary.js";
 import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";
-import { leaveModelWorker, noteTaskLag } from "./model-call.js";
 import { LOCAL_ACTIVITIES_PATCH, hasChange } from "./patches.js";
 
+/** How a tool's calls run when neither the tool nor the run says. */
+export const DEFAULT_TOOL_EXECUTION: ToolExecutionMode = "parallel";
 export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
 export const ABORTED_BY_CANCEL = "Aborted: the run was cancelled before this tool call finished.";
 
@@ -50,42 +45,32 @@ export function resultOf(call: ToolCall, output: ExecuteToolOutput): ToolResultM
  * entering the transcript as its message_end is emitted.
  */
 export function runTools(
-  input: AgentRunWorkflowInput,
-  setup: RunSetup,
-  run: RunState,
+  run: RunContext,
   calls: ToolCall[],
   emit: (event: AgentEvent) => void,
 ): Promise<{ output: ExecuteToolOutput; message: ToolResultMessage }[]> {
+  const { input, setup, state } = run;
   const specs = new Map(setup.tools.map((t) => [t.name, t]));
-  const entries: PendingToolCall[] = calls.map((c) => ({
-    toolCallId: c.id,
-    toolName: c.name,
-    args: c.arguments,
-    started: false,
-  }));
-  run.pending = [...entries];
-  run.batch = { toolCallIds: calls.map((c) => c.id), outputs: calls.map(() => undefined) };
-  const batch = run.batch;
-  const modes = calls.map((c) => specs.get(c.name)?.executionMode ?? input.toolExecution ?? "parallel");
+  const tools = state.tools;
+  const batch = tools.begin(calls);
+  const modes = calls.map((c) => specs.get(c.name)?.executionMode ?? input.toolExecution ?? DEFAULT_TOOL_EXECUTION);
   const messages: ToolResultMessage[] = [];
-  // After a cancellation the batch is closed by closeCancelledBatch; a late completion must not add to it.
-  const current = () => run.batch === batch;
 
   // No async functions on the way to each call's activity: a replay pays for every promise (see runToolBatch).
+  // After a cancellation the batch is closed by closeCancelledBatch; a late completion must not add to it.
   return runToolBatch(modes, {
     run: (index) => {
       const call = calls[index];
-      entries[index].started = true;
+      tools.announce(batch, index);
       emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
-      return run.steering.length > 0
+      return state.inbox.steering.length > 0
         ? Promise.resolve(errorOutput(SKIPPED_BY_STEERING))
-        : processCall(input, specs.get(call.name), call, run, index);
+        : processCall(run, specs.get(call.name), call, index);
     },
     finished: (index, output) => {
-      if (!current()) return;
-      batch.outputs[index] = output;
+      if (!tools.isCurrent(batch)) return;
+      tools.finish(batch, index, output);
       const call = calls[index];
-      run.pending = run.pending.filter((p) => p !== entries[index]);
       emit({
         type: "tool_execution_end",
         toolCallId: call.id,
@@ -95,38 +80,38 @@ export function runTools(
       });
     },
     groupFinished: (indices, results) => {
-      if (!current()) return;
+      if (!tools.isCurrent(batch)) return;
       indices.forEach((index, i) => {
         messages[index] = resultOf(calls[index], results[i]);
-        enterResult(run, messages[index], emit);
+        enterResult(state, messages[index], emit);
       });
     },
   }).then((outputs) => {
-    run.batch = undefined;
+    tools.end(batch);
     return outputs.map((output, i) => ({ output, message: messages[i] }));
   });
 }
 
-function enterResult(run: RunState, message: ToolResultMessage, emit: (event: AgentEvent) => void): void {
-  run.add(message);
+function enterResult(state: RunState, message: ToolResultMessage, emit: (event: AgentEvent) => void): void {
+  state.add(message);
   emit({ type: "message_start", message });
   emit({ type: "message_end", message });
 }
 
 /**
  * Cancellation: every call of the last assistant message gets a result, with
- * the same structure as a finished batch. Calls that were running end now
- * (aborted), calls that never started get no execution events; then the
+ * the same structure as a finished batch. Calls that were announced end now
+ * (aborted), calls that never were get no execution events; then the
  * missing result messages follow in source order.
  */
-export function closeCancelledBatch(run: RunState, calls: ToolCall[], emit: (event: AgentEvent) => void): void {
-  const batch = run.batch;
-  const open = calls.filter((call) => !run.hasResult(call.id));
-  const outputs = open.map((call) => batch?.outputs[batch.toolCallIds.indexOf(call.id)]);
+export function closeCancelledBatch(state: RunState, calls: ToolCall[], emit: (event: AgentEvent) => void): void {
+  const tools = state.tools;
+  const open = calls.filter((call) => !state.conversation.hasResult(call.id));
+  const outputs = open.map((call) => tools.outputOf(call.id));
   open.forEach((call, i) => {
     if (outputs[i]) return; // finished before the cancellation: its end was emitted then
     outputs[i] = errorOutput(ABORTED_BY_CANCEL);
-    if (run.pending.some((p) => p.toolCallId === call.id && p.started)) {
+    if (tools.runningUnfinished(call.id)) {
       emit({
         type: "tool_execution_end",
         toolCallId: call.id,
@@ -136,29 +121,26 @@ export function closeCancelledBatch(run: RunState, calls: ToolCall[], emit: (eve
       });
     }
   });
-  open.forEach((call, i) => enterResult(run, resultOf(call, outputs[i]!), emit));
-  run.pending = [];
-  run.batch = undefined;
+  open.forEach((call, i) => enterResult(state, resultOf(call, outputs[i]!), emit));
+  tools.clear();
 }
 
 /** Approval (when the tool asks for it), then execution. */
 function processCall(
-  input: AgentRunWorkflowInput,
+  run: RunContext,
   spec: ToolSpec | undefined,
   call: ToolCall,
-  run: RunState,
   index: number,
 ): Promise<ExecuteToolOutput> {
   if (!spec) return Promise.resolve(errorOutput(`Tool ${call.name} not found`));
-  if (spec.approval) return approveThenExecute(input, spec, call, run, index);
-  return execute(input, spec, call, run, index);
+  if (spec.approval) return approveThenExecute(run, spec, call, index);
+  return execute(run, spec, call, index);
 }
 
 async function approveThenExecute(
-  input: AgentRunWorkflowInput,
+  run: RunContext,
   spec: ToolSpec,
   call: ToolCall,
-  run: RunState,
   index: number,
 ): Promise<ExecuteToolOutput> {
   let needsApproval = spec.approval === "always";
@@ -168,17 +150,18 @@ async function approveThenExecute(
     needsApproval = check.needsApproval;
   }
   if (needsApproval) {
-    const refusal = await waitForApproval(run, call, spec.approvalTimeout ?? input.approvalTimeout);
+    const refusal = await waitForApproval(run.state, index, call, spec.approvalTimeout ?? run.input.approvalTimeout);
     if (refusal) return errorOutput(refusal);
-    if (run.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
+    if (run.state.inbox.steering.length > 0) return errorOutput(SKIPPED_BY_STEERING);
   }
-  return execute(input, spec, call, run, index);
+  return execute(run, spec, call, index);
 }
 
-const execute = (input: AgentRunWorkflowInput, spec: ToolSpec, call: ToolCall, run: RunState, index: number) =>
-  spec.subAgent
-    ? runSubAgent(spec, spec.subAgent, call, run, index, input.subAgentDepth)
-    : executeCall(spec, call, run, index, input.toolResultLimits);
+/** The call's execution starts (the state query says so from here on, not while it waits for approval). */
+function execute(run: RunContext, spec: ToolSpec, call: ToolCall, index: number): Promise<ExecuteToolOutput> {
+  run.state.tools.executing(index);
+  return spec.subAgent ? runSubAgent(run, spec, spec.subAgent, call, index) : executeCall(run, spec, call, index);
+}
 
 /** Asks the tool's approval predicate in the worker; its failure is the call's error result, never the run's. */
 async function checkApproval(spec: ToolSpec, call: ToolCall): Promise<{ error?: string; needsApproval: boolean }> {
@@ -203,23 +186,16 @@ async function checkApproval(spec: ToolSpec, call: ToolCall): Promise<{ error?: 
 
 /** Waits as a workflow condition; returns why the call may not run, or undefined when approved. */
 async function waitForApproval(
-  run: RunState,
+  state: RunState,
+  index: number,
   call: ToolCall,
   timeout: string | number | undefined,
 ): Promise<string | undefined> {
-  const wait: ApprovalWait = {
-    pending: {
-      toolCallId: call.id,
-      toolName: call.name,
-      args: call.arguments,
-      since: new Date(Date.now()).toISOString(),
-    },
-  };
-  run.approvals.set(call.id, wait);
-  run.publishDetails();
+  const wait = state.tools.awaitApproval(index, call, new Date(Date.now()).toISOString());
+  state.publishDetails();
   metrics.approvalsWaiting(1);
   try {
-    const decided = () => wait.decision !== undefined || run.steering.length > 0;
+    const decided = () => wait.decision !== undefined || state.inbox.steering.length > 0;
     const inTime = timeout === undefined ? (await condition(decided), true) : await condition(decided, timeout);
     if (!inTime) return `Tool call denied: no approval within ${timeout}.`;
     if (!wait.decision) return SKIPPED_BY_STEERING;
@@ -228,8 +204,8 @@ async function waitForApproval(
       : `Tool call denied by the user${wait.decision.reason ? `: ${wait.decision.reason}` : "."}`;
   } finally {
     metrics.approvalsWaiting(-1);
-    run.approvals.delete(call.id);
-    run.publishDetails();
+    state.tools.approvalEnded(index, call.id);
+    state.publishDetails();
   }
 }
 
@@ -237,7 +213,7 @@ async function waitForApproval(
 async function executeFast(
   spec: ToolSpec,
   input: ExecuteToolInput & { outputKey: string },
-  fromActivity: Map<unknown, string>,
+  conversation: Conversation,
 ): Promise<ExecuteToolOutput> {
   const options: LocalActivityOptions = {
     summary: toolSummary(spec.name, input.args),
@@ -247,46 +223,42 @@ async function executeFast(
     ...(spec.activity?.retry !== undefined ? { retry: { ...TOOL_DEFAULTS.retry, ...spec.activity.retry } } : {}),
   } as LocalActivityOptions;
   const { result, isError } = await executeFastTool.executeWithOptions(options, [input]);
-  fromActivity.set(result.content, input.outputKey);
+  conversation.noteActivityOutput(result.content, input.outputKey);
   return { result, isError };
 }
 
 /** One tool call as one activity (a local one for fast tools). */
-function executeCall(
-  spec: ToolSpec,
-  call: ToolCall,
-  run: RunState,
-  index: number,
-  limits: ToolResultLimits | undefined,
-): Promise<ExecuteToolOutput> {
+function executeCall(run: RunContext, spec: ToolSpec, call: ToolCall, index: number): Promise<ExecuteToolOutput> {
+  const { state } = run;
+  const limits = run.input.toolResultLimits;
   const options = activityOverrides(spec.activity, toolSummary(spec.name, call.arguments));
   // Tool-call ids are the model's; the turn and position keep them unique within the run.
-  options.activityId = `tool-${run.turn}-${index}-${call.id}`.slice(0, 200);
+  options.activityId = `tool-${state.turn}-${index}-${call.id}`.slice(0, 200);
   const args = { toolCallId: call.id, toolName: call.name, args: call.arguments, ...(limits ? { limits } : {}) };
   if (spec.local && hasChange(LOCAL_ACTIVITIES_PATCH))
-    return executeFast(spec, { ...args, outputKey: options.activityId }, run.fromActivity).catch((err: unknown) =>
-      toolFailed(spec, call, run, err),
+    return executeFast(spec, { ...args, outputKey: options.activityId }, state.conversation).catch((err: unknown) =>
+      toolFailed(spec, call, state, err),
     );
   return executeTool.executeWithOptions(options, [{ ...args, doneAt: true }]).then(
     (output) => {
-      run.fromActivity.set(output.result.content, options.activityId!);
+      state.conversation.noteActivityOutput(output.result.content, options.activityId!);
       // Run again after its worker stopped: that worker may be the one the next model call would be sent to, and a
       // call queued for a dead worker waits out its schedule-to-start timeout on top of this call's heartbeat timeout.
-      if ((output.attempt ?? 1) > 1) leaveModelWorker(run);
-      noteTaskLag(run, output.doneAtMs);
+      if ((output.attempt ?? 1) > 1) state.route.leave();
+      state.route.noteTaskLag(output.doneAtMs);
       return output;
     },
-    (err: unknown) => toolFailed(spec, call, run, err),
+    (err: unknown) => toolFailed(spec, call, state, err),
   );
 }
 
 /** A call that failed for good: its error result, which the model sees (a cancel stays a cancel). */
-function toolFailed(spec: ToolSpec, call: ToolCall, run: RunState, err: unknown): ExecuteToolOutput {
+function toolFailed(spec: ToolSpec, call: ToolCall, state: RunState, err: unknown): ExecuteToolOutput {
   // A cancel whose tool worker is dead ends in a timeout: still a cancel.
   if (!(err instanceof ActivityFailure) || isCancellation(err) || CancellationScope.current().consideredCancelled)
     throw err;
   if (err.cause instanceof TimeoutFailure) {
-    leaveModelWorker(run);
+    state.route.leave();
     const attempts = spec.activity?.retry?.maximumAttempts;
     const why =
       attempts === 1

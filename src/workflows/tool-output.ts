@@ -1,5 +1,5 @@
 /** The error result the loop makes for a call (shared by the workflow and the tool activity; pure). */
-import type { ExecuteToolOutput } from "../types.js";
+import type { ExecuteToolOutput } from "./wire.js";
 
 /** `details: {}` as pi-agent-core's error results carry, so transcripts match the reference loop's. */
 export function errorOutput(text: string): ExecuteToolOutput {

@@ -13,7 +13,7 @@ import {
   type ActivityOptions,
 } from "@temporalio/workflow";
 import { deliverRunWebhook } from "./activities.js";
-import type { AgentRunInput, AgentRunResult } from "../types.js";
+import type { AgentRunInput, AgentRunResult } from "../contracts.js";
 import type { RunOutcome } from "../webhooks/deliver.js";
 import { checkWebhookField } from "../webhooks/field.js";
 import { emptyUsage } from "../common/usage.js";
