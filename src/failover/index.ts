@@ -51,27 +51,32 @@ export interface FastFailoverOptions {
    * link to, loopback only, and a worker is failed over only when its ping goes unanswered.
    */
   secret?: string;
-  /**
-   * A bundle holding the presence workflow (`bundleAgentWorkflows(failoverWorkflowsPath())`, which also holds the
-   * agent's), to skip bundling it when the worker starts.
-   */
+  /** A bundle of the presence workflow (`bundleFailoverWorkflows()`), to skip bundling it when the worker starts. */
   workflowBundle?: { code: string } | { codePath: string };
 }
 
-/** Where a workflow module of fast failover is: "workflows" (agent + presence) or "presence-workflow" (presence only). */
-export function failoverWorkflowsPath(module: "workflows" | "presence-workflow" = "workflows"): string {
-  const js = fileURLToPath(new URL(`./${module}.js`, import.meta.url));
+/**
+ * Where fast failover's workflow module is: the presence workflow alone. Its fleet worker runs it from a bundle of
+ * its own; the agent's workflows stay in the agent's bundle (the extension imports nothing from the loop).
+ */
+export function failoverWorkflowsPath(): string {
+  const js = fileURLToPath(new URL("./presence-workflow.js", import.meta.url));
   return existsSync(js) ? js : js.replace(/\.js$/, ".ts");
 }
 
-/** Presence-only bundles, once per process per converter (bundling is the slow step of a worker's start). */
+/** Presence bundles, once per process per converter (bundling is the slow step of a worker's start). */
 const presenceBundles = new Map<string, Promise<{ code: string }>>();
-function presenceBundle(dataConverter: DataConverter | undefined): Promise<{ code: string }> {
+
+/**
+ * The bundle of fast failover's workflows for `fastFailover({ workflowBundle })`, to bundle once and start many
+ * workers from it. Under a payload codec, pass the worker's data converter.
+ */
+export function bundleFailoverWorkflows(dataConverter?: DataConverter): Promise<{ code: string }> {
   const key = `${dataConverter?.payloadConverterPath ?? ""}\n${dataConverter?.failureConverterPath ?? ""}`;
   let bundle = presenceBundles.get(key);
   if (!bundle) {
     bundle = bundleWorkflowCode({
-      workflowsPath: failoverWorkflowsPath("presence-workflow"),
+      workflowsPath: failoverWorkflowsPath(),
       webpackConfigHook,
       logger: quietLogger,
       payloadConverterPath: dataConverter?.payloadConverterPath,
@@ -101,7 +106,7 @@ async function setUp(host: AgentWorkerHost, options: FastFailoverOptions, timeou
     );
   const presence = new WorkerPresence(host.ownTaskQueue, timeoutMs, options.links, options.secret);
   // The fleet queue's workflow code, before any worker exists (bundling is the step likeliest to fail).
-  const fleetBundle = options.workflowBundle ?? (await presenceBundle(host.dataConverter));
+  const fleetBundle = options.workflowBundle ?? (await bundleFailoverWorkflows(host.dataConverter));
   const activities = createPresenceActivities(() => host.client, presence);
   const adopted = adoptQueues(host, presence);
   return {

@@ -28,6 +28,7 @@ afterAll(async () => {
 
 /** The agent's activities: what every worker registers, with or without extensions. */
 const AGENT_ACTIVITIES = [
+  "agentSearchAttributesExist",
   "compactContext",
   "deliverRunWebhook",
   "executeFastTool",
@@ -76,7 +77,7 @@ describe("a worker without extensions", () => {
     expect(unrouted.worker.ownWorker).toBeUndefined();
   }, 60000);
 
-  it("with fast failover: the presence and fleet workers too, and a bundle of its entry holds the presence workflow", async () => {
+  it("with fast failover: the presence and fleet workers too, and its own bundle holds the presence workflow alone", async () => {
     const { worker, queues } = await created([fastFailover({ links: false })]);
     expect(queues).toEqual([
       worker.taskQueue,
@@ -86,8 +87,9 @@ describe("a worker without extensions", () => {
     ]);
     // Its activities run on its own workers: the agent's workers register the agent's only.
     expect(activityNames(worker.worker)).toEqual(AGENT_ACTIVITIES);
-    const both = await sharedBundle("failover");
-    expect(both.code).toContain("agentWorkerPresence");
+    const presence = await sharedBundle("presence");
+    expect(presence.code).toContain("agentWorkerPresence");
+    expect(presence.code).not.toContain("agentRun");
     await expect(created([fastFailover()], { routeModelCalls: false })).rejects.toThrow(
       "fastFailover needs routeModelCalls",
     );

@@ -854,7 +854,7 @@ describe("presences that ran before news was checked", () => {
       );
     expect(patches.some((p) => p.includes("jai-presence-news-checked"))).toBe(false);
     await expect(
-      Worker.runReplayHistory(replayOptions(await sharedBundle("failover")), history, "before-presence-news-check"),
+      Worker.runReplayHistory(replayOptions(await sharedBundle("presence")), history, "before-presence-news-check"),
     ).resolves.toBeUndefined();
   }, 60000);
 });

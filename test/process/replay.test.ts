@@ -13,7 +13,7 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import { readHistoryFile, replayHistory, replayOptions } from "../../src/replay.js";
 import { bundleAgentWorkflows } from "../../src/worker.js";
-import { failoverWorkflowsPath, WORKER_PRESENCE_WORKFLOW } from "../../src/failover/index.js";
+import { bundleFailoverWorkflows, WORKER_PRESENCE_WORKFLOW } from "../../src/failover/index.js";
 import { BASELINE_PATCH, BASELINE_V2_PATCH, LOCAL_ACTIVITIES_PATCH, MEMO_PATCH } from "../../src/workflows/patches.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, type TestEnv } from "../support/helpers.js";
 
@@ -92,7 +92,7 @@ describe("golden histories", () => {
   it("replays every fixture against the current workflow code without nondeterminism", async () => {
     const bundle = await bundleAgentWorkflows();
     // Fast failover's presence workflow is not in the agent's bundle: its histories replay against its own.
-    const presenceBundle = await bundleAgentWorkflows(failoverWorkflowsPath("presence-workflow"));
+    const presenceBundle = await bundleFailoverWorkflows();
     const histories = await Promise.all(
       fixtures.map(async (f) => {
         const history = await readHistoryFile(path.join(fixturesDir, f));

@@ -11,14 +11,14 @@ import os from "node:os";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { bundleAgentWorkflows } from "../../src/worker.js";
-import { failoverWorkflowsPath } from "../../src/failover/index.js";
+import { bundleFailoverWorkflows } from "../../src/failover/index.js";
 
-/** The bundles tests use: the loop alone, with encrypted failures, with tracing, with fast failover's presence. */
-export type BundleKind = "default" | "encrypted-failures" | "tracing" | "failover";
+/** The bundles tests use: the loop alone, with encrypted failures, with tracing; fast failover's presence. */
+export type BundleKind = "default" | "encrypted-failures" | "tracing" | "presence";
 
 const build = (kind: BundleKind) =>
-  kind === "failover"
-    ? bundleAgentWorkflows(failoverWorkflowsPath())
+  kind === "presence"
+    ? bundleFailoverWorkflows()
     : bundleAgentWorkflows(undefined, {
         encryptFailures: kind === "encrypted-failures",
         tracing: kind === "tracing",

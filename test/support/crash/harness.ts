@@ -68,6 +68,8 @@ export interface ChildWorker {
 export interface HarnessConfig {
   address: string;
   bundlePath: string;
+  /** The presence workflow's bundle, for workers with fast failover. */
+  presenceBundlePath?: string;
   logFile: string;
   taskQueue: string;
   variant: Variant;
@@ -104,13 +106,22 @@ export interface HarnessDir {
  */
 export async function harnessDir(name: string, options: { failover?: boolean } = {}): Promise<HarnessDir> {
   const dir = await mkdtemp(path.join(os.tmpdir(), `jai-${name}-`));
-  const bundlePath = await sharedBundleFile(options.failover ? "failover" : "default");
+  const bundlePath = await sharedBundleFile("default");
+  const presenceBundlePath = options.failover ? await sharedBundleFile("presence") : undefined;
   return {
     dir,
     config(variant = "main", extra = {}) {
       const taskQueue = uniqueId(name);
       const logFile = path.join(dir, `${taskQueue}.log`);
-      return { address: process.env.TEMPORAL_ADDRESS!, bundlePath, logFile, taskQueue, variant, ...extra };
+      return {
+        address: process.env.TEMPORAL_ADDRESS!,
+        bundlePath,
+        presenceBundlePath,
+        logFile,
+        taskQueue,
+        variant,
+        ...extra,
+      };
     },
     remove: () => rm(dir, { recursive: true, force: true }),
   };
@@ -131,6 +142,7 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       NODE_OPTIONS: "",
       TEMPORAL_ADDRESS: config.address,
       CRASH_BUNDLE: config.bundlePath,
+      CRASH_PRESENCE_BUNDLE: config.presenceBundlePath,
       CRASH_LOG: config.logFile,
       CRASH_TASK_QUEUE: config.taskQueue,
       CRASH_VARIANT: config.variant,

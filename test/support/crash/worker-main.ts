@@ -31,7 +31,7 @@ const worker = await createAgentWorker({
   tools: crashTools(logFile, Number(process.env.CRASH_SLOW_MS || 3000), tag, process.env.CRASH_LOCAL_TOOLS === "1"),
   models: [model],
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
-  // Fast failover only when a presence timeout is given (off by default); its presence workflow is in the bundle.
+  // Fast failover only when a presence timeout is given (off by default); its presence workflow has its own bundle.
   ...(process.env.CRASH_PRESENCE_TIMEOUT
     ? {
         extensions: [
@@ -39,7 +39,7 @@ const worker = await createAgentWorker({
             presenceTimeout: process.env.CRASH_PRESENCE_TIMEOUT,
             ...(process.env.CRASH_FAILOVER_LINKS === "off" ? { links: false as const } : {}),
             ...(process.env.CRASH_FAILOVER_SECRET ? { secret: process.env.CRASH_FAILOVER_SECRET } : {}),
-            workflowBundle: { codePath: env("CRASH_BUNDLE") },
+            workflowBundle: { codePath: env("CRASH_PRESENCE_BUNDLE") },
           }),
         ],
       }
