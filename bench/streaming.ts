@@ -165,7 +165,7 @@ export async function streaming(bench: Bench): Promise<{ markdown: string; goals
   const small = await startRunEventsService({ client: bench.client, port: 0, tap: { maxRunBytes: SMALL_TAP_BYTES } });
   const common = { connection: bench.connection, tools: [script.tool], models: [script.model] };
   const workers: AgentWorker[] = [
-    await createAgentWorker({ ...common, taskQueue: "bench-stream-off" }),
+    await createAgentWorker({ ...common, taskQueue: "bench-stream-off", events: false }),
     await createAgentWorker({
       ...common,
       taskQueue: "bench-stream-on",

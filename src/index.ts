@@ -32,6 +32,7 @@ export {
   createCodecServer,
   codecRequestHandler,
   bearerTokens,
+  CodecServerConfigError,
   type CodecServerOptions,
   type CodecAuthorizer,
 } from "./codec/server.js";

@@ -7,10 +7,14 @@ import { Client } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
 import {
   bundleWorkflowCode,
+  DefaultLogger,
   NativeConnection,
+  Runtime,
   Worker,
   type ActivityInterceptorsFactory,
   type InjectedSinks,
+  type LogLevel,
+  type LogMetadata,
   type WorkerInterceptors,
   type WorkerOptions,
 } from "@temporalio/worker";
@@ -35,6 +39,7 @@ import {
 } from "./codec/config.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 import type { AgentEventSink } from "./types.js";
+import type { RunEventsEndpoint, RunEventsService } from "./events/serve.js";
 
 export { DEFAULT_TASK_QUEUE };
 export type { AgentWorkerExtension } from "./extension.js";
@@ -66,6 +71,64 @@ export interface AgentWorkerOptions extends AgentWorkerServeOptions {
    * says what an extension may add, and which ones the package ships).
    */
   extensions?: AgentWorkerExtension[];
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"];
+
+/** Temporal's log level for the agent's workers: JAI_LOG_LEVEL, default WARN; another value is a TypeError naming it. */
+export function agentLogLevel(env: NodeJS.ProcessEnv = process.env): LogLevel {
+  const level = (env.JAI_LOG_LEVEL || "WARN").toUpperCase() as LogLevel;
+  if (!LOG_LEVELS.includes(level))
+    throw new TypeError(`JAI_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${env.JAI_LOG_LEVEL}"`);
+  return level;
+}
+
+/**
+ * Temporal's logger as the agent wants it: at `level`, without the notice each activity-only worker (a worker's
+ * own queue, which polls model calls and no workflows by design) logs at start, which reads like a fault.
+ */
+export class AgentRuntimeLogger extends DefaultLogger {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    if (message.startsWith("No workflows registered")) return;
+    super.log(level, message, meta);
+  }
+}
+
+/**
+ * Quiet by default: unless the process installs Temporal's Runtime itself, the one Temporal creates on first use
+ * (the first `NativeConnection.connect`, usually before `createAgentWorker` runs) logs at JAI_LOG_LEVEL (WARN),
+ * not INFO, so a worker does not print the bundler's stats and every worker state change.
+ */
+function quietDefaultRuntime(): void {
+  if (Runtime._instance !== undefined || Runtime.defaultOptions.logger !== undefined) return;
+  Runtime.defaultOptions = { ...Runtime.defaultOptions, logger: new AgentRuntimeLogger(agentLogLevel()) };
+}
+try {
+  quietDefaultRuntime();
+} catch {
+  // A bad JAI_LOG_LEVEL: createAgentWorker reports it.
+}
+
+/** The workflow bundle shipped next to the built code (`npm pack` makes it: `jai-agent bundle`), if present. */
+export function shippedWorkflowBundle(): string | undefined {
+  const file = fileURLToPath(new URL("./workflow-bundle.js", import.meta.url));
+  return existsSync(file) ? file : undefined;
+}
+
+/**
+ * The shipped bundle, when it holds what this worker's workflows need: no tracing interceptors, no workflow
+ * modules or bundler options of the caller's, and the same failure converter. Else undefined: bundle at start.
+ */
+function usableShippedBundle(options: AgentWorkerOptions, dataConverter: DataConverter | undefined) {
+  const user = options.workerOptions;
+  if (options.tracing || user?.workflowsPath || user?.workflowBundle || user?.bundlerOptions) return undefined;
+  if (user?.interceptors?.workflowModules?.length || dataConverter?.payloadConverterPath) return undefined;
+  const failures = dataConverter?.failureConverterPath;
+  if (failures !== undefined && failures !== ENCRYPTED_FAILURES_PATH) return undefined;
+  const file = shippedWorkflowBundle();
+  return file && bundleEncryptsFailures({ codePath: file }) === encryptsFailures(dataConverter)
+    ? { codePath: file }
+    : undefined;
 }
 
 /** Where the workflow sources are: `.ts` when running from source (tsx, jest), `.js` when built. */
@@ -128,6 +191,11 @@ export interface AgentWorker {
    * get their first workflow task from the server in the start response.
    */
   readonly client: Client;
+  /**
+   * Where this worker serves its runs' live events and the run API (the `events` option; undefined when off).
+   * `handle.events({ url, token })` reads it from anywhere that reaches `url`.
+   */
+  readonly events?: RunEventsEndpoint;
   /** The context cache's counters and sizes (hit rate, bytes, evictions, query bytes read). */
   cacheStats(): ContextCacheStats;
   /** Runs until `promise` settles, then shuts down; resolves or rejects with it. */
@@ -148,9 +216,14 @@ interface Agent {
   taskQueue: string;
   ownTaskQueue?: string;
   dataConverter?: DataConverter;
+  /** The caller's bundle, else the shipped one when it fits; none: the workflows are bundled at start. */
+  workflowBundle?: { code: string } | { codePath: string };
   client: Client;
   contextCache: ContextCache;
   onEvent?: AgentEventSink;
+  /** The live events server (the `events` option), and the identity that announces it to clients. */
+  events?: RunEventsService;
+  identity?: string;
   mcp?: McpToolSource;
   /** Temporal workers created so far: shut down if a later step fails (the connection refuses to close before). */
   made: Worker[];
@@ -176,6 +249,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
   const pollers: Pollers = {};
   let parts: AgentWorkerExtensionParts[] = [];
   try {
+    await serveAgentEvents(agent);
     const spec: Partial<ActivitySpec> = {};
     parts = await setUpExtensions(options.extensions ?? [], extensionHost(agent, spec));
     spec.activities = agentActivities(agent, pollers);
@@ -195,7 +269,10 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
 
 /** Step 1: the connection, the queues, the data converter, the client and the context cache. */
 async function connectAgent(options: AgentWorkerOptions): Promise<Agent> {
+  agentLogLevel(); // a bad JAI_LOG_LEVEL is refused before anything is opened
+  quietDefaultRuntime();
   const dataConverter = checkedDataConverter(options);
+  const workflowBundle = options.workflowBundle ?? usableShippedBundle(options, dataConverter);
   const owned = options.connection === undefined;
   const connection =
     options.connection ??
@@ -225,6 +302,7 @@ async function connectAgent(options: AgentWorkerOptions): Promise<Agent> {
     taskQueue,
     ownTaskQueue,
     dataConverter,
+    workflowBundle,
     client,
     contextCache,
     onEvent,
@@ -243,6 +321,26 @@ function checkedDataConverter(options: AgentWorkerOptions): DataConverter | unde
         "bundle it with bundleAgentWorkflows(path, { encryptFailures: true })",
     );
   return dataConverter;
+}
+
+/**
+ * Step 1b: the live events server, unless off: every event passes through its tap, and the workers' identity names
+ * it (history records that identity on every task, which is where `handle.events()` finds the server).
+ */
+async function serveAgentEvents(agent: Agent): Promise<void> {
+  const { options } = agent;
+  if (options.events === false) return;
+  const { serveWorkerEvents } = await import("./events/serve.js"); // the HTTP server is loaded only when used
+  agent.events = await serveWorkerEvents(options.events, {
+    client: agent.client,
+    taskQueue: agent.taskQueue,
+    namespace: agent.namespace,
+    identity: options.workerOptions?.identity,
+    onEvent: agent.onEvent,
+  });
+  if (!agent.events) return;
+  agent.onEvent = agent.events.onEvent;
+  agent.identity = agent.events.identity;
 }
 
 const workerName = () => `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -354,8 +452,8 @@ async function createSharedWorker(
     namespace,
     taskQueue,
     activities: spec.activities,
-    ...(options.workflowBundle
-      ? { workflowBundle: options.workflowBundle }
+    ...(agent.workflowBundle
+      ? { workflowBundle: agent.workflowBundle }
       : { workflowsPath: agentWorkflowsPath(), bundlerOptions: { webpackConfigHook } }),
     sinks: agentSinks(agent, parts),
     // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s, not 80% of the heartbeat timeout.
@@ -365,6 +463,7 @@ async function createSharedWorker(
     // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
     stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
     ...(replays === undefined ? options.workerOptions : replayCappedOptions(options.workerOptions ?? {}, replays)),
+    ...(agent.identity ? { identity: agent.identity } : {}),
     ...(interceptors ? { interceptors } : {}),
     dataConverter,
   });
@@ -389,6 +488,7 @@ async function createActivityWorker(
     activities: spec.activities,
     maxHeartbeatThrottleInterval: "1s",
     ...ownWorkerOptions(agent.options.workerOptions),
+    ...(agent.identity ? { identity: agent.identity } : {}),
     dataConverter: agent.dataConverter,
     interceptors: { activity: spec.activity },
   });
@@ -402,10 +502,12 @@ async function closeAgent(agent: Agent, parts: AgentWorkerExtensionParts[], fail
     // Each made worker runs for an instant and stops: only then does it let go of the connection.
     await Promise.allSettled(agent.made.map((w) => w.runUntil(Promise.resolve())));
     for (const p of parts) await p.stopped?.().catch(() => {});
+    await agent.events?.server.close().catch(() => {});
     await agent.mcp?.close().catch(() => {});
     if (agent.owned) await agent.connection.close().catch(() => {});
     return;
   }
+  await agent.events?.server.close();
   await agent.mcp?.close();
   if (agent.owned) await agent.connection.close();
 }
@@ -428,6 +530,7 @@ function runningAgent(
     worker,
     taskQueue: agent.taskQueue,
     client: agent.client,
+    ...(agent.events ? { events: endpoint(agent.events) } : {}),
     ...(ownWorker ? { ownTaskQueue: agent.ownTaskQueue, ownWorker } : {}),
     cacheStats: () => agent.contextCache.stats,
     runUntil: (promise) => runAll(worker.runUntil(promise)),
@@ -438,6 +541,14 @@ function runningAgent(
     },
   };
 }
+
+/** What the worker's owner may see of its events server. */
+const endpoint = ({ server }: RunEventsService): RunEventsEndpoint => ({
+  url: server.url,
+  token: server.token,
+  tokenMinted: server.tokenMinted,
+  consoleUrl: server.consoleUrl,
+});
 
 /** Runs `others` and the extensions while `main` (the shared worker) runs; then stops and drains them all. */
 async function runTogether<R>(

@@ -2,8 +2,9 @@
  * `npm run show -- <workflowId>`: a run's transcript, read from its history
  * alone (no worker needed): every run of a continue-as-new chain, oldest first.
  */
+import type { ToolResultMessage } from "@jai/ai";
 import type { AgentMessage } from "../types.js";
-import type { RunStory, StoryItem } from "../history-story.js";
+import { storyTranscript, type RunStory, type StoryItem } from "../history-story.js";
 import { readChain } from "../history-view.js";
 import { addUsage, emptyUsage } from "../common/usage.js";
 import { connectClient, flag } from "./connect.js";
@@ -45,6 +46,63 @@ function formatItem(item: StoryItem): string {
   return lines.join("\n");
 }
 
+/** A tool result the loop made itself, printed where it belongs in its run's items. */
+type Printed = StoryItem | { kind: "loopResult"; message: ToolResultMessage };
+
+/**
+ * Every tool result of the chain's transcripts, by call id. The loop makes some itself (a denial, a call skipped by
+ * steering, an aborted or timed-out one): no activity wrote those, so the story has no item of theirs, but the
+ * transcript has them (the next model call's context, a carry or the result).
+ */
+function transcriptResults(chain: RunStory[]): Map<string, ToolResultMessage> {
+  const results = new Map<string, ToolResultMessage>();
+  for (const run of chain) {
+    let messages: AgentMessage[];
+    try {
+      messages = [...storyTranscript(run), ...(run.result?.messages ?? [])];
+    } catch {
+      continue; // a history the rebuild cannot read: its activity results are still printed
+    }
+    for (const m of messages) if (m.role === "toolResult") results.set(m.toolCallId, m);
+  }
+  return results;
+}
+
+/** A run's items, each loop-made result at the end of the turn whose reply asked for it (before the next reply). */
+function withLoopResults(items: StoryItem[], results: Map<string, ToolResultMessage>): Printed[] {
+  const shown = new Set(
+    items.flatMap((i) => (i.kind === "message" && i.message.role === "toolResult" ? [i.message.toolCallId] : [])),
+  );
+  const out: Printed[] = [];
+  let due: ToolResultMessage[] = [];
+  const flush = () => {
+    for (const message of due) out.push({ kind: "loopResult", message });
+    due = [];
+  };
+  for (const item of items) {
+    const m = item.kind === "message" ? item.message : undefined;
+    if (m?.role !== "assistant") {
+      out.push(item);
+      continue;
+    }
+    flush();
+    out.push(item);
+    for (const c of m.content) {
+      const made = c.type === "toolCall" && !shown.has(c.id) ? results.get(c.id) : undefined;
+      if (made) due.push(made);
+    }
+  }
+  flush();
+  return out;
+}
+
+function formatPrinted(item: Printed): string {
+  if (item.kind !== "loopResult") return formatItem(item);
+  const m = item.message;
+  // No event of its own: the loop wrote it into the transcript (the next model call or the run's result).
+  return `[loop] ${m.isError ? "✗" : "✓"} ${m.toolName} (${m.toolCallId}): ${clip(contentText(m.content))}`;
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const workflowId = args.find((a, i) => !a.startsWith("--") && !args[i - 1]?.startsWith("--"));
@@ -63,12 +121,13 @@ async function main(): Promise<number> {
       `run ${workflowId} · ${typeof model === "string" ? model : `${model?.provider}/${model?.id}`} · ${story.status} · ${events} events${runs}`,
     );
     if (story.input?.systemPrompt) console.log(`system: ${clip(story.input.systemPrompt)}`);
+    const results = transcriptResults(chain);
     for (const run of chain) {
       if (chain.length > 1)
         console.log(
           `── run ${run.runId}${run.previousRunId ? ` (continued from ${run.previousRunId})` : ""} · ${run.status} · ${run.events} events`,
         );
-      for (const item of run.items) console.log(formatItem(item));
+      for (const item of withLoopResults(run.items, results)) console.log(formatPrinted(item));
     }
     const usage = story.result?.usage ?? chain.reduce((sum, run) => addUsage(sum, run.usage), emptyUsage());
     console.log(

@@ -181,8 +181,8 @@ async function* overSse(
   let failures = 0;
   let given = 0;
   const token = withToken ? (options.token ?? process.env.JAI_HTTP_TOKEN) : undefined;
-  const fallback = (reason: string) => {
-    process.emitWarning(`events of ${workflowId}: ${reason}; following the run from its history instead`);
+  const fallback = (reason?: string) => {
+    if (reason) process.emitWarning(`events of ${workflowId}: ${reason}; following the run from its history instead`);
     const from = /^h\d+$/.test(cursor ?? "")
       ? cursor
       : given > 0 && options.from === undefined
@@ -207,7 +207,14 @@ async function* overSse(
           signal: connection.signal,
         });
       } catch (err) {
-        if (options.signal?.aborted || ++failures > 20) throw err;
+        if (options.signal?.aborted) throw err;
+        // Nobody listens there: the worker that served the run stopped. A closed run loses only its token deltas
+        // by that (the transcript has every message), so it is read from history at once, not retried for minutes.
+        if (await reader.closed()) {
+          yield* fallback();
+          return;
+        }
+        if (++failures > 20) throw err;
         await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** failures))); // reconnect backoff
         continue;
       }

@@ -58,6 +58,8 @@ const isAssistantStart = (e: WireEvent) => e.type === "message_start" && e.messa
 
 export class EventTap {
   private readonly runs = new Map<string, RunLog>();
+  /** Readers waiting on a run the tap holds nothing of yet (a subscriber attached before its first event). */
+  private readonly waiting = new Map<string, Set<() => void>>();
   private readonly maxRuns: number;
   private readonly maxRunBytes: number;
 
@@ -114,6 +116,11 @@ export class EventTap {
       lostThrough: -1,
     };
     this.runs.set(run.workflowId, log);
+    const early = this.waiting.get(run.workflowId);
+    if (early) {
+      this.waiting.delete(run.workflowId);
+      for (const wake of early) log.wake.add(wake);
+    }
     const wire = log.encode(event);
     const seq = log.next++;
     // Measured as stored and as served: the UTF-8 bytes of its JSON.
@@ -186,19 +193,27 @@ export class EventTap {
     return log.entries.slice(lo).map(({ seq, event }) => ({ seq, event }));
   }
 
-  /** Resolves when the run gets a new event, is forgotten, or `ms` pass. */
+  /** Resolves when the run gets a new event (its first one, for a run the tap does not hold yet), is forgotten, or `ms` pass. */
   wait(workflowId: string, ms: number): Promise<void> {
     const log = this.runs.get(workflowId);
+    const waiting = this.waiting;
     return new Promise((resolve) => {
       // Unref'd: a reader waiting on a quiet run must not keep the process alive on its own.
       const timer = setTimeout(done, ms);
       timer.unref();
       function done() {
         clearTimeout(timer);
+        // Wherever it waits now: on the run's log, or (no event yet) on the early list append moves to the log.
+        waiting.get(workflowId)?.delete(done);
+        if (waiting.get(workflowId)?.size === 0) waiting.delete(workflowId);
         log?.wake.delete(done);
         resolve();
       }
-      log?.wake.add(done);
+      if (log) log.wake.add(done);
+      else {
+        const early = waiting.get(workflowId) ?? new Set();
+        waiting.set(workflowId, early.add(done));
+      }
     });
   }
 }

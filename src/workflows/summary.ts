@@ -1,6 +1,6 @@
 /** One-line texts for the Temporal UI: activity summaries and the run's current details. */
 import type { Usage } from "@jai/ai";
-import type { AgentRunInput, PendingApproval } from "../contracts.js";
+import type { AgentRunInput, PendingApproval, PendingClientResult } from "../contracts.js";
 
 const MAX_SUMMARY = 120;
 
@@ -53,5 +53,15 @@ export function approvalDetails(pending: PendingApproval[]): string {
   const lines = pending.map(
     (p) => `- \`${toolSummary(p.toolName, p.args).replace(/`/g, "'")}\` · id \`${p.toolCallId}\` · since ${p.since}`,
   );
-  return `Awaiting approval:\n${lines.join("\n")}`;
+  return `Awaiting approval:\n\n${lines.join("\n")}`;
+}
+
+/** The client tool calls waiting for a client's result, one per line with the id to pass to submitToolResult (markdown). */
+export function clientResultDetails(pending: PendingClientResult[]): string {
+  const lines = pending.map(
+    (p) =>
+      `- \`${toolSummary(p.toolName, p.args).replace(/`/g, "'")}\` · id \`${p.toolCallId}\` · since ${p.since}` +
+      (p.timeout !== undefined ? ` · timeout ${String(p.timeout)}` : ""),
+  );
+  return `Awaiting a client's result (submitToolResult):\n${lines.join("\n")}`;
 }
