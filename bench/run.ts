@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { codecCost } from "./codec.js";
+import { consoleList } from "./console.js";
 import { openBench } from "./common.js";
 import { finishedChain } from "./finished-chain.js";
 import { historyGrowth } from "./history-growth.js";
@@ -36,6 +37,7 @@ const SECTIONS = {
   replay: replayCost,
   scale,
   streaming,
+  console: consoleList,
   peers: versus,
 };
 

@@ -5,7 +5,8 @@
  * a caller adds the prompt and only the overrides the agent allows, so a person at the console cannot widen it.
  */
 import type { Duration } from "@temporalio/common";
-import type { AgentRunInput } from "./contracts.js";
+import type { AgentRunInput, ApprovalPolicy } from "./contracts.js";
+import { approvalPolicyProblem } from "./workflows/approval-policy.js";
 
 /** One agent of the registry. Plain data: the run input it stands for, plus what a caller may change. */
 export interface AgentDefinition {
@@ -18,10 +19,16 @@ export interface AgentDefinition {
   systemPrompt?: string;
   /**
    * Names of the worker's tools the agent's runs may call, MCP tools included (`<server>__<tool>`); default all.
-   * Which of them wait for a person is the tools' own `requiresApproval` (the approval policy lives with the tool,
-   * so no caller can switch it off).
+   * Which of them wait for a person is the tools' own `requiresApproval`, unless `approvalPolicy` says otherwise.
    */
   tools?: string[];
+  /**
+   * The default approval policy of the agent's runs (docs/policies.md): rules on tool names (globs, MCP names
+   * included) that allow, ask, deny or leave it to the tool. A caller starting the agent by name cannot replace it;
+   * an operator may change a running run's with `setApprovalPolicy`.
+   * @default none: each tool's own `requiresApproval` decides
+   */
+  approvalPolicy?: ApprovalPolicy;
   /** A session (waits for prompts after each answer) or one-shot (default). */
   session?: boolean | { idleTimeout?: Duration };
   maxTurns?: number;
@@ -72,6 +79,10 @@ export function checkAgents(agents: unknown, where = "agents"): AgentDefinition[
       throw new Error(`${at}.model must be "provider/modelId"`);
     if (agent.tools !== undefined && (!Array.isArray(agent.tools) || agent.tools.some((t) => typeof t !== "string")))
       throw new Error(`${at}.tools must be an array of tool names`);
+    if (agent.approvalPolicy !== undefined) {
+      const problem = approvalPolicyProblem(agent.approvalPolicy, `${at}.approvalPolicy`);
+      if (problem) throw new Error(problem);
+    }
     const models = agent.overrides?.models;
     if (models !== undefined && (!Array.isArray(models) || models.some((m) => typeof m !== "string")))
       throw new Error(`${at}.overrides.models must be an array of "provider/modelId"`);
@@ -140,6 +151,7 @@ export function agentRunOptions(
     session: agent.session,
     maxTurns: agent.maxTurns,
     approvalTimeout: agent.approvalTimeout,
+    approvalPolicy: agent.approvalPolicy,
     taskQueue: agent.taskQueue,
     workflowId: request.workflowId,
   });

@@ -15,7 +15,16 @@ import {
   type SearchAttributePair,
   type TypedSearchAttributes,
 } from "@temporalio/common";
-import type { AgentMessage, AgentRunInput, AgentRunResult, AgentRunState, PromptResult } from "./types.js";
+import type {
+  AgentMessage,
+  AgentRunInput,
+  AgentRunResult,
+  AgentRunState,
+  ApprovalPolicy,
+  ApproveOptions,
+  PromptResult,
+  SubmitToolResultOptions,
+} from "./types.js";
 import {
   AGENT_RUN_FAILED,
   AGENT_RUN_WORKFLOW,
@@ -26,11 +35,14 @@ import {
   followUpUpdate,
   promptAnswerUpdate,
   promptUpdate,
+  setApprovalPolicyUpdate,
   stateQuery,
   steerUpdate,
+  submitToolResultUpdate,
   transcriptQuery,
   type UserInput,
 } from "./workflows/definitions.js";
+import { approvalPolicyProblem } from "./workflows/approval-policy.js";
 import { validateRunInput, validateUserInput } from "./workflows/input.js";
 import { promptSummary } from "./workflows/summary.js";
 import { closedRunStateOnly, closedRunView } from "./history-view.js";
@@ -62,7 +74,7 @@ export class RunFinishedError extends Error {
 /** Thrown when a run refuses an update (its validator's reason, e.g. no such pending approval), or the update is too big to send. */
 export class RunUpdateRejectedError extends Error {
   constructor(
-    /** The update: "steer", "followUp", "prompt", "close", "approve" or "deny". */
+    /** The update: "steer", "followUp", "prompt", "close", "approve", "deny", "setApprovalPolicy" or "submitToolResult". */
     readonly update: string,
     /** Why, in the run's (or the server's) words. */
     readonly reason: string,
@@ -268,8 +280,22 @@ export interface AgentRunHandle {
   prompt(message: UserInput): Promise<PromptResult>;
   /** Session runs: ends the session once the current prompt is done. */
   close(): Promise<void>;
-  /** Lets a tool call that waits for approval run. */
-  approve(toolCallId: string): Promise<void>;
+  /**
+   * Lets a tool call that waits for approval run; `{ remember: true }` also stops asking for its tool for the
+   * rest of this run (a `deny` rule of the run's policy still refuses it).
+   */
+  approve(toolCallId: string, options?: ApproveOptions): Promise<void>;
+  /**
+   * Replaces the run's approval policy (validated by the run, recorded in its history); the next batch of tool
+   * calls follows it. Resolves with the policy now in force.
+   */
+  setApprovalPolicy(policy: ApprovalPolicy): Promise<ApprovalPolicy>;
+  /**
+   * Submits the result of a client tool call that waits for it (see `clientTools`). A result the tool's result
+   * schema refuses, or for a call that does not wait, is refused (`RunUpdateRejectedError`) and the call keeps
+   * waiting. `{ isError: true }`: the client's tool failed, `result` says how.
+   */
+  submitToolResult(toolCallId: string, result: unknown, options?: SubmitToolResultOptions): Promise<void>;
   /** Refuses a tool call that waits for approval; the model sees the reason. */
   deny(toolCallId: string, reason?: string): Promise<void>;
   /**
@@ -341,10 +367,28 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
         return answer;
       }),
     close: () => sendUpdate(workflow, "close", [], () => deliverUpdate((o) => workflow.executeUpdate(closeUpdate, o))),
-    approve: (toolCallId) =>
-      sendUpdate(workflow, "approve", [toolCallId], () =>
-        deliverUpdate((o) => workflow.executeUpdate(approveUpdate, { ...o, args: [toolCallId] })),
-      ),
+    approve: (toolCallId, options) => {
+      // Without options the update carries the id alone, as it always did (workers before `remember` accept it).
+      const args: [string, ApproveOptions?] = options?.remember ? [toolCallId, { remember: true }] : [toolCallId];
+      return sendUpdate(workflow, "approve", args, () =>
+        deliverUpdate((o) => workflow.executeUpdate(approveUpdate, { ...o, args })),
+      );
+    },
+    setApprovalPolicy: (policy) => {
+      const problem = approvalPolicyProblem(policy, "policy");
+      if (problem) return Promise.reject(new RunUpdateRejectedError("setApprovalPolicy", `Invalid approval policy: ${problem}`));
+      return sendUpdate(workflow, "setApprovalPolicy", [policy], () =>
+        deliverUpdate((o) => workflow.executeUpdate(setApprovalPolicyUpdate, { ...o, args: [policy] })),
+      );
+    },
+    submitToolResult: (toolCallId, result, options) => {
+      const args: [string, unknown, SubmitToolResultOptions?] = options?.isError
+        ? [toolCallId, result, { isError: true }]
+        : [toolCallId, result];
+      return sendUpdate(workflow, "submitToolResult", args, () =>
+        deliverUpdate((o) => workflow.executeUpdate(submitToolResultUpdate, { ...o, args })),
+      );
+    },
     deny: (toolCallId, reason) =>
       sendUpdate(workflow, "deny", [toolCallId, reason ?? ""], () =>
         deliverUpdate((o) => workflow.executeUpdate(denyUpdate, { ...o, args: [toolCallId, reason ?? ""] })),

@@ -223,6 +223,18 @@ export interface SubAgentSpec {
    * @default 3 (`DEFAULT_SUB_AGENT_MAX_DEPTH` in workflows/sub-agent.ts)
    */
   maxDepth?: number;
+  /**
+   * The child's typed result (its run input's `output`): the parent's tool result is then the child's
+   * validated output as JSON text, also in `details.subAgent.output`.
+   * Contract: plain JSON Schema (a TypeBox schema is one); see docs/typed-results.md.
+   * @default none: the result is the child's final text
+   */
+  output?: TSchema;
+  /**
+   * The child's `outputRetries`.
+   * @default 2 (`DEFAULT_OUTPUT_RETRIES` in workflows/typed-output.ts)
+   */
+  outputRetries?: number;
 }
 
 /**
@@ -370,6 +382,20 @@ export interface AgentRunInput {
    * @default none: wait forever
    */
   approvalTimeout?: Duration;
+  /**
+   * Which tool calls run, wait for a person or are refused: ordered rules on tool names, then a default
+   * (docs/policies.md). An operator changes it while the run runs with `handle.setApprovalPolicy()`.
+   * Contract: each batch follows the policy as it stood when the batch began.
+   * @default none: each tool's own `requiresApproval` decides
+   */
+  approvalPolicy?: ApprovalPolicy;
+  /**
+   * Tools a client runs, not a worker: the model is offered them, and a call waits durably (no worker held)
+   * until a client submits its result with `handle.submitToolResult()` (docs/policies.md).
+   * Contract: names are unique and differ from the worker's tools (a clash fails the run as InvalidRunInput).
+   * @default none
+   */
+  clientTools?: ClientToolDeclaration[];
   /** Result limits for every tool of the run (a tool's own `resultLimits` win). */
   toolResultLimits?: ToolResultLimits;
   /**
@@ -401,6 +427,124 @@ export interface AgentRunInput {
    * worker's secret of that name (HMAC-SHA256 of the body in `x-jai-signature`).
    */
   webhook?: WebhookTarget;
+  /**
+   * A typed result: the JSON Schema (a TypeBox schema is one) the run's final answer must match. The model is
+   * offered a `final_answer` tool whose parameters are this schema (an object schema as it is, any other
+   * wrapped as `{ value }`); the prompt ends when it calls it alone with valid arguments (or answers with
+   * JSON text that is valid), and `result().output` holds the answer. An invalid answer goes back to the
+   * model with the validation error, for another turn (see `outputRetries`). See docs/typed-results.md.
+   * Contract: plain JSON (TypeBox's symbols are dropped on the way); validated in the worker with
+   * `@jai/ai`'s AJV, which coerces as for tool arguments (`"3"` → `3`).
+   * @default none: the answer is the last message's text
+   */
+  output?: TSchema;
+  /**
+   * How many invalid final answers the model may correct: one more and the prompt ends with stopReason
+   * "error" and an `errorMessage` naming the validation error. Only with `output`.
+   * @default 2 (`DEFAULT_OUTPUT_RETRIES` in workflows/typed-output.ts)
+   */
+  outputRetries?: number;
+}
+
+/**
+ * What a policy rule does with a call: `allow` runs it without asking (even when the tool requires approval),
+ * `ask` waits for a person, `deny` refuses it (an error result the model sees, with the reason), `tool` leaves
+ * it to the tool's own `requiresApproval` (flag or predicate).
+ */
+export type ApprovalAction = "allow" | "ask" | "deny" | "tool";
+
+/** One rule of an approval policy. */
+export interface ApprovalRule {
+  /**
+   * A tool name, exact or a glob: `*` any run of characters, `?` one character (MCP tools are
+   * `<server>__<tool>`, so `github__*` is every tool of server "github").
+   * Contract: 1-200 characters.
+   */
+  match: string;
+  /** What happens to a call whose tool name matches. */
+  action: ApprovalAction;
+  /** Why, shown to the model when the rule denies a call. Contract: at most 1000 characters. */
+  reason?: string;
+}
+
+/**
+ * Which tool calls run, wait for a person or are refused. The first rule whose `match` matches the tool's name
+ * decides; when none does, `default`. A tool a person approved with `remember` runs without asking for the
+ * rest of the run, unless a rule denies it. Plain JSON.
+ */
+export interface ApprovalPolicy {
+  /**
+   * Ordered rules, first match wins.
+   * Contract: at most 100.
+   * @default none
+   */
+  rules?: ApprovalRule[];
+  /**
+   * What happens when no rule matches.
+   * @default "tool" (the tool's own `requiresApproval`)
+   */
+  default?: ApprovalAction;
+}
+
+/** Options of `approve`. */
+export interface ApproveOptions {
+  /**
+   * Approve and stop asking: later calls of this tool in this run (continue-as-new included) run without
+   * waiting for a person, and so do calls of it waiting now. Contract: a `deny` rule still refuses them.
+   * @default false
+   */
+  remember?: boolean;
+}
+
+/**
+ * A tool a client runs (a browser, an app, a person with a form): the model is offered it like any tool;
+ * when the model calls it, the run waits until a client submits the result (`handle.submitToolResult`,
+ * `POST /runs/:id/tool-result`, `jai-agent tool-result`). Plain JSON.
+ */
+export interface ClientToolDeclaration {
+  /** The tool's name. Contract: 1-64 letters, digits, "_" or "-"; unique in the run; not a worker tool's. */
+  name: string;
+  /** Description sent to the model. */
+  description: string;
+  /** JSON schema of the arguments, sent to the model. Contract: an object schema (plain JSON). */
+  parameters: Record<string, unknown>;
+  /**
+   * JSON schema a submitted result must satisfy (checked by the run: a result that does not is refused to
+   * its submitter, and the call keeps waiting). Checked keywords: type, properties, required,
+   * additionalProperties, items, enum, const, anyOf, oneOf, allOf, minimum, maximum, minLength, maxLength,
+   * minItems, maxItems, pattern; others are ignored.
+   * @default any JSON value
+   */
+  result?: Record<string, unknown>;
+  /**
+   * How long a call waits for its result; then it ends with an error result the model sees.
+   * @default forever
+   */
+  timeout?: Duration;
+}
+
+/** Options of `submitToolResult`. */
+export interface SubmitToolResultOptions {
+  /**
+   * The client's tool failed: `result` is what went wrong, the model sees it as an error result (the result
+   * schema is not checked).
+   * @default false
+   */
+  isError?: boolean;
+}
+
+/** A client tool call waiting for a client to submit its result. */
+export interface PendingClientResult {
+  /** The model's id of the call; pass it to `submitToolResult`. */
+  toolCallId: string;
+  /** The client tool's name. */
+  toolName: string;
+  /** The arguments as the model sent them. */
+  args: unknown;
+  /** When the wait began (ISO 8601, workflow time). */
+  since: string;
+  /** The tool's `timeout`, when it has one. */
+  timeout?: Duration;
 }
 
 /** A message a caller sent that was accepted but will never be processed. */
@@ -416,8 +560,8 @@ export interface DroppedMessage {
 /** @deprecated The same as `AgentActivityOptions`. */
 export type ModelActivityOptions = AgentActivityOptions;
 
-/** What a run returns. */
-export interface AgentRunResult {
+/** What a run returns (`TOutput`: the type of its typed `output`, when the run has one). */
+export interface AgentRunResult<TOutput = unknown> {
   /** This run's new messages, the prompt first (none of a continued transcript's earlier messages). */
   messages: AgentMessage[];
   /** Why the run ended. */
@@ -439,6 +583,12 @@ export interface AgentRunResult {
    * processed (the run ended first), with the reason. Absent when none.
    */
   dropped?: DroppedMessage[];
+  /**
+   * The validated final answer of a run with `output` (of a session: its last prompt's).
+   * Contract: set exactly when the answer passed the schema (`stopReason` "stop"); absent when validation
+   * failed past `outputRetries` (`stopReason` "error", `errorMessage` says why) or the run ended otherwise.
+   */
+  output?: TOutput;
 }
 
 /** Lifecycle of a run as reported by the `state` query. */
@@ -491,6 +641,8 @@ export interface PendingToolCall {
   started: boolean;
   /** True while the call waits for a person's decision (it is in `pendingApprovals` too); absent otherwise. */
   waitingForApproval?: boolean;
+  /** True while a client tool call waits for its result (it is in `pendingClientResults` too); absent otherwise. */
+  waitingForClient?: boolean;
 }
 
 /** Answer of the `state` query. */
@@ -523,6 +675,12 @@ export interface AgentRunState {
   errorMessage?: string;
   /** Accepted messages that will not be processed, and why. */
   dropped?: DroppedMessage[];
+  /** The run's approval policy as it stands (the next batch follows it); absent when it has none. */
+  approvalPolicy?: ApprovalPolicy;
+  /** Tools a person approved with `remember`: they run without asking for the rest of the run. Absent when none. */
+  rememberedTools?: string[];
+  /** Client tool calls waiting for a client to submit their result. Absent when none. */
+  pendingClientResults?: PendingClientResult[];
 }
 
 /** Tool metadata the workflow needs; resolved once per run by the setup activity and kept in history. */
@@ -536,4 +694,9 @@ export interface PromptResult {
   stopReason: AgentStopReason;
   /** Set when they ended on an error. */
   errorMessage?: string;
+  /**
+   * A run with a typed `output`: this prompt's validated final answer.
+   * Contract: as `AgentRunResult.output`, for this prompt.
+   */
+  output?: unknown;
 }

@@ -7,6 +7,7 @@ import { currentRun, withHeartbeats } from "./heartbeat.js";
 import type { Client } from "@temporalio/client";
 import { ContextCache } from "./context-cache.js";
 import { createModelActivity, type ApiKeyResolver } from "./model.js";
+import { checkOutput } from "./output.js";
 import { searchAttributeCheck } from "./search-attributes.js";
 import { createSetupActivity } from "./setup.js";
 import { ModelPolicy } from "./model-policy.js";
@@ -142,6 +143,8 @@ export function createActivities(deps: ActivityDeps) {
       );
     },
     deliverRunWebhook: createWebhookActivity(deps.webhooks),
+    /** Typed results: validates a candidate final answer against the run's `output` schema (a local activity). */
+    checkOutput,
     prepareToolCall: withMcpTool(toolActivities.prepareToolCall),
     executeTool: withMcpTool(toolActivities.executeTool),
     executeFastTool: withMcpTool(toolActivities.executeFastTool),

@@ -7,7 +7,11 @@ const COMMANDS: Record<string, { module: string; about: string; args?: string[] 
     module: "./bundle.js",
     about: "prebuild the workflow bundle: jai-agent bundle [file] [--encrypt-failures]",
   },
-  start: { module: "./start.js", about: 'one agent run, printed as it happens: jai-agent start "<prompt>"' },
+  start: {
+    module: "./start.js",
+    about:
+      'one agent run, printed as it happens: jai-agent start "<prompt>"; a configured agent on the workers: jai-agent start --agent <name> [--config <module>] "<prompt>"',
+  },
   temporal: { module: "./temporal.js", about: "a local Temporal dev server with its Web UI" },
   replay: { module: "./replay.js", about: "replay a run's history against this code: jai-agent replay <workflowId>" },
   watch: {

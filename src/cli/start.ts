@@ -6,6 +6,8 @@
  * second Ctrl-C terminates it): the run never outlives this process's worker.
  * `npm start -- --tour`: the offline tour (src/demo/tour.ts), a session run that
  * waits for the person at each step and says what to type.
+ * `npm start -- --agent <name> "<prompt>"`: a named agent of the worker's config module, run by the worker
+ * process (src/cli/start-agent.ts).
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
@@ -34,7 +36,7 @@ import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker } from "../worker.js";
 import { dbFile, runningServer } from "./server-state.js";
 
-const USAGE = `usage: npm start -- [--address host:port] "<prompt>" | --tour   (server: --address, TEMPORAL_ADDRESS, \`npm run temporal\`, else an embedded one; model: JAI_MODEL=provider/modelId with its API key, else the offline demo)`;
+const USAGE = `usage: npm start -- [--address host:port] "<prompt>" | --tour | --agent <name> "<prompt>"   (server: --address, TEMPORAL_ADDRESS, \`npm run temporal\`, else an embedded one; model: JAI_MODEL=provider/modelId with its API key, else the offline demo)`;
 
 function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } {
   const wanted = process.env.JAI_MODEL;
@@ -50,6 +52,11 @@ function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } 
 }
 
 async function main(): Promise<void> {
+  // A named agent of the worker's config module: started on the worker process's queue, no worker here.
+  if (process.argv.slice(2).some((a) => a === "--agent" || a.startsWith("--agent="))) {
+    const { startByAgent } = await import("./start-agent.js");
+    process.exit(await startByAgent(process.argv.slice(2)));
+  }
   const { values, positionals } = parseArgs({
     args: process.argv.slice(2),
     options: { address: { type: "string" }, tour: { type: "boolean" } },

@@ -13,6 +13,7 @@
  * | prepareToolCall | regular, no heartbeat | the approval predicate: quick, a short timeout of its own |
  * | compactContext | regular, heartbeats | a summarizing model call |
  * | deliverRunWebhook | regular | receivers are often briefly down: about half an hour of retries |
+ * | checkOutput | local, only in runs with a typed `output` | validates a final answer against the schema: quick, deterministic |
  */
 import {
   ActivityCancellationType,
@@ -81,6 +82,12 @@ export const { compactContext } = proxyActivities<Activities>({
 export const { deliverRunWebhook } = proxyActivities<Activities>({
   startToCloseTimeout: "30s",
   retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "5m", maximumAttempts: 12 },
+});
+
+/** Typed results: a candidate final answer checked against the run's schema in the worker (quick, pure). */
+export const { checkOutput } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: "10s",
+  retry: { maximumAttempts: 3 },
 });
 
 /** Per-run or per-tool settings over the defaults of the activity proxy (deep-merged by the SDK). */

@@ -55,14 +55,17 @@ import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, shouldContinueAsNew } from "./continue-as-new.js";
 import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
-import { unknownFieldProblem, validateRunInput } from "./input.js";
+import { TYPED_OUTPUT_FIELDS, unknownFieldProblem, validateRunInput } from "./input.js";
+import { OUTPUT_TOOL } from "./output-schema.js";
+import { outputEffects } from "./typed-output.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { metrics } from "./metrics-sink.js";
 import { promptSummary } from "./summary.js";
 import { AgentStatus } from "./search-attributes.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
-import { closeCancelledBatch, runTools } from "./tool-calls.js";
+import { closeCancelledBatch, runTools, withClientTools } from "./tool-calls.js";
 import {
+  CLIENT_TOOLS_PATCH,
   FAILED_STATUS_PATCH,
   LOCAL_ACTIVITIES_PATCH,
   MEMO_PATCH,
@@ -70,6 +73,7 @@ import {
   SEARCH_ATTRIBUTES_PATCH,
   SETUP_ANY_WORKER_PATCH,
   UNKNOWN_FIELDS_PATCH,
+  TYPED_OUTPUT_PATCH,
   baseline,
   hasChange,
 } from "./patches.js";
@@ -91,22 +95,35 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   const state = new RunState();
   // Unknown fields behind a patch asked only when there is one: runs recorded before accepted them. A continued
   // run's input is its chain's first input, accepted then (with the fields the loop adds).
-  const unknown = input.continued ? undefined : unknownFieldProblem(input);
+  // Typed output behind a patch asked only when the input has its fields: runs recorded before ignored them or
+  // refused them as unknown, and replay that way.
+  const typed =
+    (input.output !== undefined || input.outputRetries !== undefined) && patched(TYPED_OUTPUT_PATCH);
+  const unknown = input.continued ? undefined : unknownFieldProblem(input, [], typed ? [] : TYPED_OUTPUT_FIELDS);
   const problem =
-    validateRunInput(input, { unknownFields: false }) ??
+    validateRunInput(input, { unknownFields: false, output: typed }) ??
     (unknown && patched(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
   if (problem) await refuse(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
   const carried = input.continued;
   // Before the handlers: updates that arrived with the first task are validated against the carried state.
   if (carried) state.fromCarry(carried, workflowInfo().continuedFromExecutionRunId);
+  state.tools.startApprovals(carried?.approvals, input.approvalPolicy);
   installHandlers(state, input);
   state.publishDetails();
   let memo = false;
   let promptStart = 0;
   let modelLabel: string | undefined;
   try {
-    const setup = carried ? carried.setup : await resolveSetup(input);
-    const run: RunContext = { input, setup, state };
+    let setup = carried ? carried.setup : await resolveSetup(input);
+    // Client tools join the setup once (a continued run carries them in it); patched: see CLIENT_TOOLS_PATCH.
+    if (!carried && input.clientTools?.length && patched(CLIENT_TOOLS_PATCH)) {
+      const withClient = withClientTools(setup, input.clientTools);
+      if (typeof withClient === "string") await refuse(`Invalid run input: ${withClient}`, FailureType.InvalidRunInput);
+      else setup = withClient;
+    }
+    const run: RunContext = { input, setup, state, ...(typed && input.output ? { output: input.output } : {}) };
+    if (run.output && setup.tools.some((t) => t.name === OUTPUT_TOOL))
+      await refuse(`Invalid run input: "output" offers the model a tool named ${OUTPUT_TOOL}, and the run has a tool of that name`, FailureType.InvalidRunInput);
     // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
     // Since baseline v3 only where the namespace lacks the search attributes, which carry the same model, tools and outcome.
     memo = hasChange(MEMO_PATCH) && !(setup.searchAttributes && baseline() === 3);
@@ -197,6 +214,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     usage: conversation.usage,
     ...(state.errorMessage !== undefined ? { errorMessage: state.errorMessage } : {}),
     ...(inbox.dropped.length > 0 ? { dropped: inbox.dropped } : {}),
+    ...(state.output !== undefined ? { output: state.output } : {}),
   };
   // The run's status tells the truth: Failed in the UI, in Temporal's metrics and alerts. The result travels in the
   // failure's details and handle.result() returns it as before. Patched: earlier "error" runs completed.
@@ -279,6 +297,7 @@ function workflowEffects(run: RunContext): LoopEffects {
     runTools: (calls) => runTools(run, calls, emit),
     continueAsNewDue: () => shouldContinueAsNew(run.input, run.state),
     continueAsNew: (loop) => continueAsNewWith(run, loop),
+    output: outputEffects(run),
   };
 }
 

@@ -4,14 +4,17 @@ import type { Tool } from "@jai/ai";
 import { compactContext } from "./activities.js";
 import type { AgentMessage } from "../contracts.js";
 import type { RunSetup } from "./wire.js";
+import type { TSchema } from "@sinclair/typebox";
+import { outputTool } from "./output-schema.js";
 import { contextBudget, estimateTokens, shortenToolResults, structureProblem } from "./compaction.js";
 import { wholeContextRef } from "./context-ref.js";
 import type { RunContext } from "./run-context.js";
 import { metrics } from "./metrics-sink.js";
 
-/** The tools as the model is offered them (no worker-side settings). */
-export function modelTools(setup: RunSetup): Tool[] {
-  return setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+/** The tools as the model is offered them (no worker-side settings), and a typed output's final tool last. */
+export function modelTools(setup: RunSetup, output?: TSchema): Tool[] {
+  const tools = setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+  return output ? [...tools, outputTool(output)] : tools;
 }
 
 /**
@@ -24,7 +27,7 @@ export function modelTools(setup: RunSetup): Tool[] {
  */
 export function fitContext(run: RunContext, reason: "budget" | "overflow"): Promise<boolean> | false {
   const { input, setup } = run;
-  const tools = modelTools(setup);
+  const tools = modelTools(setup, run.output);
   const estimate = (messages: AgentMessage[]) => estimateTokens(messages, input.systemPrompt, tools);
   const budget = contextBudget(input, setup.model);
   const used = estimate(run.state.conversation.context);

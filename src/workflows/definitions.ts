@@ -1,7 +1,16 @@
 /** Names shared by the workflow, the worker and the client: queries and the event sink. */
 import { defineQuery, defineUpdate, type Sinks } from "@temporalio/workflow";
 import type { UserMessage } from "@jai/ai";
-import type { AgentEvent, AgentMessage, AgentRunState, AgentStopReason, PromptResult } from "../contracts.js";
+import type {
+  AgentEvent,
+  AgentMessage,
+  AgentRunState,
+  AgentStopReason,
+  ApprovalPolicy,
+  ApproveOptions,
+  PromptResult,
+  SubmitToolResultOptions,
+} from "../contracts.js";
 import type { ModelContextPage } from "./wire.js";
 
 /** The task queue runs and workers use unless told otherwise. */
@@ -72,8 +81,17 @@ export const promptAnswerUpdate = defineUpdate<PromptUpdateResult, [promptId: nu
 /** Session runs only: end the session once the current prompt is done. */
 export const closeUpdate = defineUpdate<void>("close");
 
-/** Let a tool call that waits for approval run. */
-export const approveUpdate = defineUpdate<void, [toolCallId: string]>("approve");
+/** Let a tool call that waits for approval run (`{ remember: true }`: and stop asking for its tool in this run). */
+export const approveUpdate = defineUpdate<void, [toolCallId: string, options?: ApproveOptions]>("approve");
+
+/** Replace the run's approval policy; the next batch follows it. Returns the policy now in force. */
+export const setApprovalPolicyUpdate = defineUpdate<ApprovalPolicy, [policy: ApprovalPolicy]>("setApprovalPolicy");
+
+/** A client submits the result of a client tool call that waits for it (checked against the tool's result schema). */
+export const submitToolResultUpdate = defineUpdate<
+  void,
+  [toolCallId: string, result: unknown, options?: SubmitToolResultOptions]
+>("submitToolResult");
 
 /** Refuse a tool call that waits for approval; the model sees the reason. */
 export const denyUpdate = defineUpdate<void, [toolCallId: string, reason: string]>("deny");

@@ -4,7 +4,7 @@
  */
 import { CancellationScope, condition, currentUpdateInfo, setHandler } from "@temporalio/workflow";
 import type { UserMessage } from "@jai/ai";
-import type { AgentRunInput } from "../contracts.js";
+import type { AgentRunInput, ApproveOptions, SubmitToolResultOptions } from "../contracts.js";
 import {
   approveUpdate,
   closeUpdate,
@@ -14,12 +14,16 @@ import {
   promptAnswerUpdate,
   promptUpdate,
   type PromptUpdateResult,
+  setApprovalPolicyUpdate,
   stateQuery,
   steerUpdate,
+  submitToolResultUpdate,
   transcriptQuery,
   type UserInput,
 } from "./definitions.js";
-import { BUDGETS, formatCount, jsonBytes } from "./budgets.js";
+import { BUDGETS, formatCount, jsonBytes, overBudget } from "./budgets.js";
+import { approvalPolicyProblem } from "./approval-policy.js";
+import { clientResultOutput, clientResultProblem } from "./client-tools.js";
 import { validateUserInput } from "./input.js";
 import { toUserMessage, type RunState } from "./run-state.js";
 
@@ -149,9 +153,71 @@ export function installHandlers(state: RunState, input: AgentRunInput): void {
         throw new Error(`The session has ended (${state.stopReason})`);
     },
   });
-  setHandler(approveUpdate, (toolCallId) => state.tools.decide(toolCallId, { approved: true }), {
-    validator: (toolCallId) => requireApproval(state, toolCallId),
-  });
+  setHandler(
+    approveUpdate,
+    (toolCallId: string, options?: ApproveOptions) => {
+      if (options?.remember) state.tools.approveAndRemember(toolCallId);
+      else state.tools.decide(toolCallId, { approved: true });
+      if (options?.remember) state.publishDetails();
+    },
+    {
+      validator: (toolCallId: string, options?: ApproveOptions) => {
+        requireApproval(state, toolCallId);
+        if (options !== undefined && options !== null) {
+          if (typeof options !== "object" || Array.isArray(options))
+            throw new Error("Invalid options: must be an object { remember? }");
+          for (const key of Object.keys(options))
+            if (key !== "remember") throw new Error(`Invalid options: "${key}" is not an approve option (remember)`);
+          if (options.remember !== undefined && typeof options.remember !== "boolean")
+            throw new Error(`Invalid options: "remember" must be a boolean`);
+        }
+      },
+    },
+  );
+  setHandler(
+    setApprovalPolicyUpdate,
+    (policy) => {
+      state.tools.setPolicy(policy);
+      state.publishDetails();
+      return policy;
+    },
+    {
+      validator: (policy) => {
+        if (state.stopReason !== undefined && !state.waitingForPrompt)
+          throw new Error(`The run has ended (${state.stopReason})`);
+        const problem = approvalPolicyProblem(policy, "policy");
+        if (problem) throw new Error(`Invalid approval policy: ${problem}`);
+        const size = overBudget("policy", jsonBytes(policy), BUDGETS.messageBytes);
+        if (size) throw new Error(`Invalid approval policy: ${size}`);
+      },
+    },
+  );
+  setHandler(
+    submitToolResultUpdate,
+    (toolCallId: string, result: unknown, options?: SubmitToolResultOptions) =>
+      state.tools.submitClientResult(toolCallId, clientResultOutput(result, options?.isError === true)),
+    {
+      validator: (toolCallId: string, result: unknown, options?: SubmitToolResultOptions) => {
+        const wait = typeof toolCallId === "string" ? state.tools.clientWaitFor(toolCallId) : undefined;
+        if (!wait) {
+          const waiting = state.tools.waitingClientResults().map((w) => w.toolCallId);
+          throw new Error(
+            `No client tool call "${String(toolCallId)}" is waiting for a result${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`,
+          );
+        }
+        if (options !== undefined && options !== null) {
+          if (typeof options !== "object" || Array.isArray(options))
+            throw new Error("Invalid options: must be an object { isError? }");
+          for (const key of Object.keys(options))
+            if (key !== "isError") throw new Error(`Invalid options: "${key}" is not a result option (isError)`);
+          if (options.isError !== undefined && typeof options.isError !== "boolean")
+            throw new Error(`Invalid options: "isError" must be a boolean`);
+        }
+        const problem = clientResultProblem(wait.resultSchema, result, options?.isError === true);
+        if (problem) throw new Error(`Invalid result for ${wait.pending.toolName}: ${problem}`);
+      },
+    },
+  );
   setHandler(
     denyUpdate,
     (toolCallId, reason) => state.tools.decide(toolCallId, { approved: false, ...(reason ? { reason } : {}) }),

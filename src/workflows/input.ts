@@ -6,6 +6,8 @@
 import { compileRetryPolicy, msToNumber } from "@temporalio/common";
 import { BUDGETS, jsonBytes, overBudget } from "./budgets.js";
 import { messageProblem } from "./message-schema.js";
+import { approvalPolicyProblem } from "./approval-policy.js";
+import { clientToolsProblem } from "./client-tools.js";
 import { checkWebhookField } from "../webhooks/field.js";
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -160,7 +162,31 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
     if (n !== undefined && (typeof n !== "number" || !Number.isInteger(n) || n < 1))
       return `"continueAsNew.afterTurns" must be a positive integer`;
   }
+  if (input.approvalPolicy !== undefined) {
+    const policy = approvalPolicyProblem(input.approvalPolicy);
+    if (policy) return policy;
+  }
+  if (input.clientTools !== undefined) {
+    const client = clientToolsProblem(input.clientTools, checkDuration);
+    if (client) return client;
+  }
   return checkSession(input.session) ?? checkWebhookField(input.webhook);
+}
+
+/** Typed results: `output` a JSON Schema object, `outputRetries` a non-negative integer, only with `output`. */
+function checkOutput(input: Record<string, unknown>): string | undefined {
+  const schema = input.output;
+  if (schema !== undefined) {
+    if (!isObject(schema)) return `"output" must be a JSON Schema object (e.g. a TypeBox schema)`;
+    const type = schema.type;
+    if (type !== undefined && typeof type !== "string" && !(Array.isArray(type) && type.every((t) => typeof t === "string")))
+      return `"output.type" must be a JSON Schema type name or a list of them`;
+  }
+  const retries = input.outputRetries;
+  if (retries === undefined) return undefined;
+  if (typeof retries !== "number" || !Number.isInteger(retries) || retries < 0)
+    return `"outputRetries" must be a non-negative integer`;
+  return schema === undefined ? `"outputRetries" needs "output" (the schema of the typed result)` : undefined;
 }
 
 /** Checks a message a person sends in (steer, follow-up, prompt): text or a user message, within its byte budget. */
@@ -191,12 +217,18 @@ export const RUN_INPUT_FIELDS = [
   "modelActivity",
   "session",
   "approvalTimeout",
+  "approvalPolicy",
+  "clientTools",
   "toolResultLimits",
   "contextBudgetTokens",
   "compaction",
   "continueAsNew",
   "webhook",
+  "output",
+  "outputRetries",
 ] as const;
+/** The fields of typed results: runs recorded before them treat them as unknown (see TYPED_OUTPUT_PATCH). */
+export const TYPED_OUTPUT_FIELDS: readonly string[] = ["output", "outputRetries"];
 /** Fields the loop itself sets (`AgentRunWorkflowInput`): a continued run's carry, a sub-agent's depth. */
 const INTERNAL_FIELDS = ["continued", "subAgentDepth"];
 const REQUIRED_FIELDS = ["model", "prompt"];
@@ -252,9 +284,14 @@ function missingNearMiss(input: Record<string, unknown>): string | undefined {
  * The first field of the input that no run input has, with the known field it most likely misspells; undefined
  * when every field is known. `alsoNamed`: more names to suggest (a caller's own options, e.g. startAgentRun's).
  */
-export function unknownFieldProblem(input: unknown, alsoNamed: readonly string[] = []): string | undefined {
+export function unknownFieldProblem(
+  input: unknown,
+  alsoNamed: readonly string[] = [],
+  /** Known fields to treat as unknown (a run that replays as recorded before they existed). */
+  unknownToo: readonly string[] = [],
+): string | undefined {
   if (!isObject(input)) return undefined;
-  const field = Object.keys(input).find((k) => !KNOWN_FIELDS.has(k));
+  const field = Object.keys(input).find((k) => !KNOWN_FIELDS.has(k) || unknownToo.includes(k));
   return field === undefined ? undefined : unknownField(field, [...RUN_INPUT_FIELDS, ...alsoNamed]);
 }
 
@@ -266,6 +303,11 @@ export interface RunInputChecks {
   unknownFields?: boolean;
   /** More names to suggest for an unknown field (a caller's own options, e.g. startAgentRun's). */
   alsoNamed?: readonly string[];
+  /**
+   * Check the typed-result fields (default true). The workflow passes false for a run that replays as
+   * recorded before them (see TYPED_OUTPUT_PATCH).
+   */
+  output?: boolean;
 }
 
 /** Returns a message naming the first bad field, or undefined when the input is usable. */
@@ -278,6 +320,7 @@ export function validateRunInput(input: unknown, checks: RunInputChecks = {}): s
     checkModel(input.model) ??
     checkPrompt(prompt) ??
     checkOptional(input) ??
+    (checks.output === false ? undefined : checkOutput(input)) ??
     overBudget("prompt", jsonBytes(prompt), BUDGETS.promptBytes) ??
     overBudget("run input (without prompt)", jsonBytes(rest), BUDGETS.inputBytes)
   );

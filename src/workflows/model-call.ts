@@ -74,7 +74,7 @@ export function callModel(run: RunContext, retriedOverflow = false): Promise<Ass
       model,
       systemPrompt: input.systemPrompt,
       context: modelContextRef(state.conversation),
-      tools: modelTools(setup),
+      tools: modelTools(setup, run.output),
       turn: state.turn,
       ...(route ? { route: true, doneAt: true } : {}),
     },

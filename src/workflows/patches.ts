@@ -74,3 +74,21 @@ export function hasChange(change: BaselineChange): boolean {
  * AgentStatus "failed". Asked only when refused: other runs record no marker.
  */
 export const REFUSED_STATUS_PATCH = "jai-refused-status-v1" as const;
+/**
+ * Approval policies (rules that allow, ask or deny, and tools approved with `remember`). Asked only for a call of
+ * a run that has a policy or a remembered tool, where the decision is made: other runs record no marker, and a
+ * run recorded before it (by code that ignored such a field) replays with each tool's own `requiresApproval`.
+ */
+export const APPROVAL_POLICY_PATCH = "jai-approval-policy-v1" as const;
+/**
+ * Client-side tools (`clientTools` in the run's input): offered to the model and answered by a client. Asked only
+ * by a run whose input declares some, before its first model call: runs recorded before it offered none.
+ */
+export const CLIENT_TOOLS_PATCH = "jai-client-tools-v1" as const;
+
+/**
+ * After the baselines (a plain `patched`): typed results (run input `output`, docs/typed-results.md). Asked
+ * only when the input has `output` or `outputRetries`: runs recorded before ignored those fields (or refused
+ * them as unknown), and replay that way; other runs record no marker.
+ */
+export const TYPED_OUTPUT_PATCH = "jai-typed-output-v1" as const;

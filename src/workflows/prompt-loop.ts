@@ -8,13 +8,26 @@
  */
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type { AgentEvent, AgentMessage, AgentStopReason } from "../contracts.js";
-import type { ExecuteToolOutput, PromptLoopState } from "./wire.js";
+import type { CheckOutputInput, CheckOutputVerdict, ExecuteToolOutput, PromptLoopState } from "./wire.js";
 import type { RunState } from "./run-state.js";
+import { toolResultMessage } from "../common/tool-result.js";
+import { errorOutput } from "./tool-output.js";
+import { ANSWER_ACCEPTED, NOT_ALONE, OUTPUT_TOOL, outputCorrection } from "./output-schema.js";
 
 /** How one prompt's loop ended. */
 export interface LoopOutcome {
   stopReason: AgentStopReason;
   errorMessage?: string;
+  /** Typed output: the validated final answer (stopReason "stop"). */
+  output?: unknown;
+}
+
+/** Typed results (the run's `output`, docs/typed-results.md): how final answers are checked. */
+export interface OutputEffects {
+  /** Invalid final answers the model may correct; one more ends the prompt with stopReason "error". */
+  retries: number;
+  /** Checks one candidate (the final tool's arguments, or an answer's text) against the schema. */
+  check(candidate: CheckOutputInput["candidate"]): Promise<CheckOutputVerdict>;
 }
 
 /** What the loop does to the world; everything else it does to `RunState`. */
@@ -35,6 +48,8 @@ export interface LoopEffects {
   continueAsNewDue(): boolean;
   /** Continues as new carrying `loop`. Contract: returns only when that could not happen (the loop then goes on here). */
   continueAsNew(loop: PromptLoopState): Promise<void>;
+  /** Typed output; absent when the run has none (the loop is then exactly pi-agent-core's). */
+  output?: OutputEffects;
 }
 
 /** Messages enter the transcript with their start and end events. */
@@ -60,6 +75,7 @@ export async function runPrompt(
   let lastStop: AssistantMessage["stopReason"] = resume?.lastStop ?? "stop";
   let first = !resume;
   let moreToolCalls = resume?.moreToolCalls ?? true;
+  let outputFailures = resume?.outputFailures ?? 0;
   // A resumed loop's agent_start was emitted by the run it continued from.
   state.loopStarted(resume !== undefined);
   if (!resume) {
@@ -89,6 +105,7 @@ export async function runPrompt(
           pending: [],
           lastStop,
           ...(prompt ? { promptId: prompt.id, promptStart: prompt.start } : {}),
+          ...(outputFailures > 0 ? { outputFailures } : {}),
         });
       }
       if (!first) emit({ type: "turn_start" });
@@ -109,16 +126,41 @@ export async function runPrompt(
       }
 
       const toolCalls = message.content.filter((c): c is ToolCall => c.type === "toolCall");
+      // Typed output: final-tool calls are the loop's to judge; the other calls run as tools.
+      const { output } = effects;
+      const finals = output ? toolCalls.filter((c) => c.name === OUTPUT_TOOL) : [];
+      const calls = finals.length > 0 ? toolCalls.filter((c) => c.name !== OUTPUT_TOOL) : toolCalls;
       let toolResults: ToolResultMessage[] = [];
       let terminate = false;
-      if (toolCalls.length > 0) {
-        state.setPhase("running_tools", `${toolCalls.length} tool call${toolCalls.length > 1 ? "s" : ""}`);
-        const outcomes = await effects.runTools(toolCalls);
+      if (calls.length > 0) {
+        state.setPhase("running_tools", `${calls.length} tool call${calls.length > 1 ? "s" : ""}`);
+        const outcomes = await effects.runTools(calls);
         toolResults = outcomes.map((o) => o.message);
         terminate = outcomes.every((o) => o.output.result.terminate === true);
       }
+      const judged =
+        output && (finals.length > 0 || toolCalls.length === 0)
+          ? await judgeAnswer(state, effects, output, message, finals, calls.length > 0)
+          : undefined;
+      if (judged) toolResults = [...toolResults, ...judged.results];
       emit({ type: "turn_end", message, toolResults });
       if (terminate) return finish({ stopReason: "terminate" });
+      if (judged) {
+        const { verdict } = judged;
+        if (verdict.ok) return finish({ stopReason: "stop", output: verdict.output });
+        outputFailures++;
+        if (verdict.fatal || outputFailures > output!.retries) {
+          const why = verdict.fatal
+            ? verdict.error
+            : `no valid final answer after ${outputFailures} attempt${outputFailures > 1 ? "s" : ""}; the last: ${verdict.error}`;
+          return finish({ stopReason: "error", errorMessage: `Typed output: ${why}` });
+        }
+        // The model has the error (a tool result, or a user message): another turn.
+        moreToolCalls = true;
+        lastStop = message.stopReason;
+        state.inbox.takeSteering();
+        continue;
+      }
       moreToolCalls = toolCalls.length > 0;
       lastStop = message.stopReason;
       state.inbox.takeSteering();
@@ -127,4 +169,52 @@ export async function runPrompt(
     moreToolCalls = true;
   }
   return finish({ stopReason: lastStop === "length" ? "length" : "stop" });
+}
+
+/** The text of an assistant message (its text blocks, joined). */
+const textOf = (message: AssistantMessage) =>
+  message.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("");
+
+/**
+ * Typed output: judges this turn's final answer, its final-tool calls or, when it called no tool, its text.
+ * Every final-tool call gets its result (the error, or "Answer accepted."), with its tool_execution events;
+ * a text answer that fails gets a user message naming the error. Both enter the transcript before turn_end.
+ */
+async function judgeAnswer(
+  state: RunState,
+  effects: LoopEffects,
+  output: OutputEffects,
+  message: AssistantMessage,
+  finals: ToolCall[],
+  othersRan: boolean,
+): Promise<{ verdict: CheckOutputVerdict; results: ToolResultMessage[] }> {
+  const { emit } = effects;
+  if (finals.length === 0) {
+    const verdict = await output.check({ text: textOf(message) });
+    if (!verdict.ok && !verdict.fatal)
+      enter(state, [{ role: "user", content: outputCorrection(verdict.error), timestamp: Date.now() }], emit);
+    return { verdict, results: [] };
+  }
+  for (const call of finals)
+    emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+  const verdict: CheckOutputVerdict =
+    finals.length > 1 || othersRan
+      ? { ok: false, error: NOT_ALONE }
+      : await output.check({ args: finals[0].arguments });
+  const results = finals.map((call) => {
+    const out: ExecuteToolOutput = verdict.ok
+      ? { result: { content: [{ type: "text", text: ANSWER_ACCEPTED }], details: {} }, isError: false }
+      : errorOutput(verdict.error);
+    emit({
+      type: "tool_execution_end",
+      toolCallId: call.id,
+      toolName: call.name,
+      result: out.result,
+      isError: out.isError,
+    });
+    const result = toolResultMessage(call.id, call.name, out, Date.now());
+    enter(state, [result], emit);
+    return result;
+  });
+  return { verdict, results };
 }

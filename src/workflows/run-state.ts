@@ -27,7 +27,8 @@ import {
   AgentTotalTokens,
   AgentTurns,
 } from "./search-attributes.js";
-import { approvalDetails, runDetails } from "./summary.js";
+import { approvalDetails, clientResultDetails, runDetails } from "./summary.js";
+import { policyLine } from "./approval-policy.js";
 import { ToolBatchState } from "./tool-batch-state.js";
 
 export { withoutDetails } from "./conversation.js";
@@ -121,6 +122,8 @@ export class RunState {
   previousRunId?: string;
   stopReason?: AgentStopReason;
   errorMessage?: string;
+  /** Typed output: the last prompt's validated final answer (run input `output`). */
+  output?: unknown;
   /** Search attribute values last upserted, by name; undefined while the run does not upsert them (see enableSearchAttributes). */
   private searchAttributes?: Map<string, unknown>;
 
@@ -157,14 +160,15 @@ export class RunState {
   }
 
   /** A prompt's loop ended: the run's outcome so far, and the prompt's answer when it was a session prompt. */
-  promptEnded(outcome: { stopReason: AgentStopReason; errorMessage?: string }): void {
+  promptEnded(outcome: { stopReason: AgentStopReason; errorMessage?: string; output?: unknown }): void {
     this.stopReason = outcome.stopReason;
     this.errorMessage = outcome.errorMessage;
+    this.output = outcome.output;
     this.answerPrompt(outcome);
   }
 
   /** Records the current session prompt's answer (positions over the chain's new messages). */
-  private answerPrompt(outcome: { stopReason: AgentStopReason; errorMessage?: string }): void {
+  private answerPrompt(outcome: { stopReason: AgentStopReason; errorMessage?: string; output?: unknown }): void {
     this.inbox.answerPrompt(outcome, this.conversation.newMessagesEnd());
   }
 
@@ -181,6 +185,7 @@ export class RunState {
     if (message) {
       this.stopReason = undefined;
       this.errorMessage = undefined;
+      this.output = undefined;
     }
     return message;
   }
@@ -223,6 +228,7 @@ export class RunState {
       ...fitMessages(messages, Math.max(0, Math.min(answer.end, omitted) - answer.start)),
       stopReason: answer.stopReason,
       ...(answer.errorMessage !== undefined ? { errorMessage: answer.errorMessage } : {}),
+      ...(answer.output !== undefined ? { output: answer.output } : {}),
     };
   }
 
@@ -251,6 +257,9 @@ export class RunState {
       stopReason: this.stopReason,
       errorMessage: this.errorMessage,
       ...(inbox.dropped.length > 0 ? { dropped: [...inbox.dropped] } : {}),
+      ...(this.tools.policy !== undefined ? { approvalPolicy: this.tools.policy } : {}),
+      ...(this.tools.remembered.length > 0 ? { rememberedTools: [...this.tools.remembered] } : {}),
+      ...(this.tools.clientWaits.size > 0 ? { pendingClientResults: this.tools.waitingClientResults() } : {}),
     };
   }
 
@@ -270,14 +279,23 @@ export class RunState {
   publishDetails(extra?: string): void {
     const s = this.snapshot();
     const waiting = s.pendingApprovals.length > 0 ? `${s.pendingApprovals.length} awaiting approval` : undefined;
+    const clients = s.pendingClientResults?.length
+      ? `${s.pendingClientResults.length} awaiting a client's result`
+      : undefined;
     const line = runDetails(
       s.status,
       s.phase.replace("_", " "),
       s.turn,
       s.usage,
-      [extra, waiting].filter(Boolean).join(" · ") || undefined,
+      [extra, waiting, clients].filter(Boolean).join(" · ") || undefined,
     );
-    this.publisher.details(s.pendingApprovals.length > 0 ? `${line}\n\n${approvalDetails(s.pendingApprovals)}` : line);
+    // Shown only when the run has them, so runs without a policy or client tools publish what they always did.
+    const more = [
+      policyLine(this.tools.policy, this.tools.remembered),
+      s.pendingClientResults?.length ? clientResultDetails(s.pendingClientResults) : undefined,
+    ].filter(Boolean);
+    const full = s.pendingApprovals.length > 0 ? `${line}\n\n${approvalDetails(s.pendingApprovals)}` : line;
+    this.publisher.details(more.length ? `${full}\n\n${more.join("\n\n")}` : full);
     this.publishSearchAttributes(s);
   }
 
@@ -347,6 +365,8 @@ export class RunState {
       ...(!loop && this.stopReason !== undefined ? { stopReason: this.stopReason } : {}),
       dropped: inbox.dropped.slice(-CARRIED_DROPPED),
       ...(loop ? { loop: { ...loop, pending: inbox.pendingInput } } : {}),
+      ...(!loop && this.output !== undefined ? { output: this.output } : {}),
+      ...(this.tools.approvalsCarry() ? { approvals: this.tools.approvalsCarry() } : {}),
     };
     let left = budgetBytes - jsonBytes(fixed) - 1000;
     const { kept, left: omitted } = newest(
@@ -375,6 +395,7 @@ export class RunState {
     this.turn = carry.turn;
     this.everStarted = true;
     this.previousRunId = previousRunId;
+    this.output = carry.output;
     // Queued messages this run's input carries are held there (see `UserInputRef`).
     const held = (queue: string, messages: AgentMessage[]) =>
       messages.forEach((m, i) => this.conversation.noteInput(m, `carried:${queue}:${i}`));

@@ -75,6 +75,9 @@ export async function runSubAgent(
     maxTurns: sub.maxTurns ?? DEFAULT_SUB_AGENT_TURNS,
     ...(sub.systemPrompt !== undefined ? { systemPrompt: sub.systemPrompt } : {}),
     ...(sub.toolExecution !== undefined ? { toolExecution: sub.toolExecution } : {}),
+    // Typed results: the child validates its own answer; its output is this call's result.
+    ...(sub.output !== undefined ? { output: sub.output } : {}),
+    ...(sub.outputRetries !== undefined ? { outputRetries: sub.outputRetries } : {}),
     subAgentDepth: depth,
   };
   try {
@@ -89,15 +92,24 @@ export async function runSubAgent(
     })) as AgentRunResult;
     run.state.conversation.addUsage(result.usage);
     const failed = result.stopReason === "error" || result.stopReason === "aborted";
+    const typed = result.output !== undefined;
     const text =
-      finalText(result) ||
+      (typed ? JSON.stringify(result.output) : finalText(result)) ||
       (failed
         ? `Sub-agent ${spec.name} ended: ${result.stopReason}${result.errorMessage ? ` (${result.errorMessage})` : ""}`
         : "");
     return {
       result: {
         content: [{ type: "text", text }],
-        details: { subAgent: { workflowId, stopReason: result.stopReason, turns: result.turns, usage: result.usage } },
+        details: {
+          subAgent: {
+            workflowId,
+            stopReason: result.stopReason,
+            turns: result.turns,
+            usage: result.usage,
+            ...(typed ? { output: result.output } : {}),
+          },
+        },
       },
       isError: failed,
     };

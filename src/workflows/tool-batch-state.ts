@@ -1,16 +1,33 @@
 /**
- * The batch of tool calls being run and the calls waiting for a person. A part
- * of `RunState` that only this file writes; tool-calls.ts runs the batch
- * through its intent methods, the approve/deny handlers decide through `decide`.
+ * The batch of tool calls being run, the calls waiting for a person or a
+ * client, and the run's approval policy. A part of `RunState` that only this
+ * file writes; tool-calls.ts runs the batch through its intent methods, the
+ * approve/deny handlers decide through `decide`, the policy and client-result
+ * handlers through `setPolicy` and `submitClientResult`.
  */
 import type { ToolCall } from "@jai/ai";
-import type { ApprovalDecision, PendingApproval, PendingToolCall } from "../contracts.js";
-import type { ExecuteToolOutput } from "./wire.js";
+import type {
+  ApprovalDecision,
+  ApprovalPolicy,
+  PendingApproval,
+  PendingClientResult,
+  PendingToolCall,
+} from "../contracts.js";
+import type { ContinuedRun, ExecuteToolOutput } from "./wire.js";
 
 /** One tool call waiting for a person. */
 export interface ApprovalWait {
   pending: PendingApproval;
   decision?: ApprovalDecision;
+}
+
+/** One client tool call waiting for a client's result. */
+export interface ClientWait {
+  pending: PendingClientResult;
+  /** The tool's result schema, which a submitted result must satisfy. */
+  resultSchema?: Record<string, unknown>;
+  /** The submitted result, once a client sent it. */
+  output?: ExecuteToolOutput;
 }
 
 /** The batch being run: its calls' outputs as they complete, for a clean end on cancellation. */
@@ -30,6 +47,14 @@ export class ToolBatchState {
   batch?: ToolBatch;
   /** Calls waiting for a person, by tool-call id. */
   approvals = new Map<string, ApprovalWait>();
+  /** The run's approval policy as it stands (set at start, changed by an operator); undefined when it has none. */
+  policy?: ApprovalPolicy;
+  /** The policy the current batch follows: the run's as it stood when the batch began. */
+  batchPolicy?: ApprovalPolicy;
+  /** Tools a person approved with `remember`, in the order they were. */
+  remembered: string[] = [];
+  /** Client tool calls waiting for a client's result, by tool-call id. */
+  clientWaits = new Map<string, ClientWait>();
 
   /** A batch begins: every call is pending, none started. */
   begin(calls: ToolCall[]): ToolBatch {
@@ -40,6 +65,7 @@ export class ToolBatchState {
       started: false,
     }));
     this.pending = [...entries];
+    this.batchPolicy = this.policy;
     this.batch = {
       toolCallIds: calls.map((c) => c.id),
       outputs: calls.map(() => undefined),
@@ -88,11 +114,12 @@ export class ToolBatchState {
     return this.pending.some((p) => p.toolCallId === toolCallId && announced?.has(p));
   }
 
-  /** The run was cancelled: no batch, no call waiting for a person. */
+  /** The run was cancelled: no batch, no call waiting for a person or a client. */
   clear(): void {
     this.pending = [];
     this.batch = undefined;
     this.approvals.clear();
+    this.clientWaits.clear();
   }
 
   /** Call `index` of the current batch waits for a person from `since` (ISO time). */
@@ -116,6 +143,69 @@ export class ToolBatchState {
   /** A person decided on call `toolCallId`. Contract: the handler's validator checked it waits (`waitingFor`). */
   decide(toolCallId: string, decision: ApprovalDecision): void {
     this.approvals.get(toolCallId)!.decision = decision;
+  }
+
+  /**
+   * A person approved call `toolCallId` and said to stop asking for its tool: later calls of that tool run
+   * without asking, and so do calls of it waiting now. Contract: the validator checked it waits.
+   */
+  approveAndRemember(toolCallId: string): void {
+    const name = this.approvals.get(toolCallId)!.pending.toolName;
+    if (!this.remembered.includes(name)) this.remembered.push(name);
+    for (const wait of this.approvals.values())
+      if (!wait.decision && wait.pending.toolName === name) wait.decision = { approved: true };
+  }
+
+  /** The run's policy from now on (each batch takes it up when it begins). */
+  setPolicy(policy: ApprovalPolicy | undefined): void {
+    this.policy = policy;
+  }
+
+  /** A run starts: the policy and remembered tools a continued run carried, else its input's policy. */
+  startApprovals(carried: ContinuedRun["approvals"], inputPolicy: ApprovalPolicy | undefined): void {
+    this.policy = carried ? carried.policy : inputPolicy;
+    this.remembered = [...(carried?.remembered ?? [])];
+  }
+
+  /** What continue-as-new carries of the approvals (nothing when the run never had a policy nor remembered a tool). */
+  approvalsCarry(): ContinuedRun["approvals"] {
+    if (this.policy === undefined && this.remembered.length === 0) return undefined;
+    return {
+      ...(this.policy !== undefined ? { policy: this.policy } : {}),
+      ...(this.remembered.length ? { remembered: [...this.remembered] } : {}),
+    };
+  }
+
+  /** Call `index` of the current batch (a client tool's) waits for a client's result from `since` (ISO time). */
+  awaitClient(index: number, pending: PendingClientResult, resultSchema?: Record<string, unknown>): ClientWait {
+    const wait: ClientWait = { pending, ...(resultSchema ? { resultSchema } : {}) };
+    this.clientWaits.set(pending.toolCallId, wait);
+    const entry = this.batch?.entries[index];
+    if (entry) entry.waitingForClient = true;
+    return wait;
+  }
+
+  /** A client submitted call `toolCallId`'s result. Contract: the validator checked it waits (`waitingForClient`). */
+  submitClientResult(toolCallId: string, output: ExecuteToolOutput): void {
+    this.clientWaits.get(toolCallId)!.output = output;
+  }
+
+  /** Call `toolCallId` no longer waits for a client (answered, timed out, skipped or cancelled). */
+  clientWaitEnded(index: number, toolCallId: string): void {
+    this.clientWaits.delete(toolCallId);
+    const entry = this.batch?.entries[index];
+    if (entry) delete entry.waitingForClient;
+  }
+
+  /** The client tool call `toolCallId` if it waits for a result. */
+  clientWaitFor(toolCallId: string): ClientWait | undefined {
+    const wait = this.clientWaits.get(toolCallId);
+    return wait && !wait.output ? wait : undefined;
+  }
+
+  /** The client tool calls waiting for a result. */
+  waitingClientResults(): PendingClientResult[] {
+    return [...this.clientWaits.values()].filter((w) => !w.output).map((w) => ({ ...w.pending }));
   }
 
   /** Whether call `toolCallId` waits for a decision. */

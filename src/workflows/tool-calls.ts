@@ -8,6 +8,8 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
+  proxySinks,
   TimeoutFailure,
   type ActivityOptions,
   type LocalActivityOptions,
@@ -15,8 +17,11 @@ import {
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
 import { toolResultMessage } from "../common/tool-result.js";
 import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activities.js";
-import type { AgentEvent, ToolExecutionMode } from "../contracts.js";
-import type { ExecuteToolInput, ExecuteToolOutput, ToolSpec } from "./wire.js";
+import type { AgentEvent, ClientToolDeclaration, ToolExecutionMode } from "../contracts.js";
+import type { AgentSinks } from "./definitions.js";
+import { policyDenial, policyVerdict } from "./approval-policy.js";
+import { clientToolSpecs } from "./client-tools.js";
+import type { ExecuteToolInput, ExecuteToolOutput, RunSetup, ToolSpec } from "./wire.js";
 import type { Conversation } from "./conversation.js";
 import type { RunContext } from "./run-context.js";
 import type { RunState } from "./run-state.js";
@@ -25,12 +30,24 @@ import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";
-import { LOCAL_ACTIVITIES_PATCH, hasChange } from "./patches.js";
+import { APPROVAL_POLICY_PATCH, LOCAL_ACTIVITIES_PATCH, hasChange } from "./patches.js";
+
+const { agent } = proxySinks<AgentSinks>();
 
 /** How a tool's calls run when neither the tool nor the run says. */
 export const DEFAULT_TOOL_EXECUTION: ToolExecutionMode = "parallel";
 export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
 export const ABORTED_BY_CANCEL = "Aborted: the run was cancelled before this tool call finished.";
+
+/**
+ * The run's setup with its client tools added (offered to the model like the worker's), or why it cannot have
+ * them: a client tool named like a worker tool.
+ */
+export function withClientTools(setup: RunSetup, declared: ClientToolDeclaration[]): RunSetup | string {
+  const clash = declared.find((d) => setup.tools.some((t) => t.name === d.name));
+  if (clash) return `"clientTools": "${clash.name}" is the name of a worker tool; a client tool needs a name of its own`;
+  return { ...setup, tools: [...setup.tools, ...clientToolSpecs(declared)] };
+}
 
 export function resultOf(call: ToolCall, output: ExecuteToolOutput): ToolResultMessage {
   return toolResultMessage(call.id, call.name, output, Date.now());
@@ -125,7 +142,7 @@ export function closeCancelledBatch(state: RunState, calls: ToolCall[], emit: (e
   tools.clear();
 }
 
-/** Approval (when the tool asks for it), then execution. */
+/** Approval (when the policy or the tool asks for it), then execution. */
 function processCall(
   run: RunContext,
   spec: ToolSpec | undefined,
@@ -133,8 +150,25 @@ function processCall(
   index: number,
 ): Promise<ExecuteToolOutput> {
   if (!spec) return Promise.resolve(errorOutput(`Tool ${call.name} not found`));
+  const tools = run.state.tools;
+  // Only a run with a policy or a remembered tool asks the patch (see APPROVAL_POLICY_PATCH).
+  if ((tools.batchPolicy !== undefined || tools.remembered.length > 0) && patched(APPROVAL_POLICY_PATCH))
+    return byPolicy(run, spec, call, index);
   if (spec.approval) return approveThenExecute(run, spec, call, index);
   return execute(run, spec, call, index);
+}
+
+/**
+ * The batch's policy decides: a deny rule refuses the call (the model sees why), allow or a tool approved with
+ * `remember` runs it, ask waits for a person, "tool" leaves it to the tool's `requiresApproval`.
+ */
+function byPolicy(run: RunContext, spec: ToolSpec, call: ToolCall, index: number): Promise<ExecuteToolOutput> {
+  const verdict = policyVerdict(run.state.tools.batchPolicy, call.name);
+  if (verdict.action === "deny") return Promise.resolve(errorOutput(policyDenial(call.name, verdict)));
+  if (verdict.action === "allow" || run.state.tools.remembered.includes(call.name))
+    return execute(run, spec, call, index);
+  if (verdict.action === "ask") return approveThenExecute(run, spec, call, index, true);
+  return spec.approval ? approveThenExecute(run, spec, call, index) : execute(run, spec, call, index);
 }
 
 async function approveThenExecute(
@@ -142,9 +176,10 @@ async function approveThenExecute(
   spec: ToolSpec,
   call: ToolCall,
   index: number,
+  ask = false,
 ): Promise<ExecuteToolOutput> {
-  let needsApproval = spec.approval === "always";
-  if (spec.approval === "predicate") {
+  let needsApproval = ask || spec.approval === "always";
+  if (!ask && spec.approval === "predicate") {
     const check = await checkApproval(spec, call);
     if (check.error) return errorOutput(check.error);
     needsApproval = check.needsApproval;
@@ -160,7 +195,53 @@ async function approveThenExecute(
 /** The call's execution starts (the state query says so from here on, not while it waits for approval). */
 function execute(run: RunContext, spec: ToolSpec, call: ToolCall, index: number): Promise<ExecuteToolOutput> {
   run.state.tools.executing(index);
+  if (spec.client) return awaitClientResult(run, spec, call, index);
   return spec.subAgent ? runSubAgent(run, spec, spec.subAgent, call, index) : executeCall(run, spec, call, index);
+}
+
+/**
+ * A client tool's call: waits as a workflow condition (no worker held) until a client submits its result (the
+ * `submitToolResult` update, checked by its validator), steering skips it, or its timeout makes it an error.
+ */
+async function awaitClientResult(
+  run: RunContext,
+  spec: ToolSpec,
+  call: ToolCall,
+  index: number,
+): Promise<ExecuteToolOutput> {
+  const { state } = run;
+  const timeout = spec.client?.timeout;
+  const wait = state.tools.awaitClient(
+    index,
+    {
+      toolCallId: call.id,
+      toolName: call.name,
+      args: call.arguments,
+      since: new Date(Date.now()).toISOString(),
+      ...(timeout !== undefined ? { timeout } : {}),
+    },
+    spec.client?.result,
+  );
+  state.publishDetails();
+  agent.emit({
+    type: "tool_execution_update",
+    toolCallId: call.id,
+    toolName: call.name,
+    partial: {
+      content: [{ type: "text", text: `Waiting for a client to submit the result of ${call.name} (${call.id}).` }],
+      details: { waitingFor: "client", ...(timeout !== undefined ? { timeout } : {}) },
+    },
+  });
+  try {
+    const decided = () => wait.output !== undefined || state.inbox.steering.length > 0;
+    const inTime = timeout === undefined ? (await condition(decided), true) : await condition(decided, timeout);
+    if (wait.output) return wait.output;
+    if (!inTime) return errorOutput(`Tool ${call.name}: no result from the client within ${String(timeout)}.`);
+    return errorOutput(SKIPPED_BY_STEERING);
+  } finally {
+    state.tools.clientWaitEnded(index, call.id);
+    state.publishDetails();
+  }
 }
 
 /** Asks the tool's approval predicate in the worker; its failure is the call's error result, never the run's. */

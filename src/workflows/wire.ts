@@ -11,6 +11,7 @@ import type { TSchema } from "@sinclair/typebox";
 import type {
   AgentMessage,
   AgentRunInput,
+  ApprovalPolicy,
   AgentStopReason,
   AgentToolResult,
   DroppedMessage,
@@ -68,6 +69,10 @@ export interface ContinuedRun {
   dropped?: DroppedMessage[];
   /** Where the prompt being processed stands; absent when a session waits for its next prompt. */
   loop?: PromptLoopState;
+  /** A session waiting for its next prompt: its last prompt's typed output (the result's, if it is closed now). */
+  output?: unknown;
+  /** The approval policy as it stands (an operator may have changed it) and the tools approved with `remember`. */
+  approvals?: { policy?: ApprovalPolicy; remembered?: string[] };
 }
 
 /** Internal: where a session prompt's answer is among the chain's new messages. */
@@ -82,6 +87,8 @@ export interface PromptAnswer {
   stopReason: AgentStopReason;
   /** Set when they ended on an error. */
   errorMessage?: string;
+  /** Typed output: the prompt's validated final answer (the inbox records the loop's outcome as it is). */
+  output?: unknown;
 }
 
 /** Internal: the agent loop of one prompt, between two turns. */
@@ -99,7 +106,23 @@ export interface PromptLoopState {
   promptStart?: number;
   /** The last assistant message's stop reason. */
   lastStop: AssistantMessage["stopReason"];
+  /** Typed output: this prompt's final answers that failed validation so far (absent: none). */
+  outputFailures?: number;
 }
+
+/** Input of the `checkOutput` local activity: one candidate final answer of a run with a typed `output`. */
+export interface CheckOutputInput {
+  /** The run's `output` schema (plain JSON Schema). */
+  schema: TSchema;
+  /** The candidate: the `final_answer` call's arguments, or the text of an answer without tool calls. */
+  candidate: { args: Record<string, unknown> } | { text: string };
+}
+
+/**
+ * Output of the `checkOutput` local activity: the validated (and coerced) output, or the error the model
+ * gets; `fatal`: no answer can pass (the schema itself is unusable, or the check failed): the prompt ends.
+ */
+export type CheckOutputVerdict = { ok: true; output: unknown } | { ok: false; error: string; fatal?: boolean };
 
 export interface ToolSpec {
   /** Tool name. */
@@ -120,6 +143,8 @@ export interface ToolSpec {
   local?: boolean;
   /** Calls start a child agent run (see `agentTool`). */
   subAgent?: SubAgentSpec;
+  /** A client tool (declared in the run's input): a call waits for a client's result instead of running. */
+  client?: { result?: Record<string, unknown>; timeout?: Duration };
 }
 
 /** Output of the setup activity. */
