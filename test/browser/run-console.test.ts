@@ -1,22 +1,16 @@
 /** The run console in a real browser (Debian chromium via playwright-core), and `npm run watch` on a running and a finished run. */
 import { spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { launchChromium } from "../../scripts/chromium.js";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import { startRunEventsService } from "../../src/events/serve.js";
 import type { AgentTool } from "../../src/types.js";
 import { createAgentWorker } from "../../src/worker.js";
-import { fauxModel, openTestEnv, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { fauxModel, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const lookup: AgentTool = {
   name: "lookup",

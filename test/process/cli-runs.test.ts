@@ -4,7 +4,7 @@
  * the plain Temporal CLI route the README documents works; and a CLI without a run's codec key names the key
  * id and JAI_CODEC_KEYS instead of the SDK's `Unknown encoding: binary/encrypted`.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,28 +17,13 @@ import { findTemporalCli } from "../../src/dev-server.js";
 import { AGENT_RUN_WORKFLOW } from "../../src/workflows/definitions.js";
 import type { AgentRunState, AgentTool } from "../../src/types.js";
 import { startSourceWorker } from "../support/service/processes.js";
-import {
-  fauxModel,
-  gateTool,
-  openTestEnv,
-  testWorker,
-  textOf,
-  uniqueId,
-  within,
-  type TestEnv,
-} from "../support/helpers.js";
+import { fauxModel, gateTool, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const KEY = "K7:" + Buffer.alloc(32, 7).toString("base64");
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 interface Out {
   code: number | null;

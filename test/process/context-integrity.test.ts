@@ -4,7 +4,7 @@
  * Row 5 (a worker paused past its heartbeat timeout) needs real processes:
  * test/process/crash.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { createHash } from "node:crypto";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
@@ -12,15 +12,9 @@ import { ContextCache, workerContextDigest } from "../../src/activities/context-
 import type { AgentMessage, AgentTool } from "../../src/types.js";
 import { canonicalJson, contextDigest, sha256Hex } from "../../src/workflows/context-digest.js";
 import { contextMismatches, SeenContexts } from "../support/context-check.js";
-import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const echo: AgentTool = {
   name: "echo",

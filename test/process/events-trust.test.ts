@@ -8,19 +8,13 @@
 import { spawn } from "node:child_process";
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
+import { describe, expect, it, jest } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentEvent } from "../../src/types.js";
-import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 /** An attacker's HTTP listener on loopback: records each request's headers and answers with `answer`. */
 async function attacker(answer: (res: ServerResponse, nth: number) => void) {

@@ -3,7 +3,7 @@
  * and result() over the whole continue-as-new chain with no worker running,
  * equal to what the queries answered while a worker was up.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,26 +13,11 @@ import { closedRunView } from "../../src/history-view.js";
 import type { AgentMessage, AgentRunState, AgentTool } from "../../src/types.js";
 import { stateQuery } from "../../src/workflows/definitions.js";
 import { contextMismatches, SeenContexts } from "../support/context-check.js";
-import {
-  fauxModel,
-  gateTool,
-  openTestEnv,
-  testWorker,
-  textOf,
-  uniqueId,
-  within,
-  type TestEnv,
-} from "../support/helpers.js";
+import { fauxModel, gateTool, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 /** A tool whose result carries `detailBytes` of details (transcript only: the model's context stays small). */
 function pageTool(detailBytes: number, textBytes = 10): AgentTool {

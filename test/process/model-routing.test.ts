@@ -5,21 +5,15 @@
  * worker whose own queue is gone costs the call a schedule-to-start timeout,
  * then any worker takes it.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentTool } from "../../src/types.js";
 import { replayHistory } from "../../src/replay.js";
 import { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs, taskLost } from "../../src/workflows/model-call.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
+import { deferred, fauxModel, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const TURNS = 6;
 

@@ -3,7 +3,7 @@
  * changed loop is caught; histories recorded before a patched() change still
  * replay; the replay and show commands work on files and on live runs.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import path from "node:path";
@@ -15,7 +15,7 @@ import { readHistoryFile, replayHistory, replayOptions } from "../../src/replay.
 import { bundleAgentWorkflows } from "../../src/worker.js";
 import { bundleFailoverWorkflows, WORKER_PRESENCE_WORKFLOW } from "../../src/failover/index.js";
 import { BASELINE_PATCH, BASELINE_V2_PATCH, LOCAL_ACTIVITIES_PATCH, MEMO_PATCH } from "../../src/workflows/patches.js";
-import { fauxModel, openTestEnv, testWorker, uniqueId, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, uniqueId, withServer } from "../support/helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const fixturesDir = path.join(root, "test/fixtures/histories");
@@ -24,13 +24,7 @@ const fixtures = [
   ...readdirSync(path.join(fixturesDir, "frozen")).map((f) => `frozen/${f}`),
 ];
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 /** Runs one of the project's commands the way a user would (tsx, no jest). */
 function cli(script: string, args: string[]) {

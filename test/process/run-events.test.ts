@@ -1,21 +1,15 @@
 /** handle.events() from another process: the whole onEvent sequence with token deltas, resumed from a cursor, across continue-as-new. */
 import { spawn } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import { startRunEventsService } from "../../src/events/serve.js";
 import { EventTap } from "../../src/events/tap.js";
 import type { AgentEvent, AgentTool } from "../../src/types.js";
 import { createAgentWorker } from "../../src/worker.js";
-import { deferred, fauxModel, openTestEnv, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { deferred, fauxModel, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const echo: AgentTool = {
   name: "echo",

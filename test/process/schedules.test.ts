@@ -1,5 +1,5 @@
 /** Scheduled agent runs on Temporal Schedules. Real server, faux model. */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
 import { spawnSync } from "node:child_process";
 import { getAgentRun, InvalidRunInputError } from "../../src/client.js";
@@ -11,15 +11,9 @@ import {
   pauseAgentSchedule,
   scheduleAgentRun,
 } from "../../src/schedules.js";
-import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 describe("scheduled runs", () => {
   it("a 2 s interval fires at least 3 runs that complete; pause stops it", async () => {

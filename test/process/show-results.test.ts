@@ -5,20 +5,14 @@
  */
 import { execFile } from "node:child_process";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import type { AgentTool } from "../../src/types.js";
 import { repoRoot } from "../support/service/processes.js";
-import { fauxModel, gateTool, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { fauxModel, gateTool, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 /** `jai-agent show <id>` through tsx, as the bin runs it; resolves with its exit code and output. */
 function show(workflowId: string): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -3,7 +3,7 @@
  * rows 7 and 12): updates and cancel on a finished run, validator rejections,
  * oversize input; and what the approve/cancel race actually does.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import { Client, ServiceError, type WorkflowClientInterceptor } from "@temporalio/client";
@@ -15,25 +15,9 @@ import {
   startAgentRun,
 } from "../../src/index.js";
 import type { AgentTool } from "../../src/types.js";
-import {
-  deferred,
-  fauxModel,
-  gateTool,
-  openTestEnv,
-  testWorker,
-  textOf,
-  uniqueId,
-  within,
-  type TestEnv,
-} from "../support/helpers.js";
+import { deferred, fauxModel, gateTool, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 describe("typed client errors", () => {
   it("updates and cancel on a finished run throw RunFinishedError naming the run and how it ended", async () => {

@@ -3,20 +3,14 @@
  * trip, the result recorded as a marker; the setup is a local activity too.
  * Transcripts rebuilt from history and model calls by reference still work.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { chainTranscript, getAgentRun, startAgentRun } from "../../src/client.js";
 import type { AgentTool } from "../../src/types.js";
 import { LOCAL_ACTIVITIES_PATCH } from "../../src/workflows/patches.js";
-import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 function lookupTool(extra: Partial<AgentTool> = {}): AgentTool & { calls: number } {
   const tool = {

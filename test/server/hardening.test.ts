@@ -4,7 +4,7 @@
  * carry across continue-as-new always fits, and continue-as-new never waits on
  * a caller. Real dev server, faux model.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { InvalidRunInputError, RunUpdateRejectedError, startAgentRun } from "../../src/client.js";
 import type { AgentTool } from "../../src/types.js";
@@ -14,21 +14,14 @@ import {
   fauxModel,
   gateTool,
   rejection,
-  openTestEnv,
   testWorker,
   textOf,
   uniqueId,
   within,
-  type TestEnv,
+  withServer,
 } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 /** How each run of the chain ended, oldest first, read from the histories (following continue-as-new links). */
 async function runEndings(workflowId: string): Promise<string[]> {

@@ -1,19 +1,13 @@
 /** Long runs: history grows linearly; a worker without the context cached reads it from the workflow. */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import type { WorkflowHandleWithFirstExecutionRunId } from "@temporalio/client";
 import proto from "@temporalio/proto";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import type { AgentMessage, AgentTool } from "../../src/types.js";
-import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const CHUNK = "x".repeat(4000);
 const fetchTool: AgentTool = {

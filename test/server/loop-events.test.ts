@@ -1,5 +1,5 @@
 /** Event order, transcript shape, onUpdate and `details` on a real server with the faux model. */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import type { AgentEvent, AgentTool } from "../../src/types.js";
@@ -8,22 +8,15 @@ import {
   deferred,
   eventTrace,
   fauxModel,
-  openTestEnv,
   testWorker,
   textOf,
   toolEventProblems,
   uniqueId,
   within,
-  type TestEnv,
+  withServer,
 } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const echo: AgentTool = {
   name: "echo",

@@ -1,20 +1,14 @@
 /** How runs end, what they report while running, and how bad input is refused. Real server, faux model. */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure, type Payload } from "@temporalio/common";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { getAgentRun, InvalidRunInputError, startAgentRun } from "../../src/client.js";
 import type { AgentTool } from "../../src/types.js";
 import { AGENT_RUN_WORKFLOW } from "../../src/workflows/definitions.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { deferred, fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const noop: AgentTool = {
   name: "noop",

@@ -1,5 +1,5 @@
 /** Tool-call rules the loop owns: validation, coercion, errors, terminate, scheduling. Real server, faux model. */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type ToolCall } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import type { AgentEvent, AgentTool, AgentToolResult, ToolExecutionMode } from "../../src/types.js";
@@ -7,21 +7,14 @@ import {
   deferred,
   eventTrace,
   fauxModel,
-  openTestEnv,
   testWorker,
   textOf,
   uniqueId,
   within,
-  type TestEnv,
+  withServer,
 } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 /** Runs one batch of tool calls then a final text answer; returns the result and events. */
 async function runBatch(

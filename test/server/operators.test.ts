@@ -5,7 +5,7 @@
  * summary is the prompt's first line, and current details name the tool calls
  * waiting for approval. Real dev server (registered with the attributes), faux model.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { Client, WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure, defineSearchAttributeKey } from "@temporalio/common";
 import { msToTs } from "@temporalio/common/lib/time.js";
@@ -14,15 +14,9 @@ import { getAgentRun, startAgentRun } from "../../src/client.js";
 import { searchAttributeCheck } from "../../src/activities/search-attributes.js";
 import type { AgentTool } from "../../src/types.js";
 import { WAITING_FOR_APPROVAL_QUERY } from "../../src/workflows/search-attributes.js";
-import { fauxModel, openTestEnv, testWorker, uniqueId, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, uniqueId, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 /** Visibility is eventually consistent: ask until the answer is there (bounded; not a synchronisation sleep). */
 async function listUntil(query: string, wanted: (ids: string[]) => boolean): Promise<string[]> {

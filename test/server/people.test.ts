@@ -1,5 +1,5 @@
 /** People in the loop: steering, follow-ups, tool approval, sessions, cancellation. Real server, faux model. */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { RunUpdateRejectedError, startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentEvent, AgentTool } from "../../src/types.js";
@@ -9,22 +9,15 @@ import {
   eventTrace,
   fauxModel,
   gateTool,
-  openTestEnv,
   testWorker,
   textOf,
   toolEventProblems,
   uniqueId,
   within,
-  type TestEnv,
+  withServer,
 } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 /** Resolves when the collected events contain one matching `match`. */
 function eventSeen(events: AgentEvent[], match: (e: AgentEvent) => boolean) {

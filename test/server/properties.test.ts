@@ -9,21 +9,15 @@
  *   once per loop (per prompt answered), and a session ends when closed or
  *   cancelled.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentMessage, AgentRunResult, AgentTool, PromptResult } from "../../src/types.js";
 import { contextMismatches, SeenContexts } from "../support/context-check.js";
-import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 /** How each run of the chain ended, read from the histories (following continue-as-new links). */
 async function endings(handle: AgentRunHandle): Promise<string[]> {

@@ -2,7 +2,7 @@
  * maxConcurrentReplays: the workflow task slot supplier that caps tasks from the shared queue (replays), pure; and
  * a worker built with it serving runs on the real dev server.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import type { SlotReserveContext } from "@temporalio/worker";
 import { startAgentRun } from "../../src/client.js";
@@ -10,15 +10,9 @@ import { replayCap, ReplayCappedSlots, replayCappedOptions } from "../../src/rep
 import { FAILOVER_REPLAYS } from "../../src/failover/index.js";
 import type { AgentTool } from "../../src/types.js";
 import { createAgentWorker } from "../../src/worker.js";
-import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const ctx = (isSticky: boolean): SlotReserveContext => ({
   slotType: "workflow",

@@ -3,32 +3,16 @@
  * execution started), and a run refused before its loop shows AgentStatus "failed" to operators searching by it.
  * Real server (its namespace has the agent search attributes), faux model.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { defineSearchAttributeKey } from "@temporalio/common";
 import { startAgentRun } from "../../src/client.js";
 import type { AgentRunState, AgentTool } from "../../src/types.js";
 import { AGENT_RUN_WORKFLOW } from "../../src/workflows/definitions.js";
 import { FailureType } from "../../src/common/failure-types.js";
-import {
-  deferred,
-  fauxModel,
-  openTestEnv,
-  outcome,
-  testWorker,
-  textOf,
-  uniqueId,
-  within,
-  type TestEnv,
-} from "../support/helpers.js";
+import { deferred, fauxModel, outcome, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const AgentStatus = defineSearchAttributeKey("AgentStatus", "KEYWORD");
 

@@ -1,19 +1,13 @@
 /** Sub-agents as child workflows: parallel children, usage, events, cancellation. Real server, faux models. */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { getAgentRun, startAgentRun } from "../../src/client.js";
 import { agentTool } from "../../src/subagents/agent-tool.js";
 import type { AgentRunResult, AgentTool, AgentRunRef, AgentEvent } from "../../src/types.js";
 import { addUsage, emptyUsage } from "../../src/common/usage.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { deferred, fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const userText = (context: Context) => {
   const first = context.messages.find((m) => m.role === "user");

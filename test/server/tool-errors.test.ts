@@ -4,21 +4,15 @@
  * a note, and the run goes on at once; a failure thrown out of the activity
  * carries a bounded message, stack, details and causes. Real server, faux model.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { ApplicationFailure } from "@temporalio/common";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import { boundFailure, capErrorText, DEFAULT_LIMITS } from "../../src/activities/result-limits.js";
 import type { AgentTool } from "../../src/types.js";
-import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
-let env: TestEnv;
-beforeAll(async () => {
-  env = await openTestEnv();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = withServer();
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
 const FIVE_MB = 5 * 1024 * 1024;

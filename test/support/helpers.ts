@@ -1,5 +1,6 @@
 /** Shared test plumbing: a client and connection to the jest run's dev server, faux models, collected events. */
 import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll } from "@jest/globals";
 import { Client, Connection, WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
@@ -183,4 +184,34 @@ export async function outcome(result: Promise<AgentRunResult>): Promise<Applicat
     if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure) return err.cause;
     throw err;
   }
+}
+
+/**
+ * The jest run's dev server for this test file: connects before its tests (beforeAll) and closes after them.
+ * Call at the top level of a test file: `const env = withServer();`.
+ */
+export function withServer(): TestEnv {
+  let opened: TestEnv | undefined;
+  beforeAll(async () => {
+    opened = await openTestEnv();
+  }, 60_000);
+  afterAll(async () => {
+    await opened?.close();
+  });
+  const get = () => {
+    if (!opened) throw new Error("withServer(): the server is open only inside tests and hooks");
+    return opened;
+  };
+  return {
+    get client() {
+      return get().client;
+    },
+    get connection() {
+      return get().connection;
+    },
+    get bundle() {
+      return get().bundle;
+    },
+    close: () => get().close(),
+  };
 }
