@@ -17,8 +17,12 @@ import { codecFromEnv } from "../codec/config.js";
 import { bearerTokens, CodecServerConfigError, createCodecServer, type CodecServerOptions } from "../codec/server.js";
 import { runningServer } from "./server-state.js";
 
-/** The UIs of the dev server (`npm run temporal`, port 8233) and of docker compose (8080). */
-const DEFAULT_ORIGINS = ["http://localhost:8233", "http://127.0.0.1:8233", "http://localhost:8080"];
+/**
+ * The dev server's UI (`npm run temporal`, port 8233). Not compose's 8080: on a developer's machine that is the
+ * commonest port of any local app, and a page there could decrypt through a tokenless codec server (compose
+ * names its UI's origins itself, JAI_CODEC_SERVER_ORIGINS).
+ */
+const DEFAULT_ORIGINS = ["http://localhost:8233", "http://127.0.0.1:8233"];
 
 export const CODEC_SERVER_USAGE = `usage: npm run codec-server -- [--port n] [--host ip] [--origin url]...
   --port      JAI_CODEC_SERVER_PORT, default 8888

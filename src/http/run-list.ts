@@ -74,6 +74,11 @@ const FILTERS: Record<string, { agent: string; execution: string }> = {
   cancelled: { agent: `ExecutionStatus = "Canceled"`, execution: `ExecutionStatus = "Canceled"` },
 };
 export const RUN_FILTERS = Object.keys(FILTERS);
+/**
+ * The unfiltered list below the pinned runs, on every page: all but the runs pinned above it, so a run waiting
+ * for approval shows once, on top, and the list below is never a page of runs already pinned.
+ */
+const UNPINNED = `(AgentStatus != "waiting_for_approval" OR AgentStatus IS NULL OR ${OPEN.replace("=", "!=")})`;
 
 /** Visibility string literal: JSON's escaping is what the SQL parser reads ("…" with \" and \\). */
 const literal = (s: string) => JSON.stringify(s);
@@ -85,9 +90,12 @@ export function runListQuery(options: RunListQuery, withAttributes: boolean, sta
     const f = FILTERS[status];
     if (!f) throw new RangeError(`unknown status filter "${status}" (one of ${RUN_FILTERS.join(", ")})`);
     parts.push(withAttributes ? f.agent : f.execution);
-  }
+  } else if (withAttributes) parts.push(UNPINNED);
   if (withAttributes && options.model) parts.push(`AgentModel = ${literal(options.model)}`);
-  if (withAttributes && options.text?.trim()) parts.push(`AgentSummary = ${literal(options.text.trim())}`);
+  // Words only, lowercased: the store reads a Text match as a full-text expression, where quotes, "*", "-" and
+  // capitalised AND/OR/NOT/NEAR are operators (a lone quote is a syntax error that named the store's SQL).
+  const words = options.text?.match(/[\p{L}\p{N}_]+/gu)?.map((w) => w.toLowerCase());
+  if (withAttributes && words?.length) parts.push(`AgentSummary = ${literal(words.join(" "))}`);
   return parts.join(" AND ");
 }
 
@@ -138,7 +146,8 @@ export async function listRunPage(client: Client, options: RunListQuery): Promis
       pin ? page(runListQuery(options, true, "approval"), 100) : Promise.resolve({ rows: [] as RunRow[] }),
       page(runListQuery(options, withAttributes), pageSize, options.pageToken),
     ]);
-    // The pinned runs are not repeated below; a later page may list one that is no longer waiting, which is true.
+    // The list below leaves the pinned runs out (UNPINNED); one that stopped waiting between the two reads is not
+    // shown twice either.
     const shown = new Set(pinned.rows.map((r) => r.workflowId));
     const runs = rest.rows.filter((r) => !shown.has(r.workflowId));
     return { pinned: pinned.rows, runs, nextPageToken: rest.next, withAttributes };

@@ -77,6 +77,12 @@ export interface RunServerOptions {
   namespace?: string;
   /** Named agents (the config module's `agents`): `POST /runs { agent, prompt }` and the console's "New run". */
   agents?: AgentDefinition[];
+  /**
+   * With `agents`, whether `POST /runs` also takes raw run input (any model the worker serves, any tools, any
+   * queue): without it a token holder starts only the configured agents, within what each allows.
+   * Default: env JAI_HTTP_RAW_RUNS=on; without agents, raw input is the API and always taken.
+   */
+  rawRuns?: boolean;
 }
 
 export interface RunServer {
@@ -99,7 +105,16 @@ export const DEFAULT_EVENT_STREAMS = { perRun: 16, total: 128 };
 
 const Message = Type.Union([Type.String({ minLength: 1 }), UserMessageSchema]);
 const MessageBody = Type.Object({ message: Message });
-const ToolCallBody = Type.Object({ toolCallId: Type.String({ minLength: 1 }) });
+const ToolCallBody = Type.Object({
+  toolCallId: Type.String({ minLength: 1 }),
+  remember: Type.Optional(Type.Boolean()),
+});
+const ToolResultBody = Type.Object({
+  toolCallId: Type.String({ minLength: 1 }),
+  result: Type.Unknown(),
+  isError: Type.Optional(Type.Boolean()),
+});
+const PolicyBody = Type.Object({ policy: Type.Unknown() });
 const DenyBody = Type.Object({ toolCallId: Type.String({ minLength: 1 }), reason: Type.Optional(Type.String()) });
 const AgentStartBody = Type.Object(
   {
@@ -209,9 +224,12 @@ function schemaProblem(schema: TSchema, data: unknown, where = "body"): string |
   return `"${where}${first?.path.replace(/\//g, ".") ?? ""}": ${first?.message ?? "invalid"}`;
 }
 
-const ASSET_PATHS = new Set(CONSOLE_ASSETS.map((a) => a.path));
-/** Page routes and the console's files: they hold no data (their requests carry the token), so any navigation may load them. */
-const isPage = (route: string) => route === "/" || /^\/runs\/[^/]+\/console$/.test(route) || ASSET_PATHS.has(route);
+/**
+ * Page routes and the console's files: they hold no data (their requests carry the token), so any navigation may
+ * load them. Named by the route the router matched, never by the raw URL: the router ends a path at "#" as at "?",
+ * so "/runs/<id>#/console" reads as a page to a string test but is served by "/runs/:id".
+ */
+const PAGE_ROUTES = new Set(["/", "/runs/:id/console", ...CONSOLE_ASSETS.map((a) => a.path)]);
 
 export async function startRunServer(options: RunServerOptions): Promise<RunServer> {
   const host = options.host ?? "127.0.0.1";
@@ -249,14 +267,15 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   const hosts: { served?: Set<string> | "any" } = {};
   app.addHook("onRequest", async (req, reply) => {
     reply.header("cache-control", "no-store").header("x-content-type-options", "nosniff");
-    const route = req.url.split("?")[0];
+    // Browsers never send a fragment; a "#" in a request line is someone probing how the path is cut.
+    if (req.raw.url?.includes("#")) return reply.code(400).send({ error: 'a "#" in the request path is not accepted' });
     const named = req.headers.host?.toLowerCase();
     const served = hosts.served === "any" ? undefined : (hosts.served ?? new Set<string>());
     if (served && (!named || !served.has(named)))
       return reply.code(403).send({
         error: `refused Host "${named ?? ""}": this server answers only to loopback names and its own address with its port, and to JAI_HTTP_ALLOWED_HOSTS (DNS rebinding guard)`,
       });
-    if (isPage(route) && req.method === "GET") return;
+    if (req.method === "GET" && PAGE_ROUTES.has(req.routeOptions.url ?? "")) return;
     const foreign = foreignOrigin(req, served);
     if (foreign) return reply.code(403).send({ error: `cross-origin request refused: ${foreign}` });
     if (req.query && typeof req.query === "object" && "token" in req.query)
@@ -291,6 +310,7 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     ? `${options.temporalUiUrl.replace(/\/$/, "")}/namespaces/${options.namespace ?? "default"}/workflows`
     : "";
   const agents = options.agents ?? [];
+  const rawRuns = options.rawRuns ?? process.env.JAI_HTTP_RAW_RUNS === "on";
   // The shell and its files: revalidated by ETag (the shell) or kept a year under their content hash (the files).
   const cached = (req: FastifyRequest, reply: FastifyReply, hash: string, immutable: boolean) => {
     reply
@@ -332,6 +352,9 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
         // A stale or forged page token is the caller's mistake, not the server's.
         if (/page token|nextPageToken|invalid/i.test((err as Error).message))
           return reply.code(400).send({ error: (err as Error).message });
+        // Visibility refusing the query: the caller's filter, and the store's words are not theirs to read.
+        if (/INVALID_ARGUMENT|UNAVAILABLE|syntax|query/i.test((err as Error).message))
+          return reply.code(400).send({ error: "the runs list could not be read with these filters" });
         throw err;
       }
     },
@@ -341,6 +364,10 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     const body = req.body ?? {};
     // By agent name (the registry decides model, tools, session; the caller only what the agent allows), or raw input.
     const byAgent = typeof body === "object" && "agent" in body;
+    if (!byAgent && agents.length > 0 && !rawRuns)
+      return reply.code(403).send({
+        error: `this server starts its configured agents only: POST /runs { "agent": "<name>", "prompt": "…" } (agents: ${agents.map((a) => a.name).join(", ")}; JAI_HTTP_RAW_RUNS=on also takes raw run input)`,
+      });
     const problem = schemaProblem(byAgent ? AgentStartBody : StartBody, body);
     if (problem) return reply.code(400).send({ error: problem });
     try {
@@ -420,12 +447,13 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   messageRoute("steer", (run, m) => run.steer(m as string));
   messageRoute("follow-up", (run, m) => run.followUp(m as string));
   messageRoute("prompt", (run, m) => run.prompt(m as string));
-  app.post<{ Params: { id: string }; Body: { toolCallId: string } }>(
+  app.post<{ Params: { id: string }; Body: { toolCallId: string; remember?: boolean } }>(
     "/runs/:id/approve",
     { schema: { body: ToolCallBody } },
     async (req, reply) => {
       try {
-        await (await agentRun(req.params.id)).approve(req.body.toolCallId);
+        const remember = req.body.remember ? { remember: true } : undefined;
+        await (await agentRun(req.params.id)).approve(req.body.toolCallId, remember);
         return { ok: true };
       } catch (err) {
         return sendError(reply, err);
@@ -439,6 +467,31 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
       try {
         await (await agentRun(req.params.id)).deny(req.body.toolCallId, req.body.reason);
         return { ok: true };
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    },
+  );
+  // A client tool's result (issue #41): 409 with the reason when the run refuses it (e.g. its result schema).
+  app.post<{ Params: { id: string }; Body: { toolCallId: string; result: unknown; isError?: boolean } }>(
+    "/runs/:id/tool-result",
+    { schema: { body: ToolResultBody } },
+    async (req, reply) => {
+      try {
+        const { toolCallId, result, isError } = req.body;
+        await (await agentRun(req.params.id)).submitToolResult(toolCallId, result, isError ? { isError } : undefined);
+        return { ok: true };
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    },
+  );
+  app.post<{ Params: { id: string }; Body: { policy: unknown } }>(
+    "/runs/:id/policy",
+    { schema: { body: PolicyBody } },
+    async (req, reply) => {
+      try {
+        return { policy: await (await agentRun(req.params.id)).setApprovalPolicy(req.body.policy as never) };
       } catch (err) {
         return sendError(reply, err);
       }
