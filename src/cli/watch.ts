@@ -10,7 +10,7 @@
  */
 import { parseArgs } from "node:util";
 import { getAgentRun } from "../client.js";
-import { eventPrinter } from "../events/render.js";
+import { eventPrinter, renderOutput } from "../events/render.js";
 import { discoverEventsUrl, isTrustedEventsUrl } from "../events/subscribe.js";
 import { connectCli } from "./connect.js";
 
@@ -80,4 +80,12 @@ if (state)
   console.log(
     `\n${state.status} after ${state.turn} turn(s), ${state.usage.totalTokens} tokens, $${state.usage.cost.total.toFixed(4)}.${cursor ? ` (last cursor ${cursor})` : ""}`,
   );
+// A typed run (input `output`): its validated answer, as JSON.
+if (state?.status === "completed" || state?.status === "failed") {
+  const output = await handle.result().then(
+    (r) => r.output,
+    () => undefined,
+  );
+  if (output !== undefined) process.stdout.write(renderOutput(output));
+}
 await connection.close();

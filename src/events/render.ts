@@ -1,6 +1,11 @@
 /** Prints a run's events for a terminal: what `npm start` and `npm run watch` show. */
 import type { AgentEvent } from "../types.js";
 
+/** A typed run's validated answer (run input `output`) as `watch` prints it at the end: indented JSON. */
+export function renderOutput(output: unknown): string {
+  return `output: ${JSON.stringify(output, null, 2)}\n`;
+}
+
 export interface RenderOptions {
   write?: (text: string) => void;
   /** Called on tool_execution_start: lets the caller look for approvals waiting. */
