@@ -15,6 +15,7 @@ import {
   type SearchAttributePair,
   type TypedSearchAttributes,
 } from "@temporalio/common";
+import type { Static, TSchema } from "@sinclair/typebox";
 import type {
   AgentMessage,
   AgentRunInput,
@@ -256,13 +257,14 @@ export interface StartAgentRunOptions extends AgentRunInput {
   eagerStart?: boolean;
 }
 
-export interface AgentRunHandle {
+/** A handle on a run; `TOutput`: the type of its typed `output` (see startAgentRun). */
+export interface AgentRunHandle<TOutput = unknown> {
   /** Workflow id of the run. */
   readonly workflowId: string;
   /** The Temporal handle underneath (signals, describe, terminate, ...). */
   readonly workflow: WorkflowHandle;
   /** Waits for the run to end. */
-  result(): Promise<AgentRunResult>;
+  result(): Promise<AgentRunResult<TOutput>>;
   /** Status, turn, usage and pending tool calls. */
   state(): Promise<AgentRunState>;
   /** The transcript: all of it (fetched page by page, each under ~400 KB), or `limit` messages from `offset`. */
@@ -376,7 +378,8 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
     },
     setApprovalPolicy: (policy) => {
       const problem = approvalPolicyProblem(policy, "policy");
-      if (problem) return Promise.reject(new RunUpdateRejectedError("setApprovalPolicy", `Invalid approval policy: ${problem}`));
+      if (problem)
+        return Promise.reject(new RunUpdateRejectedError("setApprovalPolicy", `Invalid approval policy: ${problem}`));
       return sendUpdate(workflow, "setApprovalPolicy", [policy], () =>
         deliverUpdate((o) => workflow.executeUpdate(setApprovalPolicyUpdate, { ...o, args: [policy] })),
       );
@@ -444,8 +447,14 @@ const START_OPTIONS = [
   "eagerStart",
 ] as const satisfies readonly Exclude<keyof StartAgentRunOptions, keyof AgentRunInput>[];
 
-/** Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. */
-export async function startAgentRun(client: Client, options: StartAgentRunOptions): Promise<AgentRunHandle> {
+/**
+ * Starts a run. Invalid input throws InvalidRunInputError before anything reaches Temporal. With a TypeBox
+ * `output` schema, `result().output` is typed as its `Static` (docs/typed-results.md).
+ */
+export async function startAgentRun<S extends TSchema = TSchema>(
+  client: Client,
+  options: Omit<StartAgentRunOptions, "output"> & { output?: S },
+): Promise<AgentRunHandle<Static<S>>> {
   const {
     taskQueue,
     workflowId,
@@ -485,7 +494,7 @@ export async function startAgentRun(client: Client, options: StartAgentRunOption
       }
     });
 
-  async function start(): Promise<AgentRunHandle> {
+  async function start(): Promise<AgentRunHandle<Static<S>>> {
     try {
       const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
         taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
@@ -498,7 +507,7 @@ export async function startAgentRun(client: Client, options: StartAgentRunOption
         ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
         ...(eagerStart ? { requestEagerStart: true } : {}),
       });
-      return handleFor(client, workflow);
+      return handleFor(client, workflow) as AgentRunHandle<Static<S>>;
     } catch (err) {
       if (TOO_BIG.test(errorText(err))) throw tooBigInput(input, errorText(err).trim());
       throw err;

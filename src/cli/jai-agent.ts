@@ -32,7 +32,17 @@ const COMMANDS: Record<string, { module: string; about: string; args?: string[] 
   approve: {
     module: "./runs.js",
     args: ["approve"],
-    about: "let a tool call waiting for approval run: jai-agent approve <id> <toolCallId|--all>",
+    about: "let a tool call waiting for approval run: jai-agent approve <id> <toolCallId|--all> [--remember]",
+  },
+  "tool-result": {
+    module: "./runs.js",
+    args: ["tool-result"],
+    about: "submit a client tool's result: jai-agent tool-result <id> <toolCallId> <json|-> [--error]",
+  },
+  policy: {
+    module: "./runs.js",
+    args: ["policy"],
+    about: "replace a run's approval policy: jai-agent policy <id> <json|->",
   },
   deny: {
     module: "./runs.js",

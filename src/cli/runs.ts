@@ -39,8 +39,10 @@ const RUNS_USAGE = `usage: jai-agent <command> [options]   (npm run <command> --
         s: running | waiting (for approval or a prompt) | waiting_for_approval | waiting_for_prompt
            | completed | failed | cancelled | open | closed
   state <workflowId> [--json]
-  approve <workflowId> <toolCallId | --all>
+  approve <workflowId> <toolCallId | --all> [--remember]   (--remember: stop asking for that tool in this run)
   deny <workflowId> <toolCallId> [--reason text]
+  tool-result <workflowId> <toolCallId> <json | -> [--error]   (a client tool's result; - reads stdin)
+  policy <workflowId> <json | ->            (replaces the run's approval policy)
   steer <workflowId> <message | ->          (- reads the message from stdin)
   follow-up <workflowId> <message | ->
   prompt <workflowId> <message | -> [--json]  (session runs: waits for the answer)
@@ -75,6 +77,16 @@ function message(words: string[]): string {
   const text = words.length === 1 && words[0] === "-" ? readFileSync(0, "utf8").trim() : words.join(" ").trim();
   if (!text) throw new UsageError("missing message");
   return text;
+}
+
+/** A JSON argument (a client tool's result, a policy): the rest of the arguments, or stdin for "-". */
+function jsonArgument(words: string[], what: string): unknown {
+  const text = message(words);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`the ${what} must be JSON: ${(err as Error).message}`);
+  }
 }
 
 const str = (v: string | boolean | undefined) => (typeof v === "string" ? v : undefined);
@@ -338,7 +350,12 @@ const COMMANDS: Record<string, Command> = {
     );
   },
   approve: (args) => {
-    const p = parse(args, { all: { type: "boolean" } }, 1, "<workflowId> <toolCallId | --all>");
+    const p = parse(
+      args,
+      { all: { type: "boolean" }, remember: { type: "boolean" } },
+      1,
+      "<workflowId> <toolCallId | --all>",
+    );
     if (!p) return undefined;
     const [id, callId] = p.positionals;
     if (!p.values.all === !callId) throw new UsageError("approve needs a <toolCallId> or --all (not both)");
@@ -349,8 +366,8 @@ const COMMANDS: Record<string, Command> = {
         const ids = callId ? [callId] : (await handle.state()).pendingApprovals.map((a) => a.toolCallId);
         if (ids.length === 0) console.error(`run ${id}: no tool call waits for approval`);
         for (const toolCallId of ids) {
-          await handle.approve(toolCallId);
-          console.log(`approved ${toolCallId}`);
+          await handle.approve(toolCallId, p.values.remember ? { remember: true } : undefined);
+          console.log(`approved ${toolCallId}${p.values.remember ? " (and its tool for the rest of the run)" : ""}`);
         }
         return 0;
       },
@@ -365,6 +382,32 @@ const COMMANDS: Record<string, Command> = {
       run: async (client) => {
         await getAgentRun(client, id).deny(callId, str(p.values.reason));
         console.log(`denied ${callId}`);
+        return 0;
+      },
+    };
+  },
+  "tool-result": (args) => {
+    const p = parse(args, { error: { type: "boolean" } }, 3, "<workflowId> <toolCallId> <json | ->");
+    if (!p) return undefined;
+    const [id, callId] = p.positionals;
+    const result = jsonArgument(p.positionals.slice(2), "result");
+    return {
+      values: p.values,
+      run: async (client) => {
+        await getAgentRun(client, id).submitToolResult(callId, result, p.values.error ? { isError: true } : undefined);
+        console.log(`result submitted for ${callId}`);
+        return 0;
+      },
+    };
+  },
+  policy: (args) => {
+    const p = parse(args, {}, 2, "<workflowId> <json | ->");
+    if (!p) return undefined;
+    const policy = jsonArgument(p.positionals.slice(1), "policy");
+    return {
+      values: p.values,
+      run: async (client) => {
+        json(await getAgentRun(client, p.positionals[0]).setApprovalPolicy(policy as never));
         return 0;
       },
     };

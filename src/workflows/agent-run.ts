@@ -97,8 +97,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   // run's input is its chain's first input, accepted then (with the fields the loop adds).
   // Typed output behind a patch asked only when the input has its fields: runs recorded before ignored them or
   // refused them as unknown, and replay that way.
-  const typed =
-    (input.output !== undefined || input.outputRetries !== undefined) && patched(TYPED_OUTPUT_PATCH);
+  const typed = (input.output !== undefined || input.outputRetries !== undefined) && patched(TYPED_OUTPUT_PATCH);
   const unknown = input.continued ? undefined : unknownFieldProblem(input, [], typed ? [] : TYPED_OUTPUT_FIELDS);
   const problem =
     validateRunInput(input, { unknownFields: false, output: typed }) ??
@@ -123,7 +122,10 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     }
     const run: RunContext = { input, setup, state, ...(typed && input.output ? { output: input.output } : {}) };
     if (run.output && setup.tools.some((t) => t.name === OUTPUT_TOOL))
-      await refuse(`Invalid run input: "output" offers the model a tool named ${OUTPUT_TOOL}, and the run has a tool of that name`, FailureType.InvalidRunInput);
+      await refuse(
+        `Invalid run input: "output" offers the model a tool named ${OUTPUT_TOOL}, and the run has a tool of that name`,
+        FailureType.InvalidRunInput,
+      );
     // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
     // Since baseline v3 only where the namespace lacks the search attributes, which carry the same model, tools and outcome.
     memo = hasChange(MEMO_PATCH) && !(setup.searchAttributes && baseline() === 3);

@@ -179,7 +179,11 @@ function checkOutput(input: Record<string, unknown>): string | undefined {
   if (schema !== undefined) {
     if (!isObject(schema)) return `"output" must be a JSON Schema object (e.g. a TypeBox schema)`;
     const type = schema.type;
-    if (type !== undefined && typeof type !== "string" && !(Array.isArray(type) && type.every((t) => typeof t === "string")))
+    if (
+      type !== undefined &&
+      typeof type !== "string" &&
+      !(Array.isArray(type) && type.every((t) => typeof t === "string"))
+    )
       return `"output.type" must be a JSON Schema type name or a list of them`;
   }
   const retries = input.outputRetries;

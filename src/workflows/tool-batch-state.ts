@@ -27,7 +27,7 @@ export interface ClientWait {
   /** The tool's result schema, which a submitted result must satisfy. */
   resultSchema?: Record<string, unknown>;
   /** The submitted result, once a client sent it. */
-  output?: ExecuteToolOutput;
+  submitted?: ExecuteToolOutput;
 }
 
 /** The batch being run: its calls' outputs as they complete, for a clean end on cancellation. */
@@ -187,7 +187,7 @@ export class ToolBatchState {
 
   /** A client submitted call `toolCallId`'s result. Contract: the validator checked it waits (`waitingForClient`). */
   submitClientResult(toolCallId: string, output: ExecuteToolOutput): void {
-    this.clientWaits.get(toolCallId)!.output = output;
+    this.clientWaits.get(toolCallId)!.submitted = output;
   }
 
   /** Call `toolCallId` no longer waits for a client (answered, timed out, skipped or cancelled). */
@@ -200,12 +200,12 @@ export class ToolBatchState {
   /** The client tool call `toolCallId` if it waits for a result. */
   clientWaitFor(toolCallId: string): ClientWait | undefined {
     const wait = this.clientWaits.get(toolCallId);
-    return wait && !wait.output ? wait : undefined;
+    return wait && !wait.submitted ? wait : undefined;
   }
 
   /** The client tool calls waiting for a result. */
   waitingClientResults(): PendingClientResult[] {
-    return [...this.clientWaits.values()].filter((w) => !w.output).map((w) => ({ ...w.pending }));
+    return [...this.clientWaits.values()].filter((w) => !w.submitted).map((w) => ({ ...w.pending }));
   }
 
   /** Whether call `toolCallId` waits for a decision. */

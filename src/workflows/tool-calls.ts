@@ -45,7 +45,8 @@ export const ABORTED_BY_CANCEL = "Aborted: the run was cancelled before this too
  */
 export function withClientTools(setup: RunSetup, declared: ClientToolDeclaration[]): RunSetup | string {
   const clash = declared.find((d) => setup.tools.some((t) => t.name === d.name));
-  if (clash) return `"clientTools": "${clash.name}" is the name of a worker tool; a client tool needs a name of its own`;
+  if (clash)
+    return `"clientTools": "${clash.name}" is the name of a worker tool; a client tool needs a name of its own`;
   return { ...setup, tools: [...setup.tools, ...clientToolSpecs(declared)] };
 }
 
@@ -233,9 +234,9 @@ async function awaitClientResult(
     },
   });
   try {
-    const decided = () => wait.output !== undefined || state.inbox.steering.length > 0;
+    const decided = () => wait.submitted !== undefined || state.inbox.steering.length > 0;
     const inTime = timeout === undefined ? (await condition(decided), true) : await condition(decided, timeout);
-    if (wait.output) return wait.output;
+    if (wait.submitted) return wait.submitted;
     if (!inTime) return errorOutput(`Tool ${call.name}: no result from the client within ${String(timeout)}.`);
     return errorOutput(SKIPPED_BY_STEERING);
   } finally {

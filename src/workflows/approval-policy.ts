@@ -1,0 +1,98 @@
+/**
+ * Approval policies: ordered rules on tool names (exact or glob) that allow, ask, deny or leave a call to the
+ * tool's own `requiresApproval`, then a default. Pure and deterministic: the workflow decides with it, and the
+ * client, the config loader and the run's update validator check policies with the same code.
+ */
+import type { ApprovalAction, ApprovalPolicy } from "../contracts.js";
+
+const ACTIONS: readonly ApprovalAction[] = ["allow", "ask", "deny", "tool"];
+const MAX_RULES = 100;
+const MAX_MATCH = 200;
+const MAX_REASON = 1000;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const actionList = ACTIONS.map((a) => `"${a}"`).join(", ");
+
+/** Why `value` is not an approval policy (naming the path under `field`), or undefined. */
+export function approvalPolicyProblem(value: unknown, field = "approvalPolicy"): string | undefined {
+  if (!isObject(value)) return `"${field}" must be an object { rules?, default? }`;
+  for (const key of Object.keys(value))
+    if (key !== "rules" && key !== "default") return `"${field}.${key}" is not a policy field (rules, default)`;
+  if (value.default !== undefined && !ACTIONS.includes(value.default as ApprovalAction))
+    return `"${field}.default" must be one of ${actionList}`;
+  const rules = value.rules;
+  if (rules === undefined) return undefined;
+  if (!Array.isArray(rules)) return `"${field}.rules" must be an array of rules`;
+  if (rules.length > MAX_RULES) return `"${field}.rules" has ${rules.length} rules; at most ${MAX_RULES}`;
+  for (let i = 0; i < rules.length; i++) {
+    const rule: unknown = rules[i];
+    const at = `${field}.rules[${i}]`;
+    if (!isObject(rule)) return `"${at}" must be an object { match, action, reason? }`;
+    for (const key of Object.keys(rule))
+      if (!["match", "action", "reason"].includes(key))
+        return `"${at}.${key}" is not a rule field (match, action, reason)`;
+    if (typeof rule.match !== "string" || rule.match.length === 0 || rule.match.length > MAX_MATCH)
+      return `"${at}.match" must be a tool name or glob of 1-${MAX_MATCH} characters`;
+    if (!ACTIONS.includes(rule.action as ApprovalAction)) return `"${at}.action" must be one of ${actionList}`;
+    if (rule.reason !== undefined && (typeof rule.reason !== "string" || rule.reason.length > MAX_REASON))
+      return `"${at}.reason" must be a string of at most ${MAX_REASON} characters`;
+  }
+  return undefined;
+}
+
+/** Whether tool `name` matches `pattern`: exact, or a glob (`*` any run of characters, `?` one). */
+export function globMatches(pattern: string, name: string): boolean {
+  // Iterative wildcard matching with backtracking to the last `*`: linear-ish, no regular expression built from input.
+  let p = 0;
+  let n = 0;
+  let star = -1;
+  let mark = 0;
+  while (n < name.length) {
+    if (p < pattern.length && (pattern[p] === "?" || pattern[p] === name[n])) {
+      p++;
+      n++;
+    } else if (p < pattern.length && pattern[p] === "*") {
+      star = p++;
+      mark = n;
+    } else if (star >= 0) {
+      p = star + 1;
+      n = ++mark;
+    } else return false;
+  }
+  while (p < pattern.length && pattern[p] === "*") p++;
+  return p === pattern.length;
+}
+
+/** What the policy does with a call of tool `name`: the first matching rule's action (and reason), else the default. */
+export function policyVerdict(
+  policy: ApprovalPolicy | undefined,
+  name: string,
+): { action: ApprovalAction; reason?: string; rule?: number } {
+  const rules = policy?.rules ?? [];
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i];
+    if (globMatches(rule.match, name))
+      return { action: rule.action, rule: i, ...(rule.reason !== undefined ? { reason: rule.reason } : {}) };
+  }
+  return { action: policy?.default ?? "tool" };
+}
+
+/** The error result's text for a call a policy denied: the model sees why. */
+export function policyDenial(name: string, verdict: { reason?: string; rule?: number }): string {
+  const which = verdict.rule === undefined ? "its default" : `rule ${verdict.rule + 1}`;
+  return `Tool call denied by the approval policy (${which}, tool ${name})${verdict.reason ? `: ${verdict.reason}` : "."}`;
+}
+
+/** One line for the run's details in the UI: `approval policy: 3 rules, default ask · remembered: a, b`. */
+export function policyLine(policy: ApprovalPolicy | undefined, remembered: readonly string[]): string | undefined {
+  const parts: string[] = [];
+  if (policy) {
+    const n = policy.rules?.length ?? 0;
+    const rules = (policy.rules ?? []).map((r) => `${r.match} → ${r.action}`).join(", ");
+    parts.push(
+      `approval policy: ${n} rule${n === 1 ? "" : "s"}${n ? ` (${rules})` : ""}, default ${policy.default ?? "tool"}`,
+    );
+  }
+  if (remembered.length > 0) parts.push(`approved for this run: ${remembered.join(", ")}`);
+  return parts.length ? parts.join(" · ") : undefined;
+}
