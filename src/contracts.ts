@@ -595,6 +595,8 @@ export interface AgentRunResult<TOutput = unknown> {
 export type AgentRunStatus =
   | "running"
   | "waiting_for_approval"
+  /** A client tool call waits for a client's result and nothing else of its batch runs (issue #41). */
+  | "waiting_for_client"
   | "waiting_for_prompt"
   | "completed"
   | "failed"

@@ -354,7 +354,15 @@ function extensionHost(agent: Agent, spec: Partial<ActivitySpec>): AgentWorkerHo
     client,
     dataConverter,
     createWorker: async (options) => {
-      const worker = await Worker.create({ ...options, connection, namespace, dataConverter } as WorkerOptions);
+      // One identity for every poller of this worker (the events server's, when on): the server records it on
+      // each task, and fast failover names a dead worker's calls by it.
+      const worker = await Worker.create({
+        ...(agent.identity ? { identity: agent.identity } : {}),
+        ...options,
+        connection,
+        namespace,
+        dataConverter,
+      } as WorkerOptions);
       agent.made.push(worker);
       return worker;
     },

@@ -23,6 +23,7 @@ import {
 import { decodePayloads } from "../codec/history.js";
 import type { AgentMessage, AgentRunState } from "../types.js";
 import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
+import { approvalPolicyProblem } from "../workflows/approval-policy.js";
 import {
   AgentCostUsd,
   AgentModel,
@@ -36,7 +37,7 @@ import { connectCli } from "./connect.js";
 
 const RUNS_USAGE = `usage: jai-agent <command> [options]   (npm run <command> -- [options])
   runs [--status s[,s…]] [--limit N] [--query "visibility query"] [--json]
-        s: running | waiting (for approval or a prompt) | waiting_for_approval | waiting_for_prompt
+        s: running | waiting (for approval, a client or a prompt) | waiting_for_approval | waiting_for_client | waiting_for_prompt
            | completed | failed | cancelled | open | closed
   state <workflowId> [--json]
   approve <workflowId> <toolCallId | --all> [--remember]   (--remember: stop asking for that tool in this run)
@@ -108,8 +109,9 @@ function textOf(m: AgentMessage): string {
 /** The agent statuses each --status word stands for; `execution` is the Temporal status used without them. */
 const STATUS_FILTERS: Record<string, { agent?: string[]; execution: string[] }> = {
   running: { agent: ["running"], execution: ["Running"] },
-  waiting: { agent: ["waiting_for_approval", "waiting_for_prompt"], execution: ["Running"] },
+  waiting: { agent: ["waiting_for_approval", "waiting_for_client", "waiting_for_prompt"], execution: ["Running"] },
   waiting_for_approval: { agent: ["waiting_for_approval"], execution: ["Running"] },
+  waiting_for_client: { agent: ["waiting_for_client"], execution: ["Running"] },
   waiting_for_prompt: { agent: ["waiting_for_prompt"], execution: ["Running"] },
   completed: { agent: ["completed"], execution: ["Completed"] },
   failed: { agent: ["failed"], execution: ["Failed", "Terminated", "TimedOut"] },
@@ -404,6 +406,9 @@ const COMMANDS: Record<string, Command> = {
     const p = parse(args, {}, 2, "<workflowId> <json | ->");
     if (!p) return undefined;
     const policy = jsonArgument(p.positionals.slice(1), "policy");
+    // A malformed policy is a usage error (exit 2), refused before anything reaches the run.
+    const problem = approvalPolicyProblem(policy, "policy");
+    if (problem) throw new UsageError(`invalid approval policy: ${problem}`);
     return {
       values: p.values,
       run: async (client) => {

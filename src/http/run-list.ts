@@ -63,7 +63,10 @@ const OPEN = `ExecutionStatus = "Running"`;
 /** Each filter by the agent's status, and by Temporal's alone for a namespace without the attributes. */
 const FILTERS: Record<string, { agent: string; execution: string }> = {
   approval: { agent: `AgentStatus = "waiting_for_approval" AND ${OPEN}`, execution: OPEN },
-  waiting: { agent: `AgentStatus IN ("waiting_for_approval", "waiting_for_prompt") AND ${OPEN}`, execution: OPEN },
+  waiting: {
+    agent: `AgentStatus IN ("waiting_for_approval", "waiting_for_client", "waiting_for_prompt") AND ${OPEN}`,
+    execution: OPEN,
+  },
   running: { agent: OPEN, execution: OPEN },
   // A run Temporal ended (terminated, timed out) before it could say so is failed too.
   failed: {

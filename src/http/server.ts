@@ -40,6 +40,7 @@ import type { EventTap } from "../events/tap.js";
 import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
 import { UserMessageSchema } from "../workflows/message-schema.js";
 import { validateUserInput } from "../workflows/input.js";
+import { approvalPolicyProblem } from "../workflows/approval-policy.js";
 import { AgentRequestError, agentRunOptions, describeAgent, type AgentDefinition } from "../agents.js";
 import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_SHELL, CONSOLE_SHELL_HASH } from "./console/assets.js";
 import { listRunPage, RUN_FILTERS } from "./run-list.js";
@@ -490,6 +491,9 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     "/runs/:id/policy",
     { schema: { body: PolicyBody } },
     async (req, reply) => {
+      // A malformed policy is a bad request (400, naming the field); the run's refusals stay 409.
+      const problem = approvalPolicyProblem(req.body.policy, "policy");
+      if (problem) return reply.code(400).send({ error: `Invalid approval policy: ${problem}` });
       try {
         return { policy: await (await agentRun(req.params.id)).setApprovalPolicy(req.body.policy as never) };
       } catch (err) {

@@ -85,6 +85,12 @@ export const APPROVAL_POLICY_PATCH = "jai-approval-policy-v1" as const;
  * by a run whose input declares some, before its first model call: runs recorded before it offered none.
  */
 export const CLIENT_TOOLS_PATCH = "jai-client-tools-v1" as const;
+/**
+ * The status "waiting_for_client" (state and AgentStatus) while a client tool call waits and nothing else of its
+ * batch runs. Asked only when a client tool call begins to wait: runs recorded before it stayed "running" then
+ * (no AgentStatus upsert), and replay that way; runs without client tools never ask.
+ */
+export const CLIENT_WAIT_STATUS_PATCH = "jai-client-wait-status-v1" as const;
 
 /**
  * After the baselines (a plain `patched`): typed results (run input `output`, docs/typed-results.md). Asked

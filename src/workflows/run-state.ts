@@ -237,7 +237,8 @@ export class RunState {
       return this.stopReason === "error" ? "failed" : this.stopReason === "aborted" ? "cancelled" : "completed";
     }
     if (this.waitingForPrompt) return "waiting_for_prompt";
-    return [...this.tools.approvals.values()].some((a) => !a.decision) ? "waiting_for_approval" : "running";
+    if ([...this.tools.approvals.values()].some((a) => !a.decision)) return "waiting_for_approval";
+    return this.tools.onlyClientsWait() ? "waiting_for_client" : "running";
   }
 
   snapshot(): AgentRunState {

@@ -9,7 +9,7 @@
  */
 import { defineSearchAttributeKey, type SearchAttributeType } from "@temporalio/common";
 
-/** running / waiting_for_approval / waiting_for_prompt / completed / failed / cancelled (AgentRunState's status). */
+/** running / waiting_for_approval / waiting_for_client / waiting_for_prompt / completed / failed / cancelled (AgentRunState's status). */
 export const AgentStatus = defineSearchAttributeKey("AgentStatus", "KEYWORD");
 /** The last prompt's stopReason, once it has one. */
 export const AgentStopReason = defineSearchAttributeKey("AgentStopReason", "KEYWORD");

@@ -55,6 +55,8 @@ export class ToolBatchState {
   remembered: string[] = [];
   /** Client tool calls waiting for a client's result, by tool-call id. */
   clientWaits = new Map<string, ClientWait>();
+  /** Whether the run shows "waiting_for_client" (see CLIENT_WAIT_STATUS_PATCH); set at its first client wait. */
+  clientWaitStatus = false;
 
   /** A batch begins: every call is pending, none started. */
   begin(calls: ToolCall[]): ToolBatch {
@@ -183,6 +185,17 @@ export class ToolBatchState {
     const entry = this.batch?.entries[index];
     if (entry) entry.waitingForClient = true;
     return wait;
+  }
+
+  /** The run shows "waiting_for_client" from now on (the caller checked CLIENT_WAIT_STATUS_PATCH). */
+  showClientWaitStatus(): void {
+    this.clientWaitStatus = true;
+  }
+
+  /** Whether a client tool call waits for its result and no other call of the batch executes. */
+  onlyClientsWait(): boolean {
+    if (!this.clientWaitStatus || this.waitingClientResults().length === 0) return false;
+    return this.pending.every((p) => !p.started || p.waitingForClient === true);
   }
 
   /** A client submitted call `toolCallId`'s result. Contract: the validator checked it waits (`waitingForClient`). */

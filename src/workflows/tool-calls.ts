@@ -21,6 +21,7 @@ import type { AgentEvent, ClientToolDeclaration, ToolExecutionMode } from "../co
 import type { AgentSinks } from "./definitions.js";
 import { policyDenial, policyVerdict } from "./approval-policy.js";
 import { clientToolSpecs } from "./client-tools.js";
+import { CLIENT_WAIT_STATUS_PATCH } from "./patches.js";
 import type { ExecuteToolInput, ExecuteToolOutput, RunSetup, ToolSpec } from "./wire.js";
 import type { Conversation } from "./conversation.js";
 import type { RunContext } from "./run-context.js";
@@ -88,6 +89,8 @@ export function runTools(
     finished: (index, output) => {
       if (!tools.isCurrent(batch)) return;
       tools.finish(batch, index, output);
+      // A call ending beside waiting client calls may leave only them: the status says so (client-tool runs only).
+      if (tools.clientWaitStatus && tools.clientWaits.size > 0) state.publishDetails();
       const call = calls[index];
       emit({
         type: "tool_execution_end",
@@ -196,6 +199,8 @@ async function approveThenExecute(
 /** The call's execution starts (the state query says so from here on, not while it waits for approval). */
 function execute(run: RunContext, spec: ToolSpec, call: ToolCall, index: number): Promise<ExecuteToolOutput> {
   run.state.tools.executing(index);
+  // A call starting beside a waiting client call: the run works again (client-tool runs only).
+  if (run.state.tools.clientWaitStatus && run.state.tools.clientWaits.size > 0) run.state.publishDetails();
   if (spec.client) return awaitClientResult(run, spec, call, index);
   return spec.subAgent ? runSubAgent(run, spec, spec.subAgent, call, index) : executeCall(run, spec, call, index);
 }
@@ -212,6 +217,8 @@ async function awaitClientResult(
 ): Promise<ExecuteToolOutput> {
   const { state } = run;
   const timeout = spec.client?.timeout;
+  // Shows "waiting_for_client" while only client calls wait; patched: see CLIENT_WAIT_STATUS_PATCH.
+  if (!state.tools.clientWaitStatus && patched(CLIENT_WAIT_STATUS_PATCH)) state.tools.showClientWaitStatus();
   const wait = state.tools.awaitClient(
     index,
     {
@@ -223,7 +230,10 @@ async function awaitClientResult(
     },
     spec.client?.result,
   );
-  state.publishDetails();
+  // With the status shown, published once the batch's other calls have started (they start in this same
+  // activation, after this call): "waiting_for_client" only when nothing else runs, without a flicker.
+  if (state.tools.clientWaitStatus) void Promise.resolve().then(() => state.publishDetails());
+  else state.publishDetails();
   agent.emit({
     type: "tool_execution_update",
     toolCallId: call.id,

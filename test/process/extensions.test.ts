@@ -29,6 +29,7 @@ afterAll(async () => {
 /** The agent's activities: what every worker registers, with or without extensions. */
 const AGENT_ACTIVITIES = [
   "agentSearchAttributesExist",
+  "checkOutput",
   "compactContext",
   "deliverRunWebhook",
   "executeFastTool",

@@ -151,7 +151,7 @@ describe("finding runs", () => {
       expect(ids).toEqual([handle.workflowId]);
       const metadata = (await handle.workflow.query("__temporal_workflow_metadata")) as { currentDetails?: string };
       expect(metadata.currentDetails).toMatch(/waiting_for_approval/);
-      expect(metadata.currentDetails).toContain("Awaiting approval:\n- `delete_all /tmp/x` · id `del-1`");
+      expect(metadata.currentDetails).toContain("Awaiting approval:\n\n- `delete_all /tmp/x` · id `del-1`");
       await handle.approve("del-1");
       return handle.result();
     });

@@ -59,7 +59,8 @@ function setupLogin(onSignedIn) {
   $("signout").hidden = !token();
 }
 const STATUS_WORDS = {
-  running: "running", waiting_for_approval: "waiting for approval", waiting_for_prompt: "waiting for a prompt",
+  running: "running", waiting_for_approval: "waiting for approval", waiting_for_client: "waiting for a client",
+  waiting_for_prompt: "waiting for a prompt",
   completed: "completed", failed: "failed", cancelled: "cancelled", canceled: "cancelled", terminated: "terminated", timed_out: "timed out",
 };
 const ENDED = new Set(["completed", "failed", "cancelled", "canceled", "terminated", "timed_out"]);

@@ -80,7 +80,7 @@ function composer() {
 function setActions(s) {
   const st = s.status;
   const ended = ENDED.has(st);
-  const working = st === "running" || st === "waiting_for_approval";
+  const working = st === "running" || st === "waiting_for_approval" || st === "waiting_for_client";
   const set = (id, on, why) => { $(id).disabled = !on; $(id).title = on ? "" : why; };
   const over = "the run has ended (" + (STATUS_WORDS[st] || st) + (s.stopReason ? ", " + s.stopReason : "") + ")";
   set("prompt", st === "waiting_for_prompt", ended ? over : "prompts go to a session run once it waits for one");
@@ -93,6 +93,8 @@ function setActions(s) {
     ? "This run has ended (" + (STATUS_WORDS[st] || st) + (s.stopReason ? ", stop reason " + s.stopReason : "") + "): it takes no more messages, approvals or cancellation. Start a new run from the runs page."
     : st === "waiting_for_prompt"
       ? "The session waits for your prompt (Enter sends it)."
+      : st === "waiting_for_client"
+        ? "The run waits for a client's result of the tool call marked in the transcript: submit it there."
       : st === "waiting_for_approval"
         ? "The run waits for your decision on the tool calls marked in the transcript. Steering and follow-ups are queued meanwhile."
         : "The run is working: steer it (the message comes before the next model call) or queue a follow-up (after it would stop).";
@@ -110,6 +112,7 @@ async function refreshState() {
     $("usage").textContent = "turn " + s.turn + (s.usage ? " · " + count(s.usage.totalTokens) + " tokens · " + money(s.usage.cost && s.usage.cost.total) : "");
     setActions(s);
     showApprovals(s.pendingApprovals || [], ENDED.has(s.status));
+    showClientWaits(s.pendingClientResults || [], ENDED.has(s.status));
     if (ENDED.has(s.status)) { run.ended = true; document.body.dataset.ended = "1"; }
   } catch (e) {
     if (e.status !== 401) notice("Could not read the run: " + e.message);
@@ -174,6 +177,35 @@ function showApprovals(pending, ended) {
     });
     all.id = "approve-all";
     bar.append(el("span", "", pending.length + " tool calls wait for your decision "), all);
+  }
+}
+
+/** A "Submit result" box at each call waiting for a client (issue #41): JSON, or else the text as a string. */
+function showClientWaits(pending, ended) {
+  const waiting = new Set(pending.map((w) => w.toolCallId));
+  for (const box of document.querySelectorAll(".client-result")) if (!waiting.has(box.dataset.toolCallId) || ended) box.remove();
+  if (ended) return;
+  for (const w of pending) {
+    const d = toolRow(w.toolCallId, w.toolName, w.args);
+    if (d.querySelector(".client-result")) continue;
+    d.open = true;
+    const box = el("div", "approval client-result");
+    box.dataset.toolCallId = w.toolCallId;
+    const input = el("textarea", "result-input"); input.rows = 2; input.placeholder = "the result: JSON, or plain text (sent as a string)";
+    const failed = el("input", "is-error"); failed.type = "checkbox";
+    const errorLabel = el("label", "muted"); errorLabel.append(failed, " the client's tool failed");
+    const submit = button("Submit result", "submit-result primary", async () => {
+      const text = input.value.trim();
+      let result = text;
+      try { result = JSON.parse(text); } catch { /* plain text: a string */ }
+      submit.disabled = true;
+      const body = failed.checked ? { toolCallId: w.toolCallId, result, isError: true } : { toolCallId: w.toolCallId, result };
+      try { await api("POST", "/runs/" + encodeURIComponent(run.id) + "/tool-result", body); notice(""); }
+      catch (e) { if (e.status !== 401) notice("Result refused: " + e.message); submit.disabled = false; }
+      refreshState();
+    });
+    box.append(el("b", "", "Waits for a client's result"), " ", input, " ", errorLabel, " ", submit, el("span", "muted since", " since " + when(w.since)));
+    d.append(box);
   }
 }
 

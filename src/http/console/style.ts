@@ -30,7 +30,7 @@ table.runs-table{width:100%;border-collapse:collapse}
 .runs-table tr.pinned{background:#fff7ed} .runs-table .id{font-size:12px}
 .pager{display:flex;gap:10px;align-items:center;margin-top:8px}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;background:#e5e7eb;font-size:12px;font-weight:600;white-space:nowrap}
-.status-running{background:#dbeafe;color:#1e40af} .status-waiting_for_approval{background:#fed7aa;color:#9a3412}
+.status-running{background:#dbeafe;color:#1e40af} .status-waiting_for_approval,.status-waiting_for_client{background:#fed7aa;color:#9a3412}
 .status-waiting_for_prompt{background:#e0e7ff;color:#3730a3} .status-completed{background:#d1fae5;color:#065f46}
 .status-failed,.status-terminated,.status-timed_out{background:#fee2e2;color:#991b1b} .status-cancelled,.status-canceled{background:#e5e7eb;color:#374151}
 .runhead{display:flex;gap:12px;align-items:center;flex-wrap:wrap} .runhead h2{margin:0;font-family:ui-monospace,monospace;font-size:14px}
@@ -48,6 +48,6 @@ details.tool.error{border-left-color:#dc2626} details.tool.waiting{border-color:
 details.tool summary{cursor:pointer} details.tool .preview{color:#4b5563}
 details.tool .label{font-size:12px;color:#6b7280;margin-top:6px}
 .approval{background:#fff7ed;border:1px solid #fdba74;border-radius:6px;padding:8px;margin:8px 0;display:flex;gap:6px;align-items:center;flex-wrap:wrap}
-.approval .reason{flex:1;min-width:200px}
+.approval .reason{flex:1;min-width:200px} .client-result .result-input{flex:1;min-width:240px;font:inherit}
 .composer .actions{display:flex;gap:8px;margin-top:8px} .composer .why{margin:6px 0 0;font-size:13px}
 `;

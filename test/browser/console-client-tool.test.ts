@@ -1,0 +1,106 @@
+/**
+ * The console's run page at a call waiting for a client (issue #41), in Chromium: the status says so, a
+ * "Submit result" box sits at the call's tool row (its HTML arguments rendered as text), a result the tool's
+ * schema refuses is refused in words and the box stays, and a good one reaches the model.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import type { Browser } from "playwright-core";
+import { launchChromium } from "../../scripts/chromium.js";
+import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
+import { startAgentRun } from "../../src/client.js";
+import { startRunEventsService, type RunEventsService } from "../../src/events/serve.js";
+import { createAgentWorker } from "../../src/worker.js";
+import { fauxModel, openTestEnv, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
+
+let env: TestEnv;
+let service: RunEventsService;
+let browser: Browser;
+beforeAll(async () => {
+  env = await openTestEnv();
+  service = await startRunEventsService({ client: env.client, port: 0 });
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await service?.server.close();
+  await env?.close();
+});
+
+const XSS = `<img src=x onerror="document.body.dataset.pwned='1'">`;
+
+describe("console: a call waiting for a client", () => {
+  it("offers a Submit result box; a refused result is said in words, a good one reaches the model", async () => {
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("pick_color", { hint: XSS }, { id: "call-color" })], {
+        stopReason: "toolUse",
+      }),
+      (context: Context) => fauxAssistantMessage(`picked: ${textOf(context.messages.at(-1))}`),
+    ]);
+    const taskQueue = uniqueId("tq");
+    const worker = await createAgentWorker({
+      connection: env.connection,
+      taskQueue,
+      tools: [],
+      workflowBundle: env.bundle,
+      onEvent: service.onEvent,
+      workerOptions: { identity: service.identity },
+    });
+    await worker.runUntil(async () => {
+      const workflowId = uniqueId("console-client");
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId,
+        model: faux.getModel(),
+        prompt: "pick a color",
+        clientTools: [
+          {
+            name: "pick_color",
+            description: "Asks the user to pick a color",
+            parameters: { type: "object", properties: { hint: { type: "string" } } },
+            result: { type: "object", properties: { color: { enum: ["red", "blue"] } }, required: ["color"] },
+          },
+        ],
+      });
+      const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      page.on("dialog", (d) => void d.dismiss().then(() => errors.push(`dialog: ${d.message()}`)));
+      await page.goto(
+        `${service.server.url}/runs/${encodeURIComponent(workflowId)}/console#token=${service.server.token}`,
+      );
+
+      const row = page.locator('details.tool[data-tool-call-id="call-color"]');
+      const box = row.locator(".client-result");
+      await box.locator("button.submit-result").waitFor({ timeout: 60_000 });
+      await page.waitForFunction(
+        () => (globalThis as any).document.getElementById("status").textContent === "waiting for a client",
+        undefined,
+        { timeout: 30_000 },
+      );
+      await expect(page.locator("#why").textContent()).resolves.toContain("waits for a client's result");
+      await expect(row.locator("pre.args").textContent()).resolves.toContain(JSON.stringify(XSS));
+
+      // The schema refuses green: said in words, the box stays for another try.
+      await box.locator("textarea.result-input").fill('{"color":"green"}');
+      await box.locator("button.submit-result").click();
+      await page.waitForFunction(
+        () => /Result refused: .*color/.test((globalThis as any).document.getElementById("notice").textContent),
+        undefined,
+        { timeout: 30_000 },
+      );
+      expect(await box.count()).toBe(1);
+      expect((await handle.state()).pendingClientResults).toMatchObject([{ toolCallId: "call-color" }]);
+
+      await box.locator("textarea.result-input").fill('{"color":"red"}');
+      await box.locator("button.submit-result").click();
+      await expect(row.locator(".result").textContent({ timeout: 60_000 })).resolves.toBe('{"color":"red"}');
+      expect(textOf((await handle.result()).messages.at(-1))).toBe('picked: {"color":"red"}');
+      await page.waitForFunction(() => !(globalThis as any).document.querySelector(".client-result"), undefined, {
+        timeout: 30_000,
+      });
+      expect(await page.locator("#log img").count()).toBe(0);
+      expect(await page.evaluate(() => (globalThis as any).document.body.dataset.pwned)).toBeUndefined();
+      expect(errors).toEqual([]);
+    });
+  }, 180_000);
+});
