@@ -9,9 +9,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { Client } from "@temporalio/client";
-import { WorkflowNotFoundError, type Payload, type TypedSearchAttributes } from "@temporalio/common";
-import { decodeTypedSearchAttributes } from "@temporalio/common/lib/converter/payload-search-attributes.js";
-import { optionalTsToDate } from "@temporalio/common/lib/time.js";
+import { WorkflowNotFoundError, type Payload } from "@temporalio/common";
 import proto from "@temporalio/proto";
 import {
   getAgentRun,
@@ -24,16 +22,8 @@ import { decodePayloads } from "../codec/history.js";
 import type { AgentMessage, AgentRunState } from "../types.js";
 import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
 import { approvalPolicyProblem } from "../workflows/approval-policy.js";
-import {
-  AgentCostUsd,
-  AgentModel,
-  AgentStatus,
-  AgentStopReason,
-  AgentSummary,
-  AgentTotalTokens,
-  AgentTurns,
-} from "../workflows/search-attributes.js";
 import { connectCli } from "./connect.js";
+import { runRow, type RunRow } from "../http/run-list.js";
 
 const RUNS_USAGE = `usage: jai-agent <command> [options]   (npm run <command> -- [options])
   runs [--status s[,s…]] [--limit N] [--query "visibility query"] [--json]
@@ -143,25 +133,10 @@ function runsQuery(statuses: string[], withAttributes: boolean, extra?: string):
   return parts.join(" AND ");
 }
 
-interface RunListing {
-  workflowId: string;
-  runId: string;
-  /** AgentStatus while the run could keep it; Temporal's status (lower case) when it ended otherwise or the namespace lacks the attribute. */
-  status: string;
-  /** Temporal's status, e.g. "running", "completed", "terminated". */
-  executionStatus: string;
-  model?: string;
-  turns?: number;
-  totalTokens?: number;
-  costUsd?: number;
-  stopReason?: string;
-  summary?: string;
-  startTime?: string;
-  closeTime?: string;
-}
+/** A listed run: the console's row (src/http/run-list.ts), filled from the memo where the namespace lacks the attributes. */
+type RunListing = RunRow;
 
 type RawExecution = proto.temporal.api.workflow.v1.IWorkflowExecutionInfo;
-const EXECUTION_STATUS = proto.temporal.api.enums.v1.WorkflowExecutionStatus;
 
 /** The memo's fields, or {} when they cannot be read (e.g. encrypted under a key this process lacks). */
 async function memoOf(client: Client, raw: RawExecution): Promise<Record<string, unknown>> {
@@ -180,31 +155,20 @@ async function memoOf(client: Client, raw: RawExecution): Promise<Record<string,
 }
 
 async function listing(client: Client, raw: RawExecution): Promise<RunListing> {
-  const attrs: TypedSearchAttributes = decodeTypedSearchAttributes(raw.searchAttributes?.indexedFields);
-  const executionStatus = (EXECUTION_STATUS[raw.status ?? 0] ?? "unknown")
-    .replace(/^WORKFLOW_EXECUTION_STATUS_/, "")
-    .toLowerCase();
-  const agentStatus = attrs.get(AgentStatus);
-  // A run Temporal ended (terminated, timed out) never wrote its last status: "running" would be a lie.
-  const open = executionStatus === "running";
-  const status = agentStatus && (open || !/^(running|waiting_)/.test(agentStatus)) ? agentStatus : executionStatus;
-  const memo = attrs.get(AgentModel) === undefined ? await memoOf(client, raw) : {};
-  const defined = <T extends object>(o: T) =>
-    Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-  return defined({
-    workflowId: raw.execution?.workflowId ?? "",
-    runId: raw.execution?.runId ?? "",
-    status,
-    executionStatus,
-    model: attrs.get(AgentModel) ?? (typeof memo.model === "string" ? memo.model : undefined),
-    turns: attrs.get(AgentTurns) ?? (typeof memo.turns === "number" ? memo.turns : undefined),
-    totalTokens: attrs.get(AgentTotalTokens) ?? (typeof memo.totalTokens === "number" ? memo.totalTokens : undefined),
-    costUsd: attrs.get(AgentCostUsd),
-    stopReason: attrs.get(AgentStopReason) ?? (typeof memo.stopReason === "string" ? memo.stopReason : undefined),
-    summary: attrs.get(AgentSummary),
-    startTime: optionalTsToDate(raw.startTime)?.toISOString(),
-    closeTime: optionalTsToDate(raw.closeTime)?.toISOString(),
-  });
+  const row = runRow(raw);
+  if (row.model !== undefined) return row;
+  // A namespace without the agent's search attributes: the memo says what the run could.
+  const memo = await memoOf(client, raw);
+  const text = (v: unknown) => (typeof v === "string" ? v : undefined);
+  const count = (v: unknown) => (typeof v === "number" ? v : undefined);
+  const filled: RunListing = {
+    ...row,
+    model: text(memo.model),
+    turns: row.turns ?? count(memo.turns),
+    totalTokens: row.totalTokens ?? count(memo.totalTokens),
+    stopReason: row.stopReason ?? text(memo.stopReason),
+  };
+  return Object.fromEntries(Object.entries(filled).filter(([, v]) => v !== undefined)) as RunListing;
 }
 
 /**

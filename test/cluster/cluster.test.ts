@@ -17,7 +17,12 @@ import type { AgentRunResult } from "../../src/types.js";
 import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../../src/failover/presence.js";
 import { ensureTemporalServer } from "../../scripts/tools.js";
 import { startPostgres, type Postgres } from "../support/cluster/postgres.js";
-import { createTemporalServer, freeLowPort, setupSchema, type TemporalServer } from "../support/cluster/temporal-server.js";
+import {
+  createTemporalServer,
+  freeLowPort,
+  setupSchema,
+  type TemporalServer,
+} from "../support/cluster/temporal-server.js";
 import { buildDist, demoWorkspace, startWorkerProcess, type WorkerProcess } from "../support/service/processes.js";
 import { normalizedTranscript } from "../support/service/transcript.js";
 

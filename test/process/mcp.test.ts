@@ -23,7 +23,16 @@ import { startAgentRun } from "../../src/client.js";
 import { McpToolSource } from "../../src/mcp/source.js";
 import type { McpServerConfig } from "../../src/mcp/config.js";
 import type { AgentEvent } from "../../src/types.js";
-import { deferred, fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import {
+  deferred,
+  fauxModel,
+  openTestEnv,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "../support/helpers.js";
 
 let env: TestEnv;
 let folder: string;
