@@ -10,8 +10,6 @@
  *   host's loopback only); off loopback without either, it refuses to start (exit 2).
  * A browser request from an origin other than the UI's is refused (403) in every mode.
  */
-import { existsSync } from "node:fs";
-import path from "node:path";
 import { parseArgs } from "node:util";
 import { codecFromEnv } from "../codec/config.js";
 import { bearerTokens, CodecServerConfigError, createCodecServer, type CodecServerOptions } from "../codec/server.js";
@@ -111,8 +109,6 @@ async function main(): Promise<number> {
 
 /** The Web UI origin of the dev server `npm run temporal` keeps running from this folder (any UI port), if any. */
 async function devServerUiOrigins(): Promise<string[]> {
-  // runningServer() would create .jai here; an image's read-only folder has none to read.
-  if (!existsSync(path.join(process.cwd(), ".jai"))) return [];
   const uiUrl = (await runningServer())?.uiUrl;
   if (!uiUrl) return [];
   const { origin, port } = new URL(uiUrl);

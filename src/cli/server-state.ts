@@ -20,11 +20,25 @@ export function clearServerState(): void {
   rmSync(stateFile(), { force: true });
 }
 
+/**
+ * What `npm run temporal` last wrote in `cwd`, without asking the server and without creating `.jai` (a reader
+ * may run in a read-only folder, e.g. the image's).
+ */
+export function readServerState(cwd = process.cwd()): ServerState | undefined {
+  const file = path.join(cwd, ".jai", "server.json");
+  if (!existsSync(file)) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as ServerState;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The server `npm run temporal` keeps running, if it still answers. */
 export async function runningServer(): Promise<ServerState | undefined> {
-  if (!existsSync(stateFile())) return undefined;
+  const state = readServerState();
+  if (!state) return undefined;
   try {
-    const state = JSON.parse(readFileSync(stateFile(), "utf8")) as ServerState;
     await waitForServer(state.address, 2000);
     return state;
   } catch {
