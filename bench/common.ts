@@ -91,7 +91,7 @@ export async function benchWorker(
   taskQueue: string,
   tools: AgentTool<any>[],
   models: Model<Api>[],
-  extra: { maxConcurrentWorkflowTaskExecutions?: number } = {},
+  extra: { maxConcurrentWorkflowTaskExecutions?: number; maxConcurrentActivityTaskExecutions?: number } = {},
 ) {
   const loop = createActivities({ tools, models, client: bench.client });
   const activities: BenchActivities & typeof loop = {

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { codecCost } from "./codec.js";
 import { consoleList } from "./console.js";
 import { openBench } from "./common.js";
+import { fairness } from "./fairness.js";
 import { finishedChain } from "./finished-chain.js";
 import { historyGrowth } from "./history-growth.js";
 import { observability } from "./observability.js";
@@ -38,6 +39,7 @@ const SECTIONS = {
   scale,
   streaming,
   console: consoleList,
+  fairness,
   peers: versus,
 };
 

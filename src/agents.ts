@@ -55,6 +55,8 @@ export interface AgentRunRequest {
   systemPrompt?: string;
   tools?: string[];
   workflowId?: string;
+  /** Who the run is for (docs/tenants.md): its search attribute and fairness key; the tenants' limits apply. */
+  tenant?: string;
 }
 
 /** A refused request (unknown agent, an override it does not allow): the HTTP API answers 400 with the message. */
@@ -111,7 +113,7 @@ export function describeAgent(agent: AgentDefinition) {
 export function agentRunOptions(
   agents: readonly AgentDefinition[],
   request: AgentRunRequest,
-): AgentRunInput & { taskQueue?: string; workflowId?: string } {
+): AgentRunInput & { taskQueue?: string; workflowId?: string; tenant?: string } {
   const agent = agents.find((a) => a.name === request.agent);
   if (!agent)
     throw new AgentRequestError(
@@ -154,5 +156,6 @@ export function agentRunOptions(
     approvalPolicy: agent.approvalPolicy,
     taskQueue: agent.taskQueue,
     workflowId: request.workflowId,
+    tenant: request.tenant,
   });
 }

@@ -11,9 +11,10 @@ import {
 } from "@temporalio/client";
 import {
   ApplicationFailure,
+  TypedSearchAttributes,
   WorkflowNotFoundError,
+  type Priority,
   type SearchAttributePair,
-  type TypedSearchAttributes,
 } from "@temporalio/common";
 import type { Static, TSchema } from "@sinclair/typebox";
 import type {
@@ -48,6 +49,9 @@ import { validateRunInput, validateUserInput } from "./workflows/input.js";
 import { promptSummary } from "./workflows/summary.js";
 import { closedRunStateOnly, closedRunView } from "./history-view.js";
 import { runEvents, type RunEvent, type RunEventsOptions } from "./events/subscribe.js";
+import { primaryModelName } from "./common/model-ref.js";
+import { tenantConfig, tenantLimiter, tenantProblem, type TenantsConfig } from "./tenants.js";
+import { AgentTenant } from "./workflows/search-attributes.js";
 
 export type { RunEvent, RunEventsOptions };
 
@@ -255,6 +259,17 @@ export interface StartAgentRunOptions extends AgentRunInput {
    * A server without `system.enableEagerWorkflowStart` starts the run the ordinary way.
    */
   eagerStart?: boolean;
+  /**
+   * Who the run is for (docs/tenants.md): 1-64 letters, digits, ".", "_", "-". Sets the `AgentTenant` search
+   * attribute (left out on a namespace without it) and Temporal's priority `fairnessKey` on the run, which its
+   * activities and sub-agents inherit; with fairness on in the server, one tenant's backlog does not starve another's.
+   */
+  tenant?: string;
+  /**
+   * Per-tenant limits enforced at this start (the config module's `tenants`): the tenant's entry, else `"*"`'s.
+   * `maxConcurrentRuns` refuses with TenantLimitError; `budget` fills a run given none; `fairnessWeight`.
+   */
+  tenants?: TenantsConfig;
 }
 
 /** A handle on a run; `TOutput`: the type of its typed `output` (see startAgentRun). */
@@ -445,6 +460,8 @@ const START_OPTIONS = [
   "searchAttributes",
   "memo",
   "eagerStart",
+  "tenant",
+  "tenants",
 ] as const satisfies readonly Exclude<keyof StartAgentRunOptions, keyof AgentRunInput>[];
 
 /**
@@ -464,15 +481,25 @@ export async function startAgentRun<S extends TSchema = TSchema>(
     searchAttributes,
     memo,
     eagerStart,
-    ...input
+    tenant,
+    tenants,
+    ...given
   } = options;
+  if (tenant !== undefined) {
+    const bad = tenantProblem(tenant);
+    if (bad) throw new InvalidRunInputError(`Invalid run input: ${bad}`);
+  }
+  const limits = tenant === undefined ? undefined : tenantConfig(tenants, tenant);
+  // The tenant's default budget, for a run whose caller gave none (validated below like any budget).
+  const input: typeof given =
+    limits?.budget && given.budget === undefined ? { ...given, budget: limits.budget } : given;
   // A field no run input has (e.g. "maxTurn") is refused, with the field it most likely misspells.
   const problem = validateRunInput(input, { alsoNamed: START_OPTIONS });
   if (problem) throw new InvalidRunInputError(`Invalid run input: ${problem}`);
   // Backstop for the byte budgets of validateRunInput: never let the server refuse the input with a raw error.
   if (jsonBytes(input) > TEMPORAL_PAYLOAD_LIMIT_BYTES) throw tooBigInput(input);
   const id = workflowId ?? `agent-${randomUUID()}`;
-  const model = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
+  const model = primaryModelName(input.model);
   // The root of the run's trace (GenAI conventions) when the process traces; with the Temporal client interceptor
   // of createAgentTracing() on `client`, the workflow and its activities join it. A no-op otherwise.
   const attributes = {
@@ -495,6 +522,33 @@ export async function startAgentRun<S extends TSchema = TSchema>(
     });
 
   async function start(): Promise<AgentRunHandle<Static<S>>> {
+    if (tenant === undefined || limits?.maxConcurrentRuns === undefined) return startOnce();
+    return tenantLimiter(client).guard(tenant, limits.maxConcurrentRuns, startOnce);
+  }
+
+  async function startOnce(): Promise<AgentRunHandle<Static<S>>> {
+    const priority: Priority | undefined =
+      tenant === undefined
+        ? undefined
+        : {
+            fairnessKey: tenant,
+            ...(limits?.fairnessWeight !== undefined ? { fairnessWeight: limits.fairnessWeight } : {}),
+          };
+    const withTenant = tenant !== undefined && !tenantAttributeMissing(client);
+    try {
+      return await startWith(withTenant ? tenantAttributes(searchAttributes, tenant) : searchAttributes, priority);
+    } catch (err) {
+      // A namespace without AgentTenant refuses the attribute: the run starts without it (its fairness key stays).
+      if (!withTenant || !isMissingTenantAttribute(err)) throw err;
+      missingTenantAttribute.set(client, Date.now());
+      return startWith(searchAttributes, priority);
+    }
+  }
+
+  async function startWith(
+    attributes: StartAgentRunOptions["searchAttributes"],
+    priority: Priority | undefined,
+  ): Promise<AgentRunHandle<Static<S>>> {
     try {
       const workflow = await client.workflow.start(AGENT_RUN_WORKFLOW, {
         taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
@@ -502,7 +556,8 @@ export async function startAgentRun<S extends TSchema = TSchema>(
         args: [input],
         staticSummary: staticSummary ?? (promptSummary(input.prompt) || "(empty prompt)"),
         ...(staticDetails !== undefined ? { staticDetails } : {}),
-        ...(searchAttributes !== undefined ? { typedSearchAttributes: searchAttributes } : {}),
+        ...(attributes !== undefined ? { typedSearchAttributes: attributes } : {}),
+        ...(priority !== undefined ? { priority } : {}),
         ...(memo !== undefined ? { memo } : {}),
         ...(workflowTaskTimeout !== undefined ? { workflowTaskTimeout } : {}),
         ...(eagerStart ? { requestEagerStart: true } : {}),
@@ -513,6 +568,34 @@ export async function startAgentRun<S extends TSchema = TSchema>(
       throw err;
     }
   }
+}
+
+/** Clients whose namespace refused AgentTenant, and when: starts leave it out for a while, then try it again. */
+const missingTenantAttribute = new WeakMap<Client, number>();
+const RECHECK_TENANT_ATTRIBUTE_MS = 5 * 60_000;
+
+function tenantAttributeMissing(client: Client): boolean {
+  const at = missingTenantAttribute.get(client);
+  return at !== undefined && Date.now() - at < RECHECK_TENANT_ATTRIBUTE_MS;
+}
+
+/** The server's refusal of a start naming a search attribute the namespace lacks (here AgentTenant). */
+function isMissingTenantAttribute(err: unknown): boolean {
+  const text = errorText(err);
+  return (
+    text.includes(AgentTenant.name) &&
+    /no mapping defined|not defined|unknown|invalid|not (?:a )?valid|is not registered/i.test(text)
+  );
+}
+
+/** The caller's search attributes with AgentTenant added. */
+function tenantAttributes(
+  given: SearchAttributePair[] | TypedSearchAttributes | undefined,
+  tenant: string,
+): SearchAttributePair[] | TypedSearchAttributes {
+  const pair: SearchAttributePair = { key: AgentTenant, value: tenant };
+  if (given instanceof TypedSearchAttributes) return given.updateCopy([pair]);
+  return [...(given ?? []).filter((p) => p.key.name !== AgentTenant.name), pair];
 }
 
 /** A handle on an existing run, running or finished. */

@@ -332,13 +332,58 @@ export type AgentEventSink = (event: AgentEvent, run: AgentRunRef) => void | Pro
 /** A model: an `@jai/ai` Model object, or `"provider/modelId"` resolved in the worker. */
 export type ModelRef = Model<Api> | string;
 
-/** Why a run ended. */
-export type AgentStopReason = "stop" | "length" | "error" | "aborted" | "terminate" | "max_turns";
+/** Why a run ended ("budget": a limit of its `budget` was reached; `budgetExceeded` says which). */
+export type AgentStopReason = "stop" | "length" | "error" | "aborted" | "terminate" | "max_turns" | "budget";
+
+/** A limit of `AgentBudget`. */
+export type BudgetLimit = "maxTokens" | "maxCostUsd" | "maxToolCalls" | "maxDuration";
+
+/**
+ * What a run may spend at most, its sub-agents included (a child's spend counts against its parent's budget,
+ * and a child never gets more than what its parent has left). Checked before each model call, against the most
+ * the call may cost (its `maxTokens` at the model's prices), and after each; a tool batch always finishes: a run
+ * never ends mid-tool. Reaching a limit ends the run (a session: the prompt, and the session closes) with
+ * stopReason "budget" and `budgetExceeded` naming the limit. Counts across continue-as-new.
+ */
+export interface AgentBudget {
+  /** Most tokens of model calls (input + output + cache reads and writes), the chain's and its sub-agents'. */
+  maxTokens?: number;
+  /** Most cost in US dollars at the models' prices (`model.cost`, per million tokens). */
+  maxCostUsd?: number;
+  /** Most tool calls the model may make (every call of a batch counts, run or denied), sub-agents' included; 0: none. */
+  maxToolCalls?: number;
+  /** Longest time from the run's start (the first run of a continue-as-new chain): ms, or a duration like "10m". */
+  maxDuration?: Duration;
+}
+
+/** What a run has spent against its budget (the `state` query, `AgentRunResult`). */
+export interface BudgetSpend {
+  /** Tokens so far, sub-agents' included. */
+  tokens: number;
+  /** US dollars so far, sub-agents' included. */
+  costUsd: number;
+  /** Tool calls executed so far, sub-agents' included. */
+  toolCalls: number;
+  /** Milliseconds since the chain started (workflow time). */
+  elapsedMs: number;
+  /** What is left of each limit the budget sets (absent: no such limit). */
+  left: { tokens?: number; costUsd?: number; toolCalls?: number; durationMs?: number };
+}
 
 /** Input of the `agentRun` workflow. Plain JSON; validated when the run starts. */
 export interface AgentRunInput {
-  /** The model to call; a string is resolved by the worker (its `models` option, then `@jai/ai`'s catalogue). */
-  model: ModelRef;
+  /**
+   * The model to call; a string is resolved by the worker (its `models` option, then `@jai/ai`'s catalogue).
+   * A list is a fallback chain: the first model takes every call; when its provider is down, overloaded,
+   * rate-limited past its retries or the model is gone (the classifier says so), the next one takes that call.
+   * Each assistant message names the model that answered it.
+   */
+  model: ModelRef | ModelRef[];
+  /**
+   * What the run may spend at most (see AgentBudget).
+   * @default no limit but `maxTurns`
+   */
+  budget?: AgentBudget;
   /** System prompt sent with every model call. */
   systemPrompt?: string;
   /**
@@ -570,7 +615,7 @@ export interface AgentRunResult<TOutput = unknown> {
   turns: number;
   /** Sum of the usage of every assistant message of the run. */
   usage: Usage;
-  /** Set when `stopReason` is "error" or "aborted". */
+  /** Set when `stopReason` is "error" or "aborted", and with "budget" (what was spent, against which limit). */
   errorMessage?: string;
   /**
    * Set when the run's messages were too big for its result (Temporal's 2 MB
@@ -589,6 +634,10 @@ export interface AgentRunResult<TOutput = unknown> {
    * failed past `outputRetries` (`stopReason` "error", `errorMessage` says why) or the run ended otherwise.
    */
   output?: TOutput;
+  /** Set when `stopReason` is "budget": the limit that ended the run (`errorMessage` says what was spent). */
+  budgetExceeded?: BudgetLimit;
+  /** What the run spent against its `budget`; set exactly when the run has one. */
+  spend?: BudgetSpend;
 }
 
 /** Lifecycle of a run as reported by the `state` query. */
@@ -683,6 +732,10 @@ export interface AgentRunState {
   rememberedTools?: string[];
   /** Client tool calls waiting for a client to submit their result. Absent when none. */
   pendingClientResults?: PendingClientResult[];
+  /** What the run has spent against its `budget` and what is left; set exactly when the run has one. */
+  spend?: BudgetSpend;
+  /** Set once a limit of the budget ended the run (stopReason "budget"). */
+  budgetExceeded?: BudgetLimit;
 }
 
 /** Tool metadata the workflow needs; resolved once per run by the setup activity and kept in history. */

@@ -164,6 +164,8 @@ export function closedRunState(last: RunStory, messageCount: number): AgentRunSt
     errorMessage: result?.errorMessage ?? last.failure,
     // Nothing stays queued at the end: what was not processed is in the result's `dropped`.
     ...(result?.dropped ? { dropped: result.dropped } : {}),
+    ...(result?.spend ? { spend: result.spend } : {}),
+    ...(result?.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
   };
 }
 

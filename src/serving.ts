@@ -6,8 +6,9 @@
 import type { DataConverter } from "@temporalio/common";
 import type { WorkerOptions } from "@temporalio/worker";
 import type { Api, Model } from "@jai/ai";
-import type { ApiKeyResolver, ContextCompactor } from "./activities/index.js";
+import type { ApiKeyResolver, ContextCompactor, ProviderLimits } from "./activities/index.js";
 import type { AgentDefinition } from "./agents.js";
+import type { TenantsConfig } from "./tenants.js";
 import type { EventTapOptions } from "./events/tap.js";
 import type { McpServerConfig } from "./mcp/config.js";
 import type { AgentEventSink, AgentTool } from "./types.js";
@@ -47,6 +48,16 @@ export interface AgentServeOptions {
   contextCacheBytes?: number;
   /** Compaction for runs started with `compaction: "worker"` (e.g. an LLM summary). */
   compactContext?: ContextCompactor;
+  /**
+   * Caps on this worker's model calls, by provider name (`"*"`: each provider not named): `maxConcurrent` calls at
+   * once (a stream counts until it ends) and `requestsPerSecond` (spaced evenly), retries included. A call waits
+   * in the worker for its turn, heartbeating, and may be cancelled meanwhile. An error answer with Retry-After
+   * (429, 5xx) pauses every call of the worker to that provider, then one call probes before the rest go.
+   * Per worker: for a fleet-wide quota give each worker its share (docs/provider-limits.md). Contract: positive
+   * numbers, `maxConcurrent` an integer; anything else is a `ProviderLimitsError` (a TypeError) naming the field,
+   * at worker creation. The worker process adds `JAI_PROVIDER_LIMITS` / `--provider-limits` (JSON).
+   */
+  providerLimits?: ProviderLimits;
 }
 
 /** What a worker the agent creates itself (`createAgentWorker`, the worker process) is given besides. */
@@ -105,6 +116,8 @@ export interface AgentEventsServeOptions {
   temporalUiUrl?: string;
   /** Named agents the run API and the console start by name (src/agents.ts). */
   agents?: AgentDefinition[];
+  /** Per-tenant limits of the run API's starts (src/tenants.ts, docs/tenants.md). */
+  tenants?: TenantsConfig;
   /** Bounds of the in-memory event log (default 4 MB per run, 500 runs). */
   tap?: EventTapOptions;
 }

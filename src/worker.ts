@@ -18,9 +18,10 @@ import {
   type WorkerInterceptors,
   type WorkerOptions,
 } from "@temporalio/worker";
-import { ContextCache, createActivities, type ContextCacheStats } from "./activities/index.js";
+import { checkProviderLimits, ContextCache, createActivities, type ContextCacheStats } from "./activities/index.js";
 import type { AgentWorkerServeOptions } from "./serving.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
+import { providerLimitMetrics } from "./telemetry/provider-limit-metrics.js";
 import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
 import { McpToolSource } from "./mcp/source.js";
 import { replayCap, replayCappedOptions } from "./replay-cap.js";
@@ -270,6 +271,7 @@ export async function createAgentWorker(options: AgentWorkerOptions = {}): Promi
 /** Step 1: the connection, the queues, the data converter, the client and the context cache. */
 async function connectAgent(options: AgentWorkerOptions): Promise<Agent> {
   agentLogLevel(); // a bad JAI_LOG_LEVEL is refused before anything is opened
+  if (options.providerLimits !== undefined) checkProviderLimits(options.providerLimits); // so is a bad limit
   quietDefaultRuntime();
   const dataConverter = checkedDataConverter(options);
   const workflowBundle = options.workflowBundle ?? usableShippedBundle(options, dataConverter);
@@ -402,6 +404,8 @@ function agentActivities(agent: Agent, pollers: Pollers): ReturnType<typeof crea
     workerIdentity: () => pollers.worker?.options.identity,
     compactContext: options.compactContext,
     encrypted: (dataConverter?.payloadCodecs?.length ?? 0) > 0,
+    providerLimits: options.providerLimits,
+    providerLimitHooks: options.metrics && providerLimitMetrics(options.metrics.registry),
   });
 }
 

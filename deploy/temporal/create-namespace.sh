@@ -9,7 +9,7 @@ else
   temporal operator namespace create --namespace "$ns" --retention "${NAMESPACE_RETENTION:-7d}"
 fi
 existing="$(temporal operator search-attribute list --namespace "$ns" 2>/dev/null || true)"
-for spec in AgentStatus=Keyword AgentStopReason=Keyword AgentModel=Keyword AgentTools=KeywordList AgentTurns=Int AgentTotalTokens=Int AgentCostUsd=Double AgentSummary=Text; do
+for spec in AgentStatus=Keyword AgentStopReason=Keyword AgentModel=Keyword AgentTools=KeywordList AgentTurns=Int AgentTotalTokens=Int AgentCostUsd=Double AgentSummary=Text AgentTenant=Keyword; do
   name="${spec%%=*}"
   if printf '%s\n' "$existing" | grep -qw "$name"; then
     echo "search attribute $name exists"

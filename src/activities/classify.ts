@@ -68,7 +68,14 @@ export function providerErrorOf(body: unknown, inStream = false): ProviderError 
   return out.type || out.code || out.message ? out : undefined;
 }
 
-export type ModelOutcome = { retry: ApplicationFailure } | { message: AssistantMessage; overflow?: true };
+export type ModelOutcome =
+  | { retry: ApplicationFailure }
+  | {
+      message: AssistantMessage;
+      overflow?: true;
+      /** The provider says the model does not exist (any more): a fallback chain's next model may take the call. */
+      gone?: true;
+    };
 
 const NETWORK_PATTERN =
   /ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|UND_ERR|socket hang up|fetch failed|network|terminated|other side closed|premature close|connection (was )?(reset|closed|error)/i;
@@ -381,7 +388,7 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
         `Provider "${facts.provider}" refused access to model "${facts.modelId}" (${what}). Check the key's permissions.`,
       );
     case "notFound":
-      return final(`Model "${facts.modelId}" not found at provider "${facts.provider}" (${what})`);
+      return { ...final(`Model "${facts.modelId}" not found at provider "${facts.provider}" (${what})`), gone: true };
     case "rate":
       return retry("ModelRateLimited", `${where} rate limited: ${what}`, delay);
     case "overloaded":
@@ -402,7 +409,8 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
   }
   if (status === 402)
     return final(`${where}: payment required (${what}). Retrying will not help until billing is fixed.`);
-  if (status === 404) return final(`Model "${facts.modelId}" not found at provider "${facts.provider}" (${what})`);
+  if (status === 404)
+    return { ...final(`Model "${facts.modelId}" not found at provider "${facts.provider}" (${what})`), gone: true };
   if (status !== undefined) return final(`${where} rejected the request (${what})`);
 
   // A response arrived (or none was seen) and the stream broke or reported an error inside it.
@@ -440,6 +448,11 @@ export function unsupportedModelFailure(
 }
 
 /** A context overflow: the workflow compacts the context and calls once more; its own message if that does not help. */
+/** The model is gone at its provider: permanent for this model (the workflow falls back to the next of its chain). */
+export function modelGoneFailure(message: AssistantMessage): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(message.errorMessage ?? "model not found", FailureType.ModelGone);
+}
+
 export function overflowFailure(message: AssistantMessage): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message.errorMessage ?? "context overflow", FailureType.ContextOverflow);
 }

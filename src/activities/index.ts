@@ -11,6 +11,7 @@ import { checkOutput } from "./output.js";
 import { searchAttributeCheck } from "./search-attributes.js";
 import { createSetupActivity } from "./setup.js";
 import { ModelPolicy } from "./model-policy.js";
+import { ProviderLimiter, type ProviderLimiterHooks, type ProviderLimits } from "./provider-limits.js";
 import { createToolActivities } from "./tool.js";
 import type { McpToolSource } from "../mcp/source.js";
 import { createWebhookActivity, type WebhookOptions } from "../webhooks/deliver.js";
@@ -49,6 +50,10 @@ export interface ActivityDeps {
   mcp?: McpToolSource;
   /** Completion webhooks: signing secrets by name bound to origins, private hosts. */
   webhooks?: WebhookOptions;
+  /** Caps on this worker's model calls per provider (src/activities/provider-limits.ts). */
+  providerLimits?: ProviderLimits;
+  /** Told of waits and pauses at the provider limits (metrics). */
+  providerLimitHooks?: ProviderLimiterHooks;
 }
 
 /** Shrinks a context to about `budgetTokens`. Contract: keep every tool call with its result, in order. */
@@ -73,6 +78,8 @@ export function createActivities(deps: ActivityDeps) {
   // Where the worker's keys may go: its models (and the catalogue's) at their base URLs, plus the allowed ones.
   const modelPolicy = new ModelPolicy(deps.models ?? [], deps.allowedModelBaseUrls ?? []);
   const toolMap = new Map(deps.tools.map((t) => [t.name, t]));
+  // One limiter for every model call of this worker (its shared and own queues alike); a bad limit is refused here.
+  const limiter = deps.providerLimits ? new ProviderLimiter(deps.providerLimits, deps.providerLimitHooks) : undefined;
   const mcp = deps.mcp;
   const toolActivities = createToolActivities(toolMap, deps.onEvent, (call, output) =>
     contexts.rememberOutput(currentRun(), call.outputKey ?? Context.current().info.activityId, call.toolName, output),
@@ -118,6 +125,7 @@ export function createActivities(deps: ActivityDeps) {
       deps.ownTaskQueue,
       modelPolicy,
       deps.workerIdentity,
+      limiter && !limiter.empty ? limiter : undefined,
     ),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: {
@@ -166,3 +174,13 @@ export {
   type ModelOutcome,
 } from "./classify.js";
 export type { ApiKeyResolver } from "./model.js";
+export {
+  checkProviderLimits,
+  parseProviderLimits,
+  ProviderLimiter,
+  ProviderLimitsError,
+  type ProviderLimit,
+  type ProviderLimiterHooks,
+  type ProviderLimits,
+  type ProviderPermit,
+} from "./provider-limits.js";

@@ -15,6 +15,7 @@ import {
   keyEnvVars,
   missingApiKeyFailure,
   modelNotServedFailure,
+  modelGoneFailure,
   overflowFailure,
   stalledFailure,
   unsupportedModelFailure,
@@ -25,6 +26,7 @@ import type { ContextCache } from "./context-cache.js";
 import { currentRun, withHeartbeats } from "./heartbeat.js";
 import { trackProviderCall } from "./provider-fetch.js";
 import { isBuiltInApi, ModelPolicy } from "./model-policy.js";
+import { pauseAsked, type ProviderLimiter, type ProviderPermit } from "./provider-limits.js";
 
 /** Resolves a provider's API key in the worker; keys never travel through workflow input or history. */
 export type ApiKeyResolver = (provider: string) => string | undefined | Promise<string | undefined>;
@@ -63,6 +65,21 @@ export interface ModelActivity {
   (input: StreamAssistantInput): Promise<AssistantMessage>;
 }
 
+/** Waits for the provider's limit; cancelled while waiting: the call ends as cancelled, nothing streamed. */
+async function providerPermit(
+  limits: ProviderLimiter | undefined,
+  provider: string,
+  cancelled: AbortSignal,
+): Promise<ProviderPermit> {
+  if (!limits) return { waitedMs: 0, answered() {}, release() {} };
+  try {
+    return await limits.acquire(provider, cancelled);
+  } catch (err) {
+    if (cancelled.aborted) throw new CancelledFailure("model call cancelled while waiting for the provider limit");
+    throw err;
+  }
+}
+
 /** The assistant message of a model activity's output, routed (`{ message, taskQueue }`) or not. */
 export function replyMessage(output: unknown): AssistantMessage | undefined {
   const value = output as (AssistantMessage & { message?: undefined }) | ModelReply | undefined;
@@ -82,6 +99,7 @@ export function createModelActivity(
   ownTaskQueue?: () => string | undefined,
   policy: ModelPolicy = new ModelPolicy(),
   workerIdentity?: () => string | undefined,
+  limits?: ProviderLimiter,
 ): ModelActivity {
   const streamAssistantMessage = async (input: StreamAssistantInput): Promise<AssistantMessage | ModelReply> => {
     const info = Context.current().info;
@@ -121,6 +139,8 @@ export function createModelActivity(
       // A provider that reads its key from the environment, on a worker that has none: say which variable, before sending.
       if (verdict.keyed && !apiKey && needsKey(model.provider, model.api))
         throw missingApiKeyFailure(model.provider, model.id, where);
+      // The provider's limit on this worker (providerLimits): wait for a slot, heartbeating, until cancelled.
+      const permit = await providerPermit(limits, model.provider, cancelled);
       const call = trackProviderCall();
       const controller = new AbortController();
       const onCancel = () => controller.abort(cancelled.reason);
@@ -145,7 +165,15 @@ export function createModelActivity(
           events = stream(
             model,
             { systemPrompt: input.systemPrompt, messages, tools: input.tools },
-            { apiKey, signal: controller.signal, headers: call.headers, onResponse: (r) => void (response = r) },
+            {
+              apiKey,
+              signal: controller.signal,
+              headers: call.headers,
+              onResponse: (r) => {
+                response = r;
+                if (r.status < 400) permit.answered();
+              },
+            },
           );
         } catch (err) {
           // stream() throws only for a model the worker cannot serve (no provider for its api).
@@ -165,6 +193,13 @@ export function createModelActivity(
         clearInterval(watchdog);
         cancelled.removeEventListener("abort", onCancel);
         call.dispose();
+        // A Retry-After pauses every call of this worker to the provider, not only this one's retry.
+        const pause = pauseAsked(call.record);
+        if (pause !== undefined && limits?.state(model.provider))
+          Context.current().log.warn(
+            `${model.provider} answered HTTP ${call.record.status} with Retry-After ${pause} ms: this worker's calls to it wait, then one probes`,
+          );
+        permit.release(pause);
       }
       // Cancelled: report it, handing the workflow what had streamed so far.
       if (cancelled.aborted)
@@ -184,6 +219,7 @@ export function createModelActivity(
       if ("retry" in outcome) throw outcome.retry;
       // The workflow compacts the context and calls again once; its own message if that does not help.
       if (outcome.overflow) throw overflowFailure(outcome.message);
+      if (outcome.gone) throw modelGoneFailure(outcome.message);
       // The workflow appends exactly this reply (as JSON) to the context: cache the same.
       const ended = !outcome.message.content.some((c) => c.type === "toolCall");
       contexts.remember(

@@ -65,23 +65,35 @@ export function createSetupActivity(
 ) {
   const listMore = options.listMore;
   const policy = options.policy ?? new ModelPolicy(models);
-  return async function resolveRunSetup(input: { model: ModelRef; tools?: string[] }): Promise<RunSetup> {
-    const model = typeof input.model === "string" ? resolveModelRef(input.model, models) : input.model;
+  /** One model of the run's chain, resolved and checked as the worker serves it (`field`: where the input names it). */
+  const resolveOne = (ref: ModelRef, field: string): Model<Api> => {
+    const model = typeof ref === "string" ? resolveModelRef(ref, models) : ref;
     const info = Context.current().info;
     const where = { identity: options.workerIdentity?.(), taskQueue: info.taskQueue };
     if (!model)
       throw invalid(
-        `"model": unknown model "${input.model}" (not among the models of ${onWorker(where)} nor in @jai/ai's ` +
+        `"${field}": unknown model "${ref}" (not among the models of ${onWorker(where)} nor in @jai/ai's ` +
           `catalogue; every worker of a task queue must serve the same models)`,
       );
     // An api another worker of the queue may have (its config module registers it): ModelNotServed, which the run
     // takes to any worker of the queue (a local setup: at once; a regular one: retried a bounded number of times).
     if (!getApiProvider(model.api)) throw modelNotServedFailure(model, model.api, where, info.isLocal);
     // A model object is the run's: served only as the worker serves that model (where its key goes is not the run's choice).
-    if (typeof input.model !== "string") {
+    if (typeof ref !== "string") {
       const verdict = policy.check(model);
-      if (!verdict.served) throw invalid(`"${verdict.field}": ${verdict.reason}`);
+      if (!verdict.served) throw invalid(`"${verdict.field.replace(/^model/, field)}": ${verdict.reason}`);
     }
+    return model;
+  };
+  return async function resolveRunSetup(input: {
+    model: ModelRef;
+    /** The rest of a fallback chain (the run input's `model` as a list). */
+    fallbacks?: ModelRef[];
+    tools?: string[];
+  }): Promise<RunSetup> {
+    const chain = input.fallbacks !== undefined;
+    const model = resolveOne(input.model, chain ? "model[0]" : "model");
+    const fallbacks = (input.fallbacks ?? []).map((ref, i) => resolveOne(ref, `model[${i + 1}]`));
     const tools = listMore ? [...native, ...(await listMore(input.tools))] : native;
     let selected = tools;
     if (input.tools) {
@@ -108,6 +120,7 @@ export function createSetupActivity(
     const searchAttributes = await hasSearchAttributes(Context.current().info.workflowNamespace ?? "default");
     return {
       model,
+      ...(chain ? { fallbacks } : {}),
       tools: selected.map(toToolSpec),
       searchAttributes,
       ...(options.encrypted ? { private: true } : {}),

@@ -10,7 +10,7 @@ const COMMANDS: Record<string, { module: string; about: string; args?: string[] 
   start: {
     module: "./start.js",
     about:
-      'one agent run, printed as it happens: jai-agent start "<prompt>"; a configured agent on the workers: jai-agent start --agent <name> [--config <module>] "<prompt>"',
+      'one agent run, printed as it happens: jai-agent start [--tenant <name>] "<prompt>"; a configured agent on the workers: jai-agent start --agent <name> [--config <module>] [--tenant <name>] "<prompt>"',
   },
   temporal: { module: "./temporal.js", about: "a local Temporal dev server with its Web UI" },
   replay: { module: "./replay.js", about: "replay a run's history against this code: jai-agent replay <workflowId>" },

@@ -8,6 +8,7 @@ import { storyTranscript, type RunStory, type StoryItem } from "../history-story
 import { readChain } from "../history-view.js";
 import { addUsage, emptyUsage } from "../common/usage.js";
 import { connectClient, flag } from "./connect.js";
+import { modelChain, modelRefName } from "../common/model-ref.js";
 
 const clip = (text: string, max = 400) => (text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text);
 
@@ -118,7 +119,7 @@ async function main(): Promise<number> {
     const events = chain.reduce((n, s) => n + s.events, 0);
     const runs = chain.length > 1 ? ` · ${chain.length} runs (continue-as-new)` : "";
     console.log(
-      `run ${workflowId} · ${typeof model === "string" ? model : `${model?.provider}/${model?.id}`} · ${story.status} · ${events} events${runs}`,
+      `run ${workflowId} · ${model === undefined ? "?" : modelChain(model).map(modelRefName).join(" → ")} · ${story.status} · ${events} events${runs}`,
     );
     if (story.input?.systemPrompt) console.log(`system: ${clip(story.input.systemPrompt)}`);
     const results = transcriptResults(chain);

@@ -7,13 +7,15 @@
  * runs in this process: the run is the worker process's.
  *
  * Exit codes: 0 started; 1 failed (config module that does not load, no server, a taken workflow id);
- * 2 bad usage (no prompt, no config, an unknown agent: the known ones are listed, an override it refuses).
+ * 2 bad usage (no prompt, no config, an unknown agent: the known ones are listed, an override it refuses, a bad
+ * --tenant); 3 refused: the tenant is at a limit of the config's `tenants` (docs/tenants.md).
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
 import { AgentRequestError, agentRunOptions } from "../agents.js";
-import { startAgentRun } from "../client.js";
+import { InvalidRunInputError, startAgentRun } from "../client.js";
+import { TenantLimitError } from "../tenants.js";
 import { findConfigFile, loadServiceConfig } from "../worker-process/config.js";
 import { DEFAULT_TASK_QUEUE } from "../workflows/definitions.js";
 import { connectCli } from "./connect.js";
@@ -22,6 +24,8 @@ export const START_AGENT_USAGE = `usage: jai-agent start --agent <name> [options
   --config <module>         the worker's config module with the agents (else JAI_CONFIG, else ./jai.config.{js,mjs,ts})
   --model <provider/id>     --system-prompt <text>     --tools a,b     overrides, as far as the agent allows them
   --task-queue <queue>      when the agent names none (else JAI_TASK_QUEUE, else "${DEFAULT_TASK_QUEUE}", the worker's default)
+  --tenant <name>           who the run is for: its AgentTenant search attribute and fairness key; the config's
+                            tenants limits apply (1-64 letters, digits, ".", "_", "-"; docs/tenants.md)
   --workflow-id <id>        --json (prints { workflowId, agent, model, taskQueue })
   --address host:port       --namespace ns     (else TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, …, as the other commands)`;
 
@@ -33,7 +37,11 @@ export async function startByAgent(args: string[], env: NodeJS.ProcessEnv = proc
   try {
     return await start(args, env);
   } catch (err) {
-    if (err instanceof UsageError || err instanceof AgentRequestError) {
+    if (err instanceof TenantLimitError) {
+      console.error(err.message);
+      return 3;
+    }
+    if (err instanceof UsageError || err instanceof AgentRequestError || err instanceof InvalidRunInputError) {
       console.error(`${err.message}\n${START_AGENT_USAGE}`);
       return 2;
     }
@@ -59,6 +67,7 @@ async function start(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
         tools: { type: "string" },
         "task-queue": { type: "string" },
         "workflow-id": { type: "string" },
+        tenant: { type: "string" },
         json: { type: "boolean" },
         address: { type: "string" },
         namespace: { type: "string" },
@@ -100,15 +109,19 @@ async function start(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
       .map((t) => t.trim())
       .filter(Boolean),
     workflowId: values["workflow-id"],
+    tenant: values.tenant,
   });
   const taskQueue = input.taskQueue ?? values["task-queue"] ?? env.JAI_TASK_QUEUE ?? DEFAULT_TASK_QUEUE;
 
   const { client, close } = await connectCli({ address: values.address, namespace: values.namespace }, env);
   try {
-    const handle = await startAgentRun(client, { ...input, taskQueue });
+    const handle = await startAgentRun(client, { ...input, taskQueue, tenants: config.tenants });
     const id = handle.workflowId;
     if (values.json) {
-      console.log(JSON.stringify({ workflowId: id, agent: values.agent, model: input.model, taskQueue }, null, 2));
+      const tenant = input.tenant !== undefined ? { tenant: input.tenant } : {};
+      console.log(
+        JSON.stringify({ workflowId: id, agent: values.agent, model: input.model, taskQueue, ...tenant }, null, 2),
+      );
       return 0;
     }
     // The commands to type next, with the flags that found this server (the environment finds it again).

@@ -16,6 +16,7 @@ import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
 import { startAgentRun } from "../client.js";
+import { tenantProblem } from "../tenants.js";
 import { dataConverterFromEnv } from "../codec/config.js";
 import { DEMO_LABEL, registerDemoModel } from "../demo/offline-model.js";
 import {
@@ -36,7 +37,7 @@ import { startRunEventsService } from "../events/serve.js";
 import { createAgentWorker } from "../worker.js";
 import { dbFile, runningServer } from "./server-state.js";
 
-const USAGE = `usage: npm start -- [--address host:port] "<prompt>" | --tour | --agent <name> "<prompt>"   (server: --address, TEMPORAL_ADDRESS, \`npm run temporal\`, else an embedded one; model: JAI_MODEL=provider/modelId with its API key, else the offline demo)`;
+const USAGE = `usage: npm start -- [--address host:port] [--tenant <name>] "<prompt>" | --tour | --agent <name> "<prompt>"   (server: --address, TEMPORAL_ADDRESS, \`npm run temporal\`, else an embedded one; model: JAI_MODEL=provider/modelId with its API key, else the offline demo)`;
 
 function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } {
   const wanted = process.env.JAI_MODEL;
@@ -59,10 +60,15 @@ async function main(): Promise<void> {
   }
   const { values, positionals } = parseArgs({
     args: process.argv.slice(2),
-    options: { address: { type: "string" }, tour: { type: "boolean" } },
+    options: { address: { type: "string" }, tour: { type: "boolean" }, tenant: { type: "string" } },
     allowPositionals: true,
   });
   const tour = values.tour === true;
+  const badTenant = values.tenant === undefined ? undefined : tenantProblem(values.tenant);
+  if (badTenant) {
+    console.error(`${badTenant}\n${USAGE}`);
+    process.exit(2);
+  }
   const prompt = positionals.join(" ").trim() || (tour ? TOUR_PROMPT : "");
   if (!prompt) {
     console.error(USAGE);
@@ -117,6 +123,8 @@ async function main(): Promise<void> {
     prompt,
     systemPrompt: tour ? TOUR_SYSTEM_PROMPT : "You are a helpful assistant with read-only access to a workspace.",
     ...(tour ? { session: true } : {}),
+    // Who the run is for: its AgentTenant search attribute and fairness key (docs/tenants.md).
+    ...(values.tenant !== undefined ? { tenant: values.tenant } : {}),
   });
   // Before anything is printed: a Ctrl-C from here on cancels the run, never orphans it.
   let interrupts = 0;

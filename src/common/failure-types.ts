@@ -11,6 +11,11 @@ export const FailureType = {
   ContextMismatch: "ContextMismatch",
   /** The run's context could not be read from the workflow (no client, or it changed while read). */
   ContextUnavailable: "ContextUnavailable",
+  /**
+   * The provider says the model does not exist (HTTP 404, not_found_error, model_not_found): not retried. A run
+   * with a fallback chain gives the call to its next model; any other run ends with the message as its error.
+   */
+  ModelGone: "ModelGone",
   /** The stream stopped sending data: retried. */
   ModelStreamInterrupted: "ModelStreamInterrupted",
   /** The model cannot be called at all (unknown API, no key): not retried. */

@@ -25,6 +25,7 @@ export {
   TEMPORAL_PAYLOAD_LIMIT_BYTES,
 } from "../client.js";
 export type { AgentRunHandle, StartAgentRunOptions } from "../client.js";
+export { TenantLimitError, TENANT_NAME, type TenantConfig, type TenantsConfig } from "../tenants.js";
 export { DEFAULT_TASK_QUEUE, AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
 export {
   storyFromHistory,

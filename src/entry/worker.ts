@@ -26,3 +26,4 @@ export {
 export type { WebhookTarget } from "../webhooks/field.js";
 export { registerDemoModel, DEMO_LABEL } from "../demo/offline-model.js";
 export type { ApiKeyResolver, ContextCompactor } from "../activities/index.js";
+export { ProviderLimitsError, type ProviderLimit, type ProviderLimits } from "../activities/provider-limits.js";

@@ -42,6 +42,7 @@ import { UserMessageSchema } from "../workflows/message-schema.js";
 import { validateUserInput } from "../workflows/input.js";
 import { approvalPolicyProblem } from "../workflows/approval-policy.js";
 import { AgentRequestError, agentRunOptions, describeAgent, type AgentDefinition } from "../agents.js";
+import { TenantLimitError, type TenantsConfig } from "../tenants.js";
 import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_SHELL, CONSOLE_SHELL_HASH } from "./console/assets.js";
 import { listRunPage, RUN_FILTERS } from "./run-list.js";
 import { streamRunEvents } from "./sse.js";
@@ -84,6 +85,11 @@ export interface RunServerOptions {
    * Default: env JAI_HTTP_RAW_RUNS=on; without agents, raw input is the API and always taken.
    */
   rawRuns?: boolean;
+  /**
+   * Per-tenant limits of `POST /runs { tenant }` (the config module's `tenants`, docs/tenants.md): over
+   * `maxConcurrentRuns` a start is refused with 429. A caller's body cannot replace them.
+   */
+  tenants?: TenantsConfig;
 }
 
 export interface RunServer {
@@ -125,6 +131,7 @@ const AgentStartBody = Type.Object(
     systemPrompt: Type.Optional(Type.String()),
     tools: Type.Optional(Type.Array(Type.String())),
     workflowId: Type.Optional(Type.String({ minLength: 1 })),
+    tenant: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -160,6 +167,10 @@ function safeEqual(a: string, b: string): boolean {
 
 function sendError(reply: FastifyReply, err: unknown) {
   if (err instanceof InvalidRunInputError) return reply.code(400).send({ error: err.message });
+  if (err instanceof TenantLimitError)
+    return reply
+      .code(429)
+      .send({ error: err.message, tenant: err.tenant, limit: err.limit, max: err.max, current: err.current });
   if (err instanceof RunUpdateRejectedError)
     return reply.code(409).send({ error: err.message, update: err.update, reason: err.reason });
   if (err instanceof RunFinishedError) return reply.code(409).send({ error: err.message, outcome: err.outcome });
@@ -375,7 +386,8 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
       const input = byAgent
         ? agentRunOptions(agents, body as unknown as Parameters<typeof agentRunOptions>[1])
         : (body as unknown as StartAgentRunOptions);
-      const handle = await startAgentRun(client, { taskQueue: options.taskQueue, ...input });
+      // The server's tenant limits, whatever the body says (raw input is spread: a "tenants" in it is dropped).
+      const handle = await startAgentRun(client, { taskQueue: options.taskQueue, ...input, tenants: options.tenants });
       return reply.code(201).send({ workflowId: handle.workflowId });
     } catch (err) {
       if (err instanceof AgentRequestError) return reply.code(400).send({ error: err.message });

@@ -23,6 +23,7 @@ import type {
   AgentEvent,
   AgentEventSink,
   AgentStopReason,
+  BudgetLimit,
   ExecuteToolInput,
   ExecuteToolOutput,
   StreamAssistantInput,
@@ -54,6 +55,10 @@ export interface AgentMetrics {
   approvalsWaiting(delta: number): void;
   /** The loop compacted a run's context. */
   compacted(model: string): void;
+  /** A model call fell back from one model of a run's chain to the next. */
+  modelFallback(from: string, to: string): void;
+  /** A limit of a run's budget ended it. */
+  budgetExceeded(limit: BudgetLimit): void;
   /** A cached context prefix was used (hit) or read from the workflow (miss). */
   contextCache(hit: boolean): void;
   /** Activity interceptor that times model and tool calls. */
@@ -77,13 +82,22 @@ export function metricsSink(metrics: AgentMetrics): MetricsSink {
     runEnded: { fn: (_info, model, stopReason) => metrics.runEnded(model, stopReason), callDuringReplay: false },
     approvalsWaiting: { fn: (_info, delta) => metrics.approvalsWaiting(delta), callDuringReplay: false },
     compacted: { fn: (_info, model) => metrics.compacted(model), callDuringReplay: false },
+    modelFallback: { fn: (_info, from, to) => metrics.modelFallback(from, to), callDuringReplay: false },
+    budgetExceeded: { fn: (_info, limit) => metrics.budgetExceeded(limit), callDuringReplay: false },
   };
 }
 
 /** The `metrics` sink of a worker without metrics (and of replays). */
 export function noMetricsSink(): MetricsSink {
   const none = { fn: () => {}, callDuringReplay: false };
-  return { runStarted: none, runEnded: none, approvalsWaiting: none, compacted: none };
+  return {
+    runStarted: none,
+    runEnded: none,
+    approvalsWaiting: none,
+    compacted: none,
+    modelFallback: none,
+    budgetExceeded: none,
+  };
 }
 
 /** Creates the agent metrics in `registry` (default: a registry of their own). */
@@ -163,6 +177,18 @@ export function createAgentMetrics(registry = new Registry()): AgentMetrics {
       labelNames: ["model"],
       registers: [registry],
     }),
+    fallbacks: new Counter({
+      name: "jai_agent_model_fallbacks_total",
+      help: "Model calls given to the next model of a run's fallback chain",
+      labelNames: ["from", "to"],
+      registers: [registry],
+    }),
+    budgetStops: new Counter({
+      name: "jai_agent_budget_exceeded_total",
+      help: "Runs ended by a limit of their budget",
+      labelNames: ["limit"],
+      registers: [registry],
+    }),
   };
   const own = new Set<string>();
   /** The `model` label of `provider/id`: a model the worker knows, else OTHER_MODEL. */
@@ -238,6 +264,8 @@ export function createAgentMetrics(registry = new Registry()): AgentMetrics {
     runEnded: (model, stopReason) => m.runsEnded.inc({ model: label(model), stop_reason: stopReason }),
     approvalsWaiting: (delta) => m.approvals.inc(delta),
     compacted: (model) => m.compactions.inc({ model: label(model) }),
+    modelFallback: (from, to) => m.fallbacks.inc({ from: label(from), to: label(to) }),
+    budgetExceeded: (limit) => m.budgetStops.inc({ limit }),
     addModels(models) {
       for (const model of models) own.add(`${model.provider}/${model.id}`);
     },

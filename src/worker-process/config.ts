@@ -8,10 +8,12 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { DataConverter } from "@temporalio/common";
 import { checkAgents, type AgentDefinition } from "../agents.js";
+import { checkTenants, type TenantsConfig } from "../tenants.js";
 import type { AgentTool } from "../types.js";
 import type { AgentWorkerServeOptions } from "../serving.js";
 import type { AgentWorkerExtension } from "../extension.js";
 import type { FastFailoverOptions } from "../failover/index.js";
+import { checkProviderLimits } from "../activities/provider-limits.js";
 
 /** What the worker process serves: as `createAgentWorker` takes it, with the process's own defaults. */
 export interface AgentServiceConfig extends AgentWorkerServeOptions {
@@ -36,6 +38,8 @@ export interface AgentServiceConfig extends AgentWorkerServeOptions {
   extensions?: AgentWorkerExtension[];
   /** Named agents the run API (`POST /runs { agent, prompt }`) and the console's "New run" start (src/agents.ts). */
   agents?: AgentDefinition[];
+  /** Per-tenant limits (`maxConcurrentRuns`, default `budget`, `fairnessWeight`) of starts by the run API and `jai-agent start --agent` (docs/tenants.md). */
+  tenants?: TenantsConfig;
 }
 
 /** Identity helper that gives a config file its types: `export default defineConfig({ tools: [...] })`. */
@@ -95,5 +99,7 @@ export async function loadServiceConfig(file: string): Promise<AgentServiceConfi
   if (config.mcpServers !== undefined && !Array.isArray(config.mcpServers))
     throw new Error(`${file}: "mcpServers" must be an array of MCP server configs`);
   checkAgents(config.agents, `${file}: agents`);
+  checkTenants(config.tenants, `${file}: tenants`);
+  if (config.providerLimits !== undefined) checkProviderLimits(config.providerLimits, `${file}: providerLimits`);
   return config;
 }

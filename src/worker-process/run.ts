@@ -44,6 +44,7 @@ import { freePort } from "../dev-server.js";
 import { createAgentMetrics, type AgentMetrics } from "../telemetry/metrics.js";
 import { tracingFromEnv } from "../telemetry/tracing.js";
 import { parseBaseUrlList } from "../activities/model-policy.js";
+import { parseProviderLimits, type ProviderLimits } from "../activities/provider-limits.js";
 
 /** The agent's metrics and, when this process installed the runtime, the SDK's (fetched from the core's loopback exporter). */
 async function scrape(metrics: AgentMetrics, core: string | undefined): Promise<string> {
@@ -224,6 +225,14 @@ export const SETTINGS: readonly Setting[] = [
     config: "allowedModelBaseUrls",
     default: "none",
     help: "comma-separated base URLs (self-hosted endpoints) where a run's model object may be served with this worker's provider keys, besides the base URLs of the config's models and @jai/ai's catalogue (README \"The worker process\")",
+  },
+  {
+    flag: "provider-limits",
+    arg: "json",
+    env: "JAI_PROVIDER_LIMITS",
+    config: "providerLimits",
+    default: "none",
+    help: 'caps on this worker\'s model calls by provider, e.g. {"openai":{"maxConcurrent":8,"requestsPerSecond":5},"*":{}}; merged over the config\'s, provider by provider (docs/provider-limits.md)',
   },
   {
     flag: "no-metrics",
@@ -408,6 +417,7 @@ async function planWorker(get: Get, env: NodeJS.ProcessEnv, cwd: string) {
   const cacheMb = positiveInt(get("context-cache-mb"), "--context-cache-mb");
   const healthPort = positiveInt(get("health-port"), "--health-port");
   const httpPort = positiveInt(get("http-port"), "--http-port");
+  const providerLimits = providerLimitsOf(config, get("provider-limits"));
   return {
     target,
     taskQueue,
@@ -421,7 +431,15 @@ async function planWorker(get: Get, env: NodeJS.ProcessEnv, cwd: string) {
     cacheMb,
     healthPort,
     httpPort,
+    providerLimits,
   };
+}
+
+/** The config module's provider limits, with the flag's (or the environment's) JSON over them, provider by provider. */
+function providerLimitsOf(config: AgentServiceConfig, given: string | undefined): ProviderLimits | undefined {
+  const overrides = given?.trim() ? parseProviderLimits(given, "--provider-limits (JAI_PROVIDER_LIMITS)") : undefined;
+  if (!overrides) return config.providerLimits;
+  return { ...config.providerLimits, ...overrides };
 }
 type Plan = Awaited<ReturnType<typeof planWorker>>;
 
@@ -442,6 +460,7 @@ function agentOptions(plan: Plan, get: Get): AgentWorkerOptions {
     mcpServers: config.mcpServers,
     routeModelCalls: get("no-route-model-calls") !== "off" && config.routeModelCalls !== false,
     webhooks: config.webhooks,
+    ...(plan.providerLimits ? { providerLimits: plan.providerLimits } : {}),
     // Off unless the flag, the environment or the config module turns it on.
     extensions: [
       ...(config.extensions ?? []),
@@ -547,7 +566,11 @@ async function installRuntime(withMetrics: boolean, env: NodeJS.ProcessEnv) {
  */
 function eventsOption(plan: Plan, get: Get): boolean | AgentEventsServeOptions {
   // The config's agents are what the run API and console start by name, however the server is configured.
-  const agents = plan.config.agents?.length ? { agents: plan.config.agents } : {};
+  const agents = {
+    ...(plan.config.agents?.length ? { agents: plan.config.agents } : {}),
+    // And the config's tenant limits, which the run API enforces at start (docs/tenants.md).
+    ...(plan.config.tenants ? { tenants: plan.config.tenants } : {}),
+  };
   if (plan.httpPort === undefined) {
     const events = plan.config.events ?? false;
     return events === false ? false : { ...(events === true ? {} : events), ...agents };
@@ -630,11 +653,19 @@ function describeWorker(
     return `${m.name} (${at}${approval})`;
   });
   const codec = dataConverter?.payloadCodecs?.length ? "payload codec on" : "off (JAI_CODEC_KEYS)";
+  const limits = Object.entries(plan.providerLimits ?? {}).map(([provider, l]) => {
+    const caps = [
+      l.maxConcurrent !== undefined ? `${l.maxConcurrent} at once` : undefined,
+      l.requestsPerSecond !== undefined ? `${l.requestsPerSecond}/s` : undefined,
+    ].filter(Boolean);
+    return `${provider} ${caps.join(", ") || "Retry-After pauses only"}`;
+  });
   return [
     `jai-agent worker: ${plan.target.describe}, task queue "${plan.taskQueue}"${config}${where}`,
     `  tools: ${plan.tools.map((t) => t.name).join(", ") || "(none)"}; models: ${models}`,
     `  approval required: ${gated.join(", ") || "(none)"}; MCP servers: ${mcp.join(", ") || "(none)"}`,
     `  tracing: ${tracing ? "on (OTLP)" : "off (OTEL_*)"}; encryption: ${codec}`,
+    ...(limits.length ? [`  provider limits (this worker): ${limits.join("; ")}`] : []),
   ].join("\n");
 }
 

@@ -55,7 +55,7 @@ import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, shouldContinueAsNew } from "./continue-as-new.js";
 import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
-import { TYPED_OUTPUT_FIELDS, unknownFieldProblem, validateRunInput } from "./input.js";
+import { BUDGET_FIELDS, TYPED_OUTPUT_FIELDS, unknownFieldProblem, validateRunInput } from "./input.js";
 import { OUTPUT_TOOL } from "./output-schema.js";
 import { outputEffects } from "./typed-output.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
@@ -74,10 +74,16 @@ import {
   SETUP_ANY_WORKER_PATCH,
   UNKNOWN_FIELDS_PATCH,
   TYPED_OUTPUT_PATCH,
+  BUDGET_PATCH,
+  MODEL_CHAIN_PATCH,
   baseline,
   hasChange,
 } from "./patches.js";
-import { runPrompt, type LoopEffects } from "./prompt-loop.js";
+import { runPrompt, type BudgetEffects, type LoopEffects } from "./prompt-loop.js";
+import { modelChain, modelRefName } from "../common/model-ref.js";
+import { worstCall } from "./spend.js";
+import { estimateTokens } from "./compaction.js";
+import { modelTools } from "./context-fit.js";
 import { withCompletionWebhook } from "./webhook.js";
 
 const DEFAULT_MAX_TURNS = 50;
@@ -98,15 +104,22 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   // Typed output behind a patch asked only when the input has its fields: runs recorded before ignored them or
   // refused them as unknown, and replay that way.
   const typed = (input.output !== undefined || input.outputRetries !== undefined) && patched(TYPED_OUTPUT_PATCH);
-  const unknown = input.continued ? undefined : unknownFieldProblem(input, [], typed ? [] : TYPED_OUTPUT_FIELDS);
+  // Budgets and model chains likewise (issue #42): asked only when the input has them.
+  const budgeted = input.budget !== undefined && patched(BUDGET_PATCH);
+  const chained = Array.isArray(input.model) && patched(MODEL_CHAIN_PATCH);
+  const unknown = input.continued
+    ? undefined
+    : unknownFieldProblem(input, [], [...(typed ? [] : TYPED_OUTPUT_FIELDS), ...(budgeted ? [] : BUDGET_FIELDS)]);
   const problem =
-    validateRunInput(input, { unknownFields: false, output: typed }) ??
+    validateRunInput(input, { unknownFields: false, output: typed, modelChain: chained }) ??
     (unknown && patched(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
   if (problem) await refuse(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
   const carried = input.continued;
   // Before the handlers: updates that arrived with the first task are validated against the carried state.
   if (carried) state.fromCarry(carried, workflowInfo().continuedFromExecutionRunId);
   state.tools.startApprovals(carried?.approvals, input.approvalPolicy);
+  // A budget is the chain's: a continued run goes on with what the runs before it spent.
+  if (budgeted || carried?.spend) state.spend.start(input.budget, carried?.spend, Date.now());
   installHandlers(state, input);
   state.publishDetails();
   let memo = false;
@@ -171,9 +184,11 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
         );
         resume = undefined;
         state.promptEnded(outcome);
+        if (outcome.budgetExceeded) metrics.budgetExceeded(outcome.budgetExceeded);
       }
       promptDue = true;
-      if (!input.session) {
+      // A budget spent ends a session too: another prompt could only end the same way.
+      if (!input.session || state.stopReason === "budget") {
         ended = `run ended: ${state.stopReason}`;
         break;
       }
@@ -217,6 +232,8 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     ...(state.errorMessage !== undefined ? { errorMessage: state.errorMessage } : {}),
     ...(inbox.dropped.length > 0 ? { dropped: inbox.dropped } : {}),
     ...(state.output !== undefined ? { output: state.output } : {}),
+    ...(state.stopReason === "budget" && state.spend.exceeded ? { budgetExceeded: state.spend.exceeded } : {}),
+    ...(state.spend.active ? { spend: state.spend.report(conversation.usage, Date.now()) } : {}),
   };
   // The run's status tells the truth: Failed in the UI, in Temporal's metrics and alerts. The result travels in the
   // failure's details and handle.result() returns it as before. Patched: earlier "error" runs completed.
@@ -267,8 +284,12 @@ class SetupFailed extends Error {}
 
 /** The setup activity resolves the model and tools in the worker; its answer is recorded in history. */
 async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
-  const label = typeof input.model === "string" ? input.model : `${input.model.provider}/${input.model.id}`;
-  const args = { model: input.model, tools: input.tools };
+  const [model, ...fallbacks] = modelChain(input.model);
+  const label = fallbacks.length
+    ? `${modelRefName(model)} (+${fallbacks.length} fallback${fallbacks.length > 1 ? "s" : ""})`
+    : modelRefName(model);
+  // A chain's setup names its fallbacks; a single model's is as it always was.
+  const args = { model, ...(Array.isArray(input.model) ? { fallbacks } : {}), tools: input.tools };
   try {
     const setup = hasChange(LOCAL_ACTIVITIES_PATCH) ? resolveRunSetupLocally : resolveRunSetup;
     return await setup.executeWithOptions({ summary: `setup · ${label}` }, [args]).catch((err: unknown) => {
@@ -300,6 +321,24 @@ function workflowEffects(run: RunContext): LoopEffects {
     continueAsNewDue: () => shouldContinueAsNew(run.input, run.state),
     continueAsNew: (loop) => continueAsNewWith(run, loop),
     output: outputEffects(run),
+    ...(run.state.spend.active ? { budget: budgetEffects(run) } : {}),
+  };
+}
+
+/** The run's budget as the loop asks it (spend.ts keeps the count). */
+function budgetEffects(run: RunContext): BudgetEffects {
+  const { input, setup, state } = run;
+  const { spend, conversation } = state;
+  return {
+    beforeCall() {
+      const context = estimateTokens(conversation.context, input.systemPrompt, modelTools(setup, run.output));
+      const worst = worstCall(setup.model, context);
+      const now = Date.now();
+      const limit = spend.beforeCall(conversation.usage, now, worst);
+      return limit ? { limit, why: spend.explain(limit, conversation.usage, now, worst) } : undefined;
+    },
+    allowToolCalls: (n) => spend.allowToolCalls(n),
+    toolCallsRefused: () => spend.explain("maxToolCalls", conversation.usage, Date.now()),
   };
 }
 

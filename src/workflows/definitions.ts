@@ -6,6 +6,7 @@ import type {
   AgentMessage,
   AgentRunState,
   AgentStopReason,
+  BudgetLimit,
   ApprovalPolicy,
   ApproveOptions,
   PromptResult,
@@ -47,6 +48,10 @@ export interface AgentSinks extends Sinks {
     runEnded(model: string, stopReason: AgentStopReason): void;
     approvalsWaiting(delta: number): void;
     compacted(model: string): void;
+    /** A model call fell back from one model of the run's chain to the next. */
+    modelFallback(from: string, to: string): void;
+    /** A limit of the run's budget ended it. */
+    budgetExceeded(limit: BudgetLimit): void;
   };
   /**
    * A workflow task of this run runs on this worker (before each model call): for worker extensions that track

@@ -9,18 +9,32 @@ import { messageProblem } from "./message-schema.js";
 import { approvalPolicyProblem } from "./approval-policy.js";
 import { clientToolsProblem } from "./client-tools.js";
 import { checkWebhookField } from "../webhooks/field.js";
+import { budgetProblem } from "./spend.js";
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const ROLES = ["user", "assistant", "toolResult"];
 
-function checkModel(model: unknown): string | undefined {
+/** Most models of a fallback chain. */
+export const MAX_MODEL_CHAIN = 5;
+
+function checkModel(model: unknown, list = true): string | undefined {
+  if (Array.isArray(model) && list) {
+    if (model.length === 0 || model.length > MAX_MODEL_CHAIN)
+      return `"model" as a fallback chain must list 1 to ${MAX_MODEL_CHAIN} models, got ${model.length}`;
+    for (let i = 0; i < model.length; i++) {
+      const problem = checkModel(model[i], false);
+      if (problem) return problem.replace(/^"model/, `"model[${i}]`);
+    }
+    return undefined;
+  }
   if (typeof model === "string") {
     const slash = model.indexOf("/");
     if (slash <= 0 || slash === model.length - 1)
       return `"model" must be "provider/modelId" or a Model object, got "${model}"`;
     return undefined;
   }
-  if (!isObject(model)) return `"model" must be "provider/modelId" or a Model object`;
+  if (!isObject(model))
+    return `"model" must be "provider/modelId" or a Model object${list ? ", or a list of them (a fallback chain)" : ""}`;
   for (const key of ["id", "api", "provider"]) {
     if (typeof model[key] !== "string" || model[key] === "") return `"model.${key}" must be a non-empty string`;
   }
@@ -170,6 +184,8 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
     const client = clientToolsProblem(input.clientTools, checkDuration);
     if (client) return client;
   }
+  const budgetIssue = budgetProblem(input.budget);
+  if (budgetIssue) return budgetIssue;
   return checkSession(input.session) ?? checkWebhookField(input.webhook);
 }
 
@@ -218,6 +234,7 @@ export const RUN_INPUT_FIELDS = [
   "tools",
   "toolExecution",
   "maxTurns",
+  "budget",
   "modelActivity",
   "session",
   "approvalTimeout",
@@ -233,6 +250,8 @@ export const RUN_INPUT_FIELDS = [
 ] as const;
 /** The fields of typed results: runs recorded before them treat them as unknown (see TYPED_OUTPUT_PATCH). */
 export const TYPED_OUTPUT_FIELDS: readonly string[] = ["output", "outputRetries"];
+/** Budgets: runs recorded before them treat the field as unknown (see BUDGET_PATCH). */
+export const BUDGET_FIELDS: readonly string[] = ["budget"];
 /** Fields the loop itself sets (`AgentRunWorkflowInput`): a continued run's carry, a sub-agent's depth. */
 const INTERNAL_FIELDS = ["continued", "subAgentDepth"];
 const REQUIRED_FIELDS = ["model", "prompt"];
@@ -312,6 +331,11 @@ export interface RunInputChecks {
    * recorded before them (see TYPED_OUTPUT_PATCH).
    */
   output?: boolean;
+  /**
+   * Accept `model` as a list, a fallback chain (default true). The workflow passes false for a run that replays
+   * as recorded before chains (see MODEL_CHAIN_PATCH): such a list was refused then.
+   */
+  modelChain?: boolean;
 }
 
 /** Returns a message naming the first bad field, or undefined when the input is usable. */
@@ -321,7 +345,7 @@ export function validateRunInput(input: unknown, checks: RunInputChecks = {}): s
   return (
     missingNearMiss(input) ??
     (checks.unknownFields === false ? undefined : unknownFieldProblem(input, checks.alsoNamed)) ??
-    checkModel(input.model) ??
+    checkModel(input.model, checks.modelChain !== false) ??
     checkPrompt(prompt) ??
     checkOptional(input) ??
     (checks.output === false ? undefined : checkOutput(input)) ??

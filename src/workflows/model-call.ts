@@ -5,6 +5,7 @@ import {
   CancellationScope,
   CancelledFailure,
   isCancellation,
+  log,
   proxySinks,
   TimeoutFailure,
 } from "@temporalio/workflow";
@@ -20,6 +21,7 @@ import { activityOverrides, streamAssistantMessage } from "./activities.js";
 import { emptyUsage } from "../common/usage.js";
 import { FailureType } from "../common/failure-types.js";
 import { MODEL_ROUTE_PATCH, hasChange } from "./patches.js";
+import { metrics } from "./metrics-sink.js";
 
 // The routing rules live in routing.ts (tool calls use them too); their tests read them here.
 export { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs, taskLost } from "./routing.js";
@@ -60,15 +62,19 @@ const isOverflow = (err: ActivityFailure) =>
  * each replay of it a captured stack trace, and replays are what a dead
  * worker's runs wait for.
  */
-export function callModel(run: RunContext, retriedOverflow = false): Promise<AssistantMessage> {
+export function callModel(run: RunContext, retriedOverflow = false, fallback = 0): Promise<AssistantMessage> {
   const { input, setup, state } = run;
-  const { model } = setup;
+  // A fallback chain's model `fallback` (0: the first); a single model's chain is itself.
+  const model = fallback === 0 ? setup.model : setup.fallbacks![fallback - 1];
   // This worker holds the run now (a worker taking over a run replays this too): worker extensions may track it.
   extensions.runSeen();
   const route = hasChange(MODEL_ROUTE_PATCH);
   const queue = route ? state.route.queue : undefined;
   const options = activityOverrides(input.modelActivity, modelSummary(state.turn, model.provider, model.id));
   if (queue) Object.assign(options, routedOptions(input, queue, state.route.queueWaitMs));
+  // A model with a next one in its chain gets fewer attempts: after them the next model takes the call.
+  if (fallback < (setup.fallbacks?.length ?? 0) && input.modelActivity?.retry === undefined)
+    options.retry = FALLBACK_RETRY;
   const call = streamAssistantMessage.executeWithOptions(options, [
     {
       model,
@@ -88,28 +94,64 @@ export function callModel(run: RunContext, retriedOverflow = false): Promise<Ass
       state.conversation.modelAnswered();
       return reply.message;
     },
-    (err: unknown) => modelCallFailed(run, retriedOverflow, queue, err),
+    (err: unknown) => modelCallFailed(run, retriedOverflow, queue, err, fallback),
   );
 }
+
+/** Attempts of a model whose chain has a next one: about 3 s of retries, then the next model takes the call. */
+export const FALLBACK_RETRY = {
+  initialInterval: "1s",
+  backoffCoefficient: 2,
+  maximumInterval: "10s",
+  maximumAttempts: 3,
+};
+
+/** Failures that say the provider cannot serve the model now, or the model is gone: what a fallback chain is for. */
+const FALLBACK_FAILURES: ReadonlySet<string> = new Set([
+  "ModelRateLimited",
+  "ModelOverloaded",
+  "ModelUnavailable",
+  "ModelStreamInterrupted",
+  FailureType.ModelGone,
+]);
+
+const wantsFallback = (err: ActivityFailure) =>
+  (err.cause instanceof ApplicationFailure && FALLBACK_FAILURES.has(err.cause.type ?? "")) ||
+  // The call could not finish in time (a provider that hangs): the next model may.
+  (err.cause instanceof TimeoutFailure && err.cause.timeoutType === "START_TO_CLOSE");
 
 async function modelCallFailed(
   run: RunContext,
   retriedOverflow: boolean,
   queue: string | undefined,
   err: unknown,
+  fallback: number,
 ): Promise<AssistantMessage> {
-  const { model } = run.setup;
+  const { setup } = run;
+  const model = fallback === 0 ? setup.model : setup.fallbacks![fallback - 1];
   // The worker the call was sent to is gone (not picked up in time, or stopped heartbeating): any worker takes it.
   if (queue && isRouteLost(err) && !CancellationScope.current().consideredCancelled) {
     run.state.route.leave();
-    return callModel(run, retriedOverflow);
+    return callModel(run, retriedOverflow, fallback);
   }
   // A cancel whose model worker is dead ends in a heartbeat timeout, not a cancellation: it is still a cancel.
   if (isCancellation(err) || CancellationScope.current().consideredCancelled) {
     throw new CancelledDuringModelCall(err instanceof ActivityFailure ? partialOf(err) : undefined, err);
   }
   if (!(err instanceof ActivityFailure)) throw err;
-  if (isOverflow(err) && !retriedOverflow && (await fitContext(run, "overflow"))) return callModel(run, true);
+  if (isOverflow(err) && !retriedOverflow && (await fitContext(run, "overflow"))) return callModel(run, true, fallback);
+  // The next model of the chain takes the call; the message it answers with names it.
+  if (fallback < (setup.fallbacks?.length ?? 0) && wantsFallback(err)) {
+    const next = setup.fallbacks![fallback];
+    log.warn("model call falls back to the next model of the chain", {
+      from: `${model.provider}/${model.id}`,
+      to: `${next.provider}/${next.id}`,
+      reason: err.cause?.message ?? err.message,
+    });
+    metrics.modelFallback(`${model.provider}/${model.id}`, `${next.provider}/${next.id}`);
+    return callModel(run, retriedOverflow, fallback + 1);
+  }
+  const gone = err.cause instanceof ApplicationFailure && err.cause.type === FailureType.ModelGone;
   const message: AssistantMessage = {
     role: "assistant",
     content: [],
@@ -118,9 +160,10 @@ async function modelCallFailed(
     model: model.id,
     usage: emptyUsage(),
     stopReason: "error",
-    errorMessage: isOverflow(err)
-      ? (err.cause?.message ?? "Context overflow")
-      : `Model call failed: ${err.cause?.message ?? err.message}`,
+    errorMessage:
+      isOverflow(err) || gone
+        ? (err.cause?.message ?? "Context overflow")
+        : `Model call failed: ${err.cause?.message ?? err.message}${fallback > 0 ? ` (the last model of the chain of ${fallback + 1})` : ""}`,
     timestamp: Date.now(),
   };
   agent.emit({ type: "message_start", message });

@@ -98,3 +98,15 @@ export const CLIENT_WAIT_STATUS_PATCH = "jai-client-wait-status-v1" as const;
  * them as unknown), and replay that way; other runs record no marker.
  */
 export const TYPED_OUTPUT_PATCH = "jai-typed-output-v1" as const;
+
+/**
+ * Budgets (issue #42): a run input's `budget` is checked and enforced. Asked only when the input has one: runs
+ * recorded before refused the field as unknown (or, before UNKNOWN_FIELDS_PATCH, ignored it), and replay that way.
+ */
+export const BUDGET_PATCH = "jai-budget-v1" as const;
+
+/**
+ * Model fallback chains (issue #42): `model` as a list. Asked only when it is one: runs recorded before refused
+ * such an input, and replay that way.
+ */
+export const MODEL_CHAIN_PATCH = "jai-model-chain-v1" as const;

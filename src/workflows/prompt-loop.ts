@@ -7,7 +7,7 @@
  * in-process tests pass plain functions (test/unit/prompt-loop.test.ts).
  */
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
-import type { AgentEvent, AgentMessage, AgentStopReason } from "../contracts.js";
+import type { AgentEvent, AgentMessage, AgentStopReason, BudgetLimit } from "../contracts.js";
 import type { CheckOutputInput, CheckOutputVerdict, ExecuteToolOutput, PromptLoopState } from "./wire.js";
 import type { RunState } from "./run-state.js";
 import { toolResultMessage } from "../common/tool-result.js";
@@ -20,6 +20,18 @@ export interface LoopOutcome {
   errorMessage?: string;
   /** Typed output: the validated final answer (stopReason "stop"). */
   output?: unknown;
+  /** stopReason "budget": the limit that ended it. */
+  budgetExceeded?: BudgetLimit;
+}
+
+/** A run's budget (its input's `budget`, docs/budgets.md): what the loop asks before spending. */
+export interface BudgetEffects {
+  /** Before a model call: the limit the call could pass (what is spent plus the most it may cost), with why. */
+  beforeCall(): { limit: BudgetLimit; why: string } | undefined;
+  /** A batch of `n` tool calls: how many of them, from the first, may run. */
+  allowToolCalls(n: number): number;
+  /** Why calls past `maxToolCalls` were not run (their error result, and the run's errorMessage). */
+  toolCallsRefused(): string;
 }
 
 /** Typed results (the run's `output`, docs/typed-results.md): how final answers are checked. */
@@ -50,6 +62,8 @@ export interface LoopEffects {
   continueAsNew(loop: PromptLoopState): Promise<void>;
   /** Typed output; absent when the run has none (the loop is then exactly pi-agent-core's). */
   output?: OutputEffects;
+  /** The run's budget; absent when it has none. */
+  budget?: BudgetEffects;
 }
 
 /** Messages enter the transcript with their start and end events. */
@@ -96,6 +110,11 @@ export async function runPrompt(
         state.inbox.returnPendingInput();
         return finish({ stopReason: "max_turns" });
       }
+      const over = effects.budget?.beforeCall();
+      if (over) {
+        state.inbox.returnPendingInput();
+        return finish({ stopReason: "budget", budgetExceeded: over.limit, errorMessage: over.why });
+      }
       if (!first && effects.continueAsNewDue()) {
         const prompt = state.inbox.currentPrompt;
         await effects.continueAsNew({
@@ -132,18 +151,29 @@ export async function runPrompt(
       const calls = finals.length > 0 ? toolCalls.filter((c) => c.name !== OUTPUT_TOOL) : toolCalls;
       let toolResults: ToolResultMessage[] = [];
       let terminate = false;
-      if (calls.length > 0) {
-        state.setPhase("running_tools", `${calls.length} tool call${calls.length > 1 ? "s" : ""}`);
-        const outcomes = await effects.runTools(calls);
+      // Calls past the budget's maxToolCalls are not run: each gets an error result, after those that ran.
+      const allowed = effects.budget ? effects.budget.allowToolCalls(calls.length) : calls.length;
+      const runnable = allowed < calls.length ? calls.slice(0, allowed) : calls;
+      if (runnable.length > 0) {
+        state.setPhase("running_tools", `${runnable.length} tool call${runnable.length > 1 ? "s" : ""}`);
+        const outcomes = await effects.runTools(runnable);
         toolResults = outcomes.map((o) => o.message);
         terminate = outcomes.every((o) => o.output.result.terminate === true);
       }
+      const refused = allowed < calls.length ? refuseCalls(state, effects, calls.slice(allowed)) : [];
+      toolResults = refused.length > 0 ? [...toolResults, ...refused] : toolResults;
       const judged =
         output && (finals.length > 0 || toolCalls.length === 0)
           ? await judgeAnswer(state, effects, output, message, finals, calls.length > 0)
           : undefined;
       if (judged) toolResults = [...toolResults, ...judged.results];
       emit({ type: "turn_end", message, toolResults });
+      if (refused.length > 0)
+        return finish({
+          stopReason: "budget",
+          budgetExceeded: "maxToolCalls",
+          errorMessage: effects.budget!.toolCallsRefused(),
+        });
       if (terminate) return finish({ stopReason: "terminate" });
       if (judged) {
         const { verdict } = judged;
@@ -169,6 +199,19 @@ export async function runPrompt(
     moreToolCalls = true;
   }
   return finish({ stopReason: lastStop === "length" ? "length" : "stop" });
+}
+
+/** Tool calls the budget does not let run: each gets an error result (with its events), in the model's order. */
+function refuseCalls(state: RunState, effects: LoopEffects, calls: ToolCall[]): ToolResultMessage[] {
+  const { emit } = effects;
+  const out = errorOutput(effects.budget!.toolCallsRefused());
+  return calls.map((call) => {
+    emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+    emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: out.result, isError: true });
+    const result = toolResultMessage(call.id, call.name, out, Date.now());
+    enter(state, [result], emit);
+    return result;
+  });
 }
 
 /** The text of an assistant message (its text blocks, joined). */

@@ -3,7 +3,7 @@
  * from it. Made of parts, each written by one file only (test/unit/run-state-owners.test.ts
  * holds them to it): the conversation (conversation.ts), the inbox (inbox.ts),
  * the tool batch and approvals (tool-batch-state.ts), the model route
- * (routing.ts); the run's lifecycle (turns, phase, outcome) is written here.
+ * (routing.ts), the spend against the budget (spend.ts); the run's lifecycle (turns, phase, outcome) is written here.
  * What crosses continue-as-new is in one place: `toCarry` and `fromCarry`.
  */
 import { setCurrentDetails, upsertSearchAttributes } from "@temporalio/workflow";
@@ -30,6 +30,7 @@ import {
 import { approvalDetails, clientResultDetails, runDetails } from "./summary.js";
 import { policyLine } from "./approval-policy.js";
 import { ToolBatchState } from "./tool-batch-state.js";
+import { Spend } from "./spend.js";
 
 export { withoutDetails } from "./conversation.js";
 export type { QueuedPrompt } from "./inbox.js";
@@ -104,6 +105,8 @@ export class RunState {
   readonly tools = new ToolBatchState();
   /** Where the next model call goes (routing.ts writes it). */
   readonly route = new ModelRoute();
+  /** What the run spent against its budget (spend.ts writes it). */
+  readonly spend = new Spend();
 
   /** Model calls started (the whole chain). */
   turn = 0;
@@ -261,6 +264,10 @@ export class RunState {
       ...(this.tools.policy !== undefined ? { approvalPolicy: this.tools.policy } : {}),
       ...(this.tools.remembered.length > 0 ? { rememberedTools: [...this.tools.remembered] } : {}),
       ...(this.tools.clientWaits.size > 0 ? { pendingClientResults: this.tools.waitingClientResults() } : {}),
+      ...(this.spend.active ? { spend: this.spend.report(conversation.usage, Date.now()) } : {}),
+      ...(this.spend.exceeded !== undefined && this.stopReason === "budget"
+        ? { budgetExceeded: this.spend.exceeded }
+        : {}),
     };
   }
 
@@ -368,6 +375,7 @@ export class RunState {
       ...(loop ? { loop: { ...loop, pending: inbox.pendingInput } } : {}),
       ...(!loop && this.output !== undefined ? { output: this.output } : {}),
       ...(this.tools.approvalsCarry() ? { approvals: this.tools.approvalsCarry() } : {}),
+      ...(this.spend.carry() ? { spend: this.spend.carry() } : {}),
     };
     let left = budgetBytes - jsonBytes(fixed) - 1000;
     const { kept, left: omitted } = newest(

@@ -32,6 +32,12 @@ export const AgentCostUsd = defineSearchAttributeKey("AgentCostUsd", "DOUBLE");
  */
 export const AgentSummary = defineSearchAttributeKey("AgentSummary", "TEXT");
 
+/**
+ * Who the run is for (`startAgentRun({ tenant })`, docs/tenants.md): set at start by the client, never upserted
+ * by the run; a sub-agent's child carries its parent's. Also the run's Temporal fairness key.
+ */
+export const AgentTenant = defineSearchAttributeKey("AgentTenant", "KEYWORD");
+
 /** Every agent search attribute, in registration order. */
 export const AGENT_SEARCH_ATTRIBUTES = [
   AgentStatus,
@@ -42,7 +48,14 @@ export const AGENT_SEARCH_ATTRIBUTES = [
   AgentTotalTokens,
   AgentCostUsd,
   AgentSummary,
+  AgentTenant,
 ] as const;
+
+/**
+ * The attributes the run upserts itself: the setup activity looks for these. AgentTenant is only ever set by a
+ * starter, so a namespace registered before it existed keeps its other attributes up to date.
+ */
+export const UPSERTED_SEARCH_ATTRIBUTES = AGENT_SEARCH_ATTRIBUTES.filter((k) => k !== AgentTenant);
 
 const CLI_TYPES: Record<SearchAttributeType, string> = {
   TEXT: "Text",

@@ -26,6 +26,7 @@ import type { AgentRunWorkflowInput, ExecuteToolOutput, ToolSpec } from "./wire.
 import { AGENT_RUN_WORKFLOW } from "./definitions.js";
 import type { RunContext } from "./run-context.js";
 import { errorOutput } from "./tool-output.js";
+import { childTenantOptions } from "./tenant.js";
 
 const DEFAULT_SUB_AGENT_TURNS = 10;
 /** How deep sub-agents nest unless their tool's `maxDepth` says otherwise (the top-level run is depth 0). */
@@ -80,18 +81,26 @@ export async function runSubAgent(
     ...(sub.outputRetries !== undefined ? { outputRetries: sub.outputRetries } : {}),
     subAgentDepth: depth,
   };
+  // A budgeted run's child gets what is left of it, and its spend counts here (its usage below, its tool calls too).
+  const { spend, conversation } = run.state;
+  const budget = spend.childBudget(conversation.usage, Date.now());
+  if (budget) input.budget = budget;
   try {
     const result = (await executeChild(AGENT_RUN_WORKFLOW, {
       workflowId,
       args: [input],
       ...(sub.taskQueue !== undefined ? { taskQueue: sub.taskQueue } : {}),
+      // The parent's tenant (its search attribute; its fairness key the server passes on itself).
+      ...childTenantOptions(),
       // The parent waits for its children to finish cancelling, so no child outlives a cancelled parent;
       // a parent that is terminated or times out still asks its children to cancel.
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     })) as AgentRunResult;
     run.state.conversation.addUsage(result.usage);
-    const failed = result.stopReason === "error" || result.stopReason === "aborted";
+    if (spend.active) spend.childSpent(result.spend?.toolCalls ?? 0);
+    // A child that spent its budget did not finish its task: the model sees it as an error.
+    const failed = result.stopReason === "error" || result.stopReason === "aborted" || result.stopReason === "budget";
     const typed = result.output !== undefined;
     const text =
       (typed ? JSON.stringify(result.output) : finalText(result)) ||

@@ -5,6 +5,7 @@
  * and old histories that lack it replay (see README, "Changing the loop").
  * None of them is a user contract: those are in ../contracts.ts.
  */
+import type { SpendCarry } from "./spend.js";
 import type { Api, AssistantMessage, Model, Tool, Usage, UserMessage } from "@jai/ai";
 import type { Duration } from "@temporalio/common";
 import type { TSchema } from "@sinclair/typebox";
@@ -72,7 +73,11 @@ export interface ContinuedRun {
   /** A session waiting for its next prompt: its last prompt's typed output (the result's, if it is closed now). */
   output?: unknown;
   /** The approval policy as it stands (an operator may have changed it) and the tools approved with `remember`. */
-  approvals?: { policy?: ApprovalPolicy; remembered?: string[] };
+  approvals?: {
+    policy?: ApprovalPolicy;
+    remembered?: string[];
+  } /** A run with a `budget`: its tool calls so far and when the chain started (tokens and cost are in `usage`). */;
+  spend?: SpendCarry;
 }
 
 /** Internal: where a session prompt's answer is among the chain's new messages. */
@@ -149,8 +154,13 @@ export interface ToolSpec {
 
 /** Output of the setup activity. */
 export interface RunSetup {
-  /** The model object the run uses for every call. */
+  /** The model object the run uses for every call (the first of its chain). */
   model: Model<Api>;
+  /**
+   * The rest of a fallback chain (`model` given as a list), in order: each takes a call the one before it failed
+   * for want of its provider (down, overloaded, rate-limited past its retries) or because the model is gone.
+   */
+  fallbacks?: Model<Api>[];
   /** The tools the run may call, in the worker's order. */
   tools: ToolSpec[];
   /**

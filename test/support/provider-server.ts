@@ -29,6 +29,8 @@ export interface Step {
   toolCalls?: { id: string; name: string; args: Record<string, unknown> }[];
   usage?: { input: number; output: number };
   fault?: Fault;
+  /** Waits this long before answering (the request counts as in flight meanwhile). */
+  delayMs?: number;
 }
 
 export interface RecordedRequest {
@@ -36,6 +38,8 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   body: any;
   at: number;
+  /** The status it was answered with, once answered. */
+  status?: number;
 }
 
 /** Splits text into small deltas so the stream really streams. */
@@ -167,6 +171,11 @@ function streamErrorEvent(path: string, fault: Extract<Fault, { kind: "streamErr
 
 export class ProviderServer {
   readonly requests: RecordedRequest[] = [];
+  /** Requests being answered now (from arrival until the response is closed), and the most there ever were. */
+  inFlight = 0;
+  maxInFlight = 0;
+  /** Answers each request instead of the script when set (e.g. by the time it arrives). */
+  responder?: (request: RecordedRequest, index: number) => Step | undefined;
   private steps: Step[] = [];
   private server: Server;
   private sockets = new Set<import("node:net").Socket>();
@@ -195,6 +204,8 @@ export class ProviderServer {
   script(steps: Step[]): void {
     this.steps = [...steps];
     this.requests.length = 0;
+    this.responder = undefined;
+    this.maxInFlight = this.inFlight;
   }
 
   openAIModel(overrides: Partial<Model<Api>> = {}): Model<Api> {
@@ -233,8 +244,19 @@ export class ProviderServer {
     let raw = "";
     for await (const chunk of req) raw += chunk;
     const path = req.url ?? "";
-    this.requests.push({ path, headers: req.headers, body: raw ? JSON.parse(raw) : undefined, at: Date.now() });
-    const step = this.steps.shift();
+    const recorded: RecordedRequest = {
+      path,
+      headers: req.headers,
+      body: raw ? JSON.parse(raw) : undefined,
+      at: Date.now(),
+    };
+    this.requests.push(recorded);
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    res.on("close", () => this.inFlight--);
+    const step = this.responder ? this.responder(recorded, this.requests.length - 1) : this.steps.shift();
+    if (step?.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
+    recorded.status = step?.fault?.kind === "status" ? step.fault.status : step ? 200 : 500;
     if (!step) {
       res
         .writeHead(500, { "content-type": "application/json" })

@@ -19,6 +19,7 @@ const PARTS = [
   { owner: "inbox.ts", className: "Inbox" },
   { owner: "tool-batch-state.ts", className: "ToolBatchState" },
   { owner: "routing.ts", className: "ModelRoute" },
+  { owner: "spend.ts", className: "Spend" },
   // The run's lifecycle (turns, phase, outcome) and the parts themselves.
   { owner: "run-state.ts", className: "RunState" },
 ];
@@ -167,7 +168,7 @@ describe("RunState: each part is written by its owner only", () => {
   it("no workflow file writes a field of a part it does not own", () => {
     const byField = owners(read);
     const parts = partFields(read);
-    expect([...parts].sort()).toEqual(["conversation", "inbox", "route", "tools"]);
+    expect([...parts].sort()).toEqual(["conversation", "inbox", "route", "spend", "tools"]);
     const files = readdirSync(WORKFLOWS).filter((f) => f.endsWith(".ts"));
     expect(files).toEqual(expect.arrayContaining(PARTS.map((p) => p.owner)));
     const stray = files.flatMap((file) => strayWrites(file, read(file), byField, parts));

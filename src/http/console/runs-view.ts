@@ -117,9 +117,10 @@ function newRunForm(agents) {
   const about = el("p", "muted"); about.id = "agent-about";
   const prompt = el("textarea"); prompt.id = "prompt"; prompt.rows = 3; prompt.placeholder = "What should the agent do?"; prompt.required = true;
   const extras = el("div", "overrides"); extras.id = "overrides";
+  const tenant = el("input"); tenant.id = "tenant"; tenant.placeholder = "optional: who the run is for"; tenant.pattern = "[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}"; tenant.maxLength = 64;
   const start = el("button", "primary", "Start run"); start.type = "submit"; start.id = "start";
   const label = (text, control) => { const l = el("label"); l.append(el("span", "", text), control); return l; };
-  form.append(label("Agent", pick), about, label("Prompt", prompt), extras, start);
+  form.append(label("Agent", pick), about, label("Prompt", prompt), extras, label("Tenant", tenant), start);
   const render = () => {
     const a = agents.find((x) => x.name === pick.value);
     about.textContent = (a.description ? a.description + " · " : "") + a.model + (a.session ? " · session (answers prompts until closed)" : " · one-shot") + (a.tools ? " · tools: " + (a.tools.join(", ") || "none") : " · all the worker's tools");
@@ -144,6 +145,7 @@ function newRunForm(agents) {
     const body = { agent: a.name, prompt: prompt.value };
     if ($("model")) body.model = $("model").value;
     if ($("system-prompt") && $("system-prompt").value.trim()) body.systemPrompt = $("system-prompt").value;
+    if (tenant.value.trim()) body.tenant = tenant.value.trim();
     if ($("tools")) body.tools = [...$("tools").querySelectorAll("input:checked")].map((c) => c.value);
     start.disabled = true;
     try {

@@ -1,0 +1,201 @@
+/**
+ * A run's spend against its `budget` (issue #42): the part of `RunState` that this file alone writes. Tokens and
+ * cost are the conversation's usage, which already holds every sub-agent's (sub-agent.ts adds a child's usage to
+ * its parent's); tool calls are counted here, a child's included; time runs from the chain's first run.
+ *
+ * The checks (docs/budgets.md): before each model call, against the most that call may cost (the context as
+ * estimated plus the model's `maxTokens` of output, at the model's prices); after each turn (its tool batch always
+ * finishes); and a batch's calls past `maxToolCalls` are not run (they get an error result). Pure and
+ * deterministic: workflow time only.
+ */
+import { msToNumber } from "@temporalio/common";
+import type { Api, Model, Usage } from "@jai/ai";
+import type { AgentBudget, BudgetLimit, BudgetSpend } from "../contracts.js";
+
+/** What continue-as-new carries of the spend (tokens and cost travel with the usage). */
+export interface SpendCarry {
+  /** Tool calls so far, a child's included. */
+  toolCalls: number;
+  /** When the chain's first run started (ms, workflow time). */
+  startedAt: number;
+}
+
+/** A budget's limits as numbers; absent: no such limit. */
+interface Limits {
+  tokens?: number;
+  costUsd?: number;
+  toolCalls?: number;
+  durationMs?: number;
+}
+
+/** The fields of `AgentBudget`, as the run input names them. */
+const BUDGET_FIELDS: Record<BudgetLimit, true> = {
+  maxTokens: true,
+  maxCostUsd: true,
+  maxToolCalls: true,
+  maxDuration: true,
+};
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The first problem of a run input's `budget`, or undefined when it is usable. */
+export function budgetProblem(budget: unknown): string | undefined {
+  if (budget === undefined) return undefined;
+  if (!isObject(budget)) return `"budget" must be an object like { maxTokens, maxCostUsd, maxToolCalls, maxDuration }`;
+  for (const [key, value] of Object.entries(budget)) {
+    if (!(key in BUDGET_FIELDS))
+      return `"budget.${key}" is not a budget limit (limits: ${Object.keys(BUDGET_FIELDS).join(", ")})`;
+    if (value === undefined) continue;
+    if (key === "maxDuration") {
+      let ms: number;
+      try {
+        ms = typeof value === "number" || typeof value === "string" ? msToNumber(value as never) : NaN;
+      } catch {
+        ms = NaN;
+      }
+      if (!Number.isFinite(ms) || ms <= 0)
+        return `"budget.maxDuration" must be a positive duration (milliseconds, or a string like "10m"), got ${JSON.stringify(value)}`;
+    } else if (key === "maxCostUsd") {
+      if (typeof value !== "number" || !Number.isFinite(value) || value <= 0)
+        return `"budget.maxCostUsd" must be a positive number of US dollars`;
+    } else if (key === "maxToolCalls") {
+      if (typeof value !== "number" || !Number.isInteger(value) || value < 0)
+        return `"budget.maxToolCalls" must be a non-negative integer (0: no tool calls)`;
+    } else if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+      return `"budget.${key}" must be a positive integer`;
+    }
+  }
+  return undefined;
+}
+
+function limitsOf(budget: AgentBudget | undefined): Limits | undefined {
+  if (!budget) return undefined;
+  return {
+    ...(budget.maxTokens !== undefined ? { tokens: budget.maxTokens } : {}),
+    ...(budget.maxCostUsd !== undefined ? { costUsd: budget.maxCostUsd } : {}),
+    ...(budget.maxToolCalls !== undefined ? { toolCalls: budget.maxToolCalls } : {}),
+    ...(budget.maxDuration !== undefined ? { durationMs: msToNumber(budget.maxDuration) } : {}),
+  };
+}
+
+const count = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+const usd = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
+
+/** The most one model call may cost: the context as estimated, and the model's whole `maxTokens` of output. */
+export function worstCall(model: Model<Api>, contextTokens: number): { tokens: number; costUsd: number } {
+  const output = model.maxTokens || 0;
+  const price = model.cost ?? { input: 0, output: 0 };
+  return {
+    tokens: contextTokens + output,
+    costUsd: (contextTokens * (price.input || 0) + output * (price.output || 0)) / 1_000_000,
+  };
+}
+
+export class Spend {
+  /** The run's limits; undefined when the run has no budget (nothing here is then checked or carried). */
+  limits?: Limits;
+  /** Tool calls so far (the chain's), a child's included. */
+  toolCalls = 0;
+  /** When the chain's first run started (ms, workflow time). */
+  startedAt = 0;
+  /** The limit that ended the run, once one did. */
+  exceeded?: BudgetLimit;
+
+  /** The run starts with `budget` (a continued run: with what its chain spent so far). */
+  start(budget: AgentBudget | undefined, carried: SpendCarry | undefined, now: number): void {
+    this.limits = limitsOf(budget);
+    this.toolCalls = carried?.toolCalls ?? 0;
+    this.startedAt = carried?.startedAt ?? now;
+  }
+
+  get active(): boolean {
+    return this.limits !== undefined;
+  }
+
+  /** What has been spent and what is left, for the `state` query and the result. */
+  report(usage: Usage, now: number): BudgetSpend {
+    const l = this.limits ?? {};
+    const elapsedMs = Math.max(0, now - this.startedAt);
+    const left = (limit: number | undefined, used: number) =>
+      limit === undefined ? undefined : Math.max(0, limit - used);
+    const entries = {
+      tokens: left(l.tokens, usage.totalTokens),
+      costUsd: left(l.costUsd, usage.cost.total),
+      toolCalls: left(l.toolCalls, this.toolCalls),
+      durationMs: left(l.durationMs, elapsedMs),
+    };
+    return {
+      tokens: usage.totalTokens,
+      costUsd: usage.cost.total,
+      toolCalls: this.toolCalls,
+      elapsedMs,
+      left: Object.fromEntries(Object.entries(entries).filter(([, v]) => v !== undefined)),
+    };
+  }
+
+  /**
+   * Before a model call: the limit that call could pass (what is spent plus the most it may cost), if any.
+   * Records it as the one that ended the run.
+   */
+  beforeCall(usage: Usage, now: number, worst: { tokens: number; costUsd: number }): BudgetLimit | undefined {
+    const l = this.limits;
+    if (!l) return undefined;
+    const over: BudgetLimit | undefined =
+      l.durationMs !== undefined && now - this.startedAt >= l.durationMs
+        ? "maxDuration"
+        : l.tokens !== undefined && usage.totalTokens + worst.tokens > l.tokens
+          ? "maxTokens"
+          : l.costUsd !== undefined && usage.cost.total + worst.costUsd > l.costUsd
+            ? "maxCostUsd"
+            : undefined;
+    if (over) this.exceeded = over;
+    return over;
+  }
+
+  /** A batch of `n` tool calls: how many of them may run (the rest are refused, and the run ends after the turn). */
+  allowToolCalls(n: number): number {
+    const max = this.limits?.toolCalls;
+    const allowed = max === undefined ? n : Math.max(0, Math.min(n, max - this.toolCalls));
+    this.toolCalls += allowed;
+    if (allowed < n) this.exceeded = "maxToolCalls";
+    return allowed;
+  }
+
+  /** A sub-agent finished: its tool calls count here (its tokens and cost came with its usage). */
+  childSpent(toolCalls: number): void {
+    this.toolCalls += toolCalls;
+  }
+
+  /** Why the run ended, for a person: the limit, what was spent and what the next call could have cost. */
+  explain(limit: BudgetLimit, usage: Usage, now: number, worst?: { tokens: number; costUsd: number }): string {
+    const l = this.limits ?? {};
+    switch (limit) {
+      case "maxTokens":
+        return `Budget: maxTokens ${count(l.tokens ?? 0)} reached (${count(usage.totalTokens)} tokens spent; the next model call may use up to ${count(worst?.tokens ?? 0)})`;
+      case "maxCostUsd":
+        return `Budget: maxCostUsd ${usd(l.costUsd ?? 0)} reached (${usd(usage.cost.total)} spent; the next model call may cost up to ${usd(worst?.costUsd ?? 0)})`;
+      case "maxToolCalls":
+        return `Budget: maxToolCalls ${count(l.toolCalls ?? 0)} reached (the calls past it were not run)`;
+      case "maxDuration":
+        return `Budget: maxDuration ${count(l.durationMs ?? 0)} ms reached (${count(now - this.startedAt)} ms since the run started)`;
+    }
+  }
+
+  /** The budget a sub-agent gets: what is left of each limit (undefined when this run has no budget). */
+  childBudget(usage: Usage, now: number): AgentBudget | undefined {
+    if (!this.limits) return undefined;
+    const { left } = this.report(usage, now);
+    return {
+      // A child with nothing left of a limit still gets 1 (limits are positive): it ends at its first check.
+      ...(left.tokens !== undefined ? { maxTokens: Math.max(1, left.tokens) } : {}),
+      ...(left.costUsd !== undefined ? { maxCostUsd: Math.max(1e-9, left.costUsd) } : {}),
+      ...(left.toolCalls !== undefined ? { maxToolCalls: left.toolCalls } : {}),
+      ...(left.durationMs !== undefined ? { maxDuration: Math.max(1, left.durationMs) } : {}),
+    };
+  }
+
+  /** What continue-as-new carries; undefined without a budget. */
+  carry(): SpendCarry | undefined {
+    return this.limits ? { toolCalls: this.toolCalls, startedAt: this.startedAt } : undefined;
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * `jai-agent start --tenant` (docs/tenants.md): a configured agent started for a tenant gets the AgentTenant search
+ * attribute and the fairness key, and the config's `tenants` apply: the default budget fills the run, and a second
+ * start of a tenant at its maxConcurrentRuns exits 3 naming the limit. A hostile tenant exits 2 before anything
+ * starts, by agent or plain. No worker serves the queue: the runs stay running, which is what a limit counts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { runningRunsQuery } from "../../src/tenants.js";
+import { AgentTenant } from "../../src/workflows/search-attributes.js";
+import { openTestEnv, uniqueId, type TestEnv } from "../support/helpers.js";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const CONFIG = "test/fixtures/tenants-config.ts";
+
+let env: TestEnv;
+const started: string[] = [];
+beforeAll(async () => {
+  env = await openTestEnv();
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(
+    started.map((id) =>
+      env.client.workflow
+        .getHandle(id)
+        .terminate("test over")
+        .catch(() => {}),
+    ),
+  );
+  await env?.close();
+});
+
+/** `jai-agent <args>` through tsx, as the installed bin runs it, against the tests' server. */
+function jaiAgent(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_OPTIONS: "",
+    TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+  };
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", path.join(root, "src/cli/jai-agent.ts"), ...args],
+      { cwd: root, env: childEnv, timeout: 120_000 },
+      (err, stdout, stderr) =>
+        resolve({
+          code: err ? (typeof err.code === "number" ? err.code : null) : 0,
+          stdout: String(stdout),
+          stderr: String(stderr),
+        }),
+    );
+  });
+}
+
+const startFor = (tenant: string, taskQueue: string) =>
+  jaiAgent([
+    "start",
+    "--agent",
+    "greeter",
+    "--config",
+    CONFIG,
+    "--task-queue",
+    taskQueue,
+    "--tenant",
+    tenant,
+    "--json",
+    "hello",
+  ]);
+
+describe("jai-agent start --tenant", () => {
+  it("sets the tenant, applies the config's budget, and refuses a second run of a tenant at its limit (exit 3)", async () => {
+    const tenant = uniqueId("cli").slice(0, 40);
+    const taskQueue = uniqueId("cli-tenants");
+    const first = await startFor(tenant, taskQueue);
+    expect(first.stderr).toBe("");
+    expect(first.code).toBe(0);
+    const out = JSON.parse(first.stdout) as { workflowId: string; tenant: string };
+    started.push(out.workflowId);
+    expect(out.tenant).toBe(tenant);
+    const handle = env.client.workflow.getHandle(out.workflowId);
+    expect((await handle.describe()).typedSearchAttributes.get(AgentTenant)).toBe(tenant);
+    const { events } = await handle.fetchHistory();
+    const startedEvent = events![0].workflowExecutionStartedEventAttributes!;
+    expect(startedEvent.priority?.fairnessKey).toBe(tenant);
+    const input = JSON.parse(Buffer.from(startedEvent.input!.payloads![0].data!).toString()) as { budget?: unknown };
+    expect(input.budget).toEqual({ maxToolCalls: 4 });
+
+    // Another process: it sees the first run through visibility, once visibility has it.
+    const deadline = Date.now() + 20_000;
+    while ((await env.client.workflow.count(runningRunsQuery(tenant))).count < 1) {
+      if (Date.now() > deadline) throw new Error("visibility never showed the first run");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const second = await startFor(tenant, taskQueue);
+    expect(second.code).toBe(3);
+    expect(second.stderr).toMatch(
+      new RegExp(`tenant "${tenant}" is at its limit: maxConcurrentRuns 1 \\(1 running\\)`),
+    );
+    expect(second.stdout).toBe("");
+  }, 120_000);
+
+  it("a hostile tenant exits 2 before anything starts, by agent and plain", async () => {
+    for (const tenant of [`a" OR AgentTenant="b`, "a\tb"]) {
+      const byAgent = await startFor(tenant, uniqueId("never"));
+      expect(byAgent.code).toBe(2);
+      expect(byAgent.stderr).toMatch(/"tenant" must be 1-64 letters, digits/);
+      expect(byAgent.stderr).toMatch(/--tenant <name>/);
+      const plain = await jaiAgent(["start", "--tenant", tenant, "hello"]);
+      expect(plain.code).toBe(2);
+      expect(plain.stderr).toMatch(/"tenant" must be 1-64 letters, digits/);
+    }
+  }, 120_000);
+});
