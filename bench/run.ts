@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { codecCost } from "./codec.js";
 import { consoleList } from "./console.js";
 import { openBench } from "./common.js";
+import { budgetOverhead } from "./budget-overhead.js";
 import { fairness } from "./fairness.js";
 import { finishedChain } from "./finished-chain.js";
 import { historyGrowth } from "./history-growth.js";
@@ -30,6 +31,7 @@ const PEERS_END = "<!-- /peers -->";
 const SECTIONS = {
   growth: historyGrowth,
   overhead,
+  budgets: budgetOverhead,
   observability,
   parallel: parallelTools,
   throughput,

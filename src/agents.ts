@@ -5,8 +5,9 @@
  * a caller adds the prompt and only the overrides the agent allows, so a person at the console cannot widen it.
  */
 import type { Duration } from "@temporalio/common";
-import type { AgentRunInput, ApprovalPolicy } from "./contracts.js";
+import type { AgentBudget, AgentRunInput, ApprovalPolicy } from "./contracts.js";
 import { approvalPolicyProblem } from "./workflows/approval-policy.js";
+import { budgetProblem } from "./workflows/spend.js";
 
 /** One agent of the registry. Plain data: the run input it stands for, plus what a caller may change. */
 export interface AgentDefinition {
@@ -32,6 +33,17 @@ export interface AgentDefinition {
   /** A session (waits for prompts after each answer) or one-shot (default). */
   session?: boolean | { idleTimeout?: Duration };
   maxTurns?: number;
+  /**
+   * What each of its runs may spend at most (docs/budgets.md); a caller cannot change it.
+   * @default none (a tenant's default budget, if any, applies)
+   */
+  budget?: AgentBudget;
+  /**
+   * Models that take a call when `model` cannot (its provider down, overloaded, rate-limited, the model gone), in
+   * order: the run's `model` is then the chain `[model, ...fallbacks]` (docs/budgets.md#model-fallbacks).
+   * @default none
+   */
+  fallbacks?: string[];
   /** Approval timeout of its tools that require approval; default: wait forever. */
   approvalTimeout?: Duration;
   /** Task queue of the workers that serve it; default the server's. */
@@ -85,6 +97,15 @@ export function checkAgents(agents: unknown, where = "agents"): AgentDefinition[
       const problem = approvalPolicyProblem(agent.approvalPolicy, `${at}.approvalPolicy`);
       if (problem) throw new Error(problem);
     }
+    const budget = budgetProblem(agent.budget);
+    if (budget) throw new Error(`${at}: ${budget}`);
+    if (
+      agent.fallbacks !== undefined &&
+      (!Array.isArray(agent.fallbacks) ||
+        agent.fallbacks.length > 4 ||
+        agent.fallbacks.some((m) => typeof m !== "string" || !m.includes("/")))
+    )
+      throw new Error(`${at}.fallbacks must be an array of at most 4 "provider/modelId"`);
     const models = agent.overrides?.models;
     if (models !== undefined && (!Array.isArray(models) || models.some((m) => typeof m !== "string")))
       throw new Error(`${at}.overrides.models must be an array of "provider/modelId"`);
@@ -146,12 +167,13 @@ export function agentRunOptions(
   const defined = <T extends object>(o: T) =>
     Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
   return defined({
-    model,
+    model: agent.fallbacks?.length ? [model, ...agent.fallbacks.filter((m) => m !== model)] : model,
     prompt: request.prompt,
     systemPrompt,
     tools,
     session: agent.session,
     maxTurns: agent.maxTurns,
+    budget: agent.budget,
     approvalTimeout: agent.approvalTimeout,
     approvalPolicy: agent.approvalPolicy,
     taskQueue: agent.taskQueue,

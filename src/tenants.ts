@@ -8,6 +8,7 @@
  * Optional per-tenant limits (`tenants` in the config module, or startAgentRun's `tenants` option), enforced at
  * start: `maxConcurrentRuns` (a visibility count, see `TenantLimiter`) and a default `budget`.
  */
+import { budgetProblem } from "./workflows/spend.js";
 import type { Client } from "@temporalio/client";
 import type { AgentBudget } from "./contracts.js";
 import { AgentTenant } from "./workflows/search-attributes.js";
@@ -83,8 +84,8 @@ export function checkTenants(tenants: unknown, where = "tenants"): TenantsConfig
       !(Number.isInteger(c.maxConcurrentRuns) && (c.maxConcurrentRuns as number) >= 0)
     )
       throw new Error(`${at}.maxConcurrentRuns must be a non-negative integer`);
-    if (c.budget !== undefined && (typeof c.budget !== "object" || c.budget === null || Array.isArray(c.budget)))
-      throw new Error(`${at}.budget must be an object like { maxTokens, maxCostUsd, maxToolCalls, maxDuration }`);
+    const budget = budgetProblem(c.budget);
+    if (budget) throw new Error(`${at}: ${budget}`);
     const w = c.fairnessWeight;
     if (w !== undefined && !(typeof w === "number" && w >= 0.001 && w <= 1000))
       throw new Error(`${at}.fairnessWeight must be a number from 0.001 to 1000`);

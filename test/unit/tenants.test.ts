@@ -84,7 +84,7 @@ describe("tenants config", () => {
     expect(() => checkTenants({ acme: { maxConcurrentRuns: -1 } })).toThrow(/maxConcurrentRuns must be a non-negative/);
     expect(() => checkTenants({ acme: { maxConcurrentRuns: 1.5 } })).toThrow(/maxConcurrentRuns/);
     expect(() => checkTenants({ acme: { fairnessWeight: 0 } })).toThrow(/fairnessWeight must be a number from 0.001/);
-    expect(() => checkTenants({ acme: { budget: 5 } })).toThrow(/budget must be an object/);
+    expect(() => checkTenants({ acme: { budget: 5 } })).toThrow(/"budget" must be an object/);
     expect(() => checkTenants({ acme: { maxRuns: 5 } })).toThrow(/unknown field "maxRuns"/);
     expect(checkTenants(undefined)).toEqual({});
     expect(checkTenants({ acme: { maxConcurrentRuns: 0 }, "*": { fairnessWeight: 2 } })).toBeTruthy();
