@@ -7,6 +7,7 @@
  * carries `fairnessKey: <tenant>`). Sizes: `--fairness-flood=300 --fairness-b=10 --fairness-slots=4 --fairness-model-ms=200`.
  */
 import { Client, Connection } from "@temporalio/client";
+import proto from "@temporalio/proto";
 import { NativeConnection } from "@temporalio/worker";
 import { Context as ActivityContext } from "@temporalio/activity";
 import { fauxAssistantMessage, registerFauxProvider } from "@jai/ai";
@@ -35,6 +36,29 @@ interface Figures {
   aDrain: number;
   /** A's model calls between B's first start and B's last model call (perfect 1:1 interleaving: about B_RUNS). */
   aAhead: number;
+  /** Ms from A's first start until all of A's model calls were scheduled (B starts then). */
+  settledMs: number;
+}
+
+/**
+ * Waits until `runs` model calls of the flood are scheduled (started, or in the activity queue's backlog as the
+ * server reports it), at most 60 s; returns how long that took.
+ */
+async function modelQueueHolds(client: Client, taskQueue: string, runs: number, started: () => number) {
+  const t = Date.now();
+  while (Date.now() - t < 60_000) {
+    const { stats } = await client.workflowService
+      .describeTaskQueue({
+        namespace: "default",
+        taskQueue: { name: taskQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+        reportStats: true,
+      })
+      .catch(() => ({ stats: undefined }));
+    if (Number(stats?.approximateBacklogCount ?? 0) + started() >= runs) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return Date.now() - t;
 }
 
 /** PostgreSQL and the server built from source, with `dynamicConfig`; the agent's search attributes registered. */
@@ -123,10 +147,19 @@ async function measure(bench: Bench, fairness: boolean): Promise<Figures> {
             Array.from({ length: Math.min(50, FLOOD - i) }, (_, j) => startRun("A", `a-${i + j}`)),
           )),
         );
+      // B arrives once A's runs wait for the model: fairness orders a queue's backlog (here the model calls'), not the
+      // worker's own work on A's first workflow tasks, which a flood of starts puts before anything B starts.
+      const settledIn = await modelQueueHolds(
+        target.client,
+        taskQueue,
+        FLOOD,
+        () => [...called.keys()].filter((id) => id.startsWith("a-")).length,
+      );
       const b = await Promise.all(Array.from({ length: B_RUNS }, (_, i) => startRun("B", `b-flood-${i}`)));
       await waitFor([...flood, ...b]);
       const bLast = Math.max(...b.map((r) => called.get(r.handle.workflowId) ?? 0));
       return {
+        settledMs: settledIn,
         bAlone: sinceStart(alone),
         bFlood: sinceStart(b),
         aDrain: Math.max(...flood.map((r) => called.get(r.handle.workflowId) ?? 0)) - floodStart,

@@ -595,6 +595,8 @@ function tenantAttributes(
 ): SearchAttributePair[] | TypedSearchAttributes {
   const pair: SearchAttributePair = { key: AgentTenant, value: tenant };
   if (given instanceof TypedSearchAttributes) return given.updateCopy([pair]);
+  if (given !== undefined && !Array.isArray(given))
+    throw new InvalidRunInputError(`"searchAttributes" must be a list of { key, value } pairs`);
   return [...(given ?? []).filter((p) => p.key.name !== AgentTenant.name), pair];
 }
 

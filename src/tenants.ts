@@ -144,11 +144,20 @@ export class TenantLimiter {
   }
 
   private recentOf(tenant: string): Map<string, number> {
+    // Every tenant's old starts go, and a tenant with none is forgotten: callers may name any number of tenants.
+    const now = Date.now();
+    for (const [name, starts] of this.recent) {
+      for (const [id, at] of starts) if (now - at > VISIBILITY_GRACE_MS) starts.delete(id);
+      if (starts.size === 0) this.recent.delete(name);
+    }
     let map = this.recent.get(tenant);
     if (!map) this.recent.set(tenant, (map = new Map()));
-    const now = Date.now();
-    for (const [id, at] of map) if (now - at > VISIBILITY_GRACE_MS) map.delete(id);
     return map;
+  }
+
+  /** Tenants with starts still within the visibility grace (what the limiter holds in memory). */
+  get remembered(): number {
+    return this.recent.size;
   }
 
   /** Running runs of the tenant (at most `max` + recent are listed when recent starts must be told apart). */

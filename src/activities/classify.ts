@@ -235,13 +235,20 @@ export function retryAfterMs(headers: Record<string, string> | undefined, now = 
   return Number.isFinite(date) ? Math.max(0, date - now) : undefined;
 }
 
+/**
+ * The longest retry delay a provider's Retry-After sets. Temporal's `nextRetryDelay` overrides the retry policy's
+ * backoff and its maximumInterval, so a provider (or a proxy) answering "Retry-After: 86400" would otherwise park
+ * the call for a day, and a fallback chain would never reach its next model.
+ */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
 function retry(type: ModelFailureType, message: string, delayMs?: number): ModelOutcome {
   return {
     retry: ApplicationFailure.create({
       message,
       type,
       nonRetryable: false,
-      ...(delayMs !== undefined ? { nextRetryDelay: delayMs } : {}),
+      ...(delayMs !== undefined ? { nextRetryDelay: Math.min(Math.max(0, delayMs), MAX_RETRY_AFTER_MS) } : {}),
     }),
   };
 }

@@ -105,13 +105,16 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   // refused them as unknown, and replay that way.
   const typed = (input.output !== undefined || input.outputRetries !== undefined) && patched(TYPED_OUTPUT_PATCH);
   // Budgets and model chains likewise (issue #42): asked only when the input has them.
-  const budgeted = input.budget !== undefined && patched(BUDGET_PATCH);
+  // A continued run goes on with its chain's budget exactly when the chain carries a spend.
+  const budgeted = input.continued
+    ? input.continued.spend !== undefined
+    : input.budget !== undefined && patched(BUDGET_PATCH);
   const chained = Array.isArray(input.model) && patched(MODEL_CHAIN_PATCH);
   const unknown = input.continued
     ? undefined
     : unknownFieldProblem(input, [], [...(typed ? [] : TYPED_OUTPUT_FIELDS), ...(budgeted ? [] : BUDGET_FIELDS)]);
   const problem =
-    validateRunInput(input, { unknownFields: false, output: typed, modelChain: chained }) ??
+    validateRunInput(input, { unknownFields: false, output: typed, modelChain: chained, budget: budgeted }) ??
     (unknown && patched(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
   if (problem) await refuse(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
   const carried = input.continued;
@@ -119,7 +122,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   if (carried) state.fromCarry(carried, workflowInfo().continuedFromExecutionRunId);
   state.tools.startApprovals(carried?.approvals, input.approvalPolicy);
   // A budget is the chain's: a continued run goes on with what the runs before it spent.
-  if (budgeted || carried?.spend) state.spend.start(input.budget, carried?.spend, Date.now());
+  if (budgeted) state.spend.start(input.budget, carried?.spend, Date.now());
   installHandlers(state, input);
   state.publishDetails();
   let memo = false;
@@ -332,7 +335,10 @@ function budgetEffects(run: RunContext): BudgetEffects {
   return {
     beforeCall() {
       const context = estimateTokens(conversation.context, input.systemPrompt, modelTools(setup, run.output));
-      const worst = worstCall(setup.model, context);
+      // Any model of a fallback chain may take the call: the worst of them.
+      const worst = [setup.model, ...(setup.fallbacks ?? [])]
+        .map((model) => worstCall(model, context))
+        .reduce((a, b) => ({ tokens: Math.max(a.tokens, b.tokens), costUsd: Math.max(a.costUsd, b.costUsd) }));
       const now = Date.now();
       const limit = spend.beforeCall(conversation.usage, now, worst);
       return limit ? { limit, why: spend.explain(limit, conversation.usage, now, worst) } : undefined;

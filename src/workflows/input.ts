@@ -184,8 +184,6 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
     const client = clientToolsProblem(input.clientTools, checkDuration);
     if (client) return client;
   }
-  const budgetIssue = budgetProblem(input.budget);
-  if (budgetIssue) return budgetIssue;
   return checkSession(input.session) ?? checkWebhookField(input.webhook);
 }
 
@@ -336,6 +334,11 @@ export interface RunInputChecks {
    * as recorded before chains (see MODEL_CHAIN_PATCH): such a list was refused then.
    */
   modelChain?: boolean;
+  /**
+   * Check `budget` (default true). The workflow passes false for a run that replays as recorded before budgets
+   * (see BUDGET_PATCH): such a field was ignored or refused as unknown then.
+   */
+  budget?: boolean;
 }
 
 /** Returns a message naming the first bad field, or undefined when the input is usable. */
@@ -349,6 +352,7 @@ export function validateRunInput(input: unknown, checks: RunInputChecks = {}): s
     checkPrompt(prompt) ??
     checkOptional(input) ??
     (checks.output === false ? undefined : checkOutput(input)) ??
+    (checks.budget === false ? undefined : budgetProblem(input.budget)) ??
     overBudget("prompt", jsonBytes(prompt), BUDGETS.promptBytes) ??
     overBudget("run input (without prompt)", jsonBytes(rest), BUDGETS.inputBytes)
   );

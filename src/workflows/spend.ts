@@ -20,6 +20,13 @@ export interface SpendCarry {
   startedAt: number;
 }
 
+/** What a running sub-agent holds of its parent's budget. */
+export interface ChildGrant {
+  tokens: number;
+  costUsd: number;
+  toolCalls: number;
+}
+
 /** A budget's limits as numbers; absent: no such limit. */
 interface Limits {
   tokens?: number;
@@ -100,6 +107,10 @@ export class Spend {
   startedAt = 0;
   /** The limit that ended the run, once one did. */
   exceeded?: BudgetLimit;
+  /** What running sub-agents were granted of what is left (their spend is counted when they end). */
+  reserved = { tokens: 0, costUsd: 0, toolCalls: 0 };
+  /** Calls whose child holds a grant (children of one batch share what is left). */
+  granted = new Set<string>();
 
   /** The run starts with `budget` (a continued run: with what its chain spent so far). */
   start(budget: AgentBudget | undefined, carried: SpendCarry | undefined, now: number): void {
@@ -161,8 +172,19 @@ export class Spend {
     return allowed;
   }
 
-  /** A sub-agent finished: its tool calls count here (its tokens and cost came with its usage). */
-  childSpent(toolCalls: number): void {
+  /**
+   * A sub-agent ended (`grant`: what childBudget gave it): its reservation is released and its tool calls count
+   * here (its tokens and cost arrive with its usage, which the caller adds to the conversation).
+   */
+  childEnded(callId: string, grant: ChildGrant | undefined, toolCalls: number): void {
+    this.granted.delete(callId);
+    if (grant) {
+      this.reserved = {
+        tokens: this.reserved.tokens - grant.tokens,
+        costUsd: this.reserved.costUsd - grant.costUsd,
+        toolCalls: this.reserved.toolCalls - grant.toolCalls,
+      };
+    }
     this.toolCalls += toolCalls;
   }
 
@@ -181,17 +203,43 @@ export class Spend {
     }
   }
 
-  /** The budget a sub-agent gets: what is left of each limit (undefined when this run has no budget). */
-  childBudget(usage: Usage, now: number): AgentBudget | undefined {
+  /**
+   * The budget the sub-agent of call `callId` gets: what is left of each limit, less what running children hold,
+   * shared with the `others` sub-agent calls of the batch not granted yet; reserved until `childEnded`, so children
+   * running at the same time can never spend more than is left between them. Undefined when this run has no budget.
+   */
+  childBudget(
+    callId: string,
+    others: number,
+    usage: Usage,
+    now: number,
+  ): { budget: AgentBudget; grant: ChildGrant } | undefined {
     if (!this.limits) return undefined;
     const { left } = this.report(usage, now);
-    return {
-      // A child with nothing left of a limit still gets 1 (limits are positive): it ends at its first check.
-      ...(left.tokens !== undefined ? { maxTokens: Math.max(1, left.tokens) } : {}),
-      ...(left.costUsd !== undefined ? { maxCostUsd: Math.max(1e-9, left.costUsd) } : {}),
-      ...(left.toolCalls !== undefined ? { maxToolCalls: left.toolCalls } : {}),
+    const share = 1 + Math.max(0, others);
+    const part = (value: number | undefined, held: number, whole: boolean) => {
+      if (value === undefined) return undefined;
+      const free = Math.max(0, value - held) / share;
+      return whole ? Math.floor(free) : free;
+    };
+    const tokens = part(left.tokens, this.reserved.tokens, true);
+    const costUsd = part(left.costUsd, this.reserved.costUsd, false);
+    const toolCalls = part(left.toolCalls, this.reserved.toolCalls, true);
+    const grant = { tokens: tokens ?? 0, costUsd: costUsd ?? 0, toolCalls: toolCalls ?? 0 };
+    this.reserved = {
+      tokens: this.reserved.tokens + grant.tokens,
+      costUsd: this.reserved.costUsd + grant.costUsd,
+      toolCalls: this.reserved.toolCalls + grant.toolCalls,
+    };
+    this.granted.add(callId);
+    const budget: AgentBudget = {
+      // A child with nothing left of a limit still gets the smallest positive one: it ends at its first check.
+      ...(tokens !== undefined ? { maxTokens: Math.max(1, tokens) } : {}),
+      ...(costUsd !== undefined ? { maxCostUsd: Math.max(1e-9, costUsd) } : {}),
+      ...(toolCalls !== undefined ? { maxToolCalls: toolCalls } : {}),
       ...(left.durationMs !== undefined ? { maxDuration: Math.max(1, left.durationMs) } : {}),
     };
+    return { budget, grant };
   }
 
   /** What continue-as-new carries; undefined without a budget. */

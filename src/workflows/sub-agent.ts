@@ -14,6 +14,7 @@
 import {
   CancellationScope,
   ChildWorkflowCancellationType,
+  ApplicationFailure,
   ChildWorkflowFailure,
   executeChild,
   isCancellation,
@@ -23,7 +24,7 @@ import {
 import type { ToolCall } from "@jai/ai";
 import type { AgentRunResult, SubAgentSpec } from "../contracts.js";
 import type { AgentRunWorkflowInput, ExecuteToolOutput, ToolSpec } from "./wire.js";
-import { AGENT_RUN_WORKFLOW } from "./definitions.js";
+import { AGENT_RUN_FAILED, AGENT_RUN_WORKFLOW } from "./definitions.js";
 import type { RunContext } from "./run-context.js";
 import { errorOutput } from "./tool-output.js";
 import { childTenantOptions } from "./tenant.js";
@@ -41,6 +42,14 @@ export function subAgentMaxDepth(sub: SubAgentSpec): number {
 /** The child's workflow id for the call at `index` of the parent's turn `turn`. */
 export function subAgentWorkflowId(parentWorkflowId: string, turn: number, index: number): string {
   return `${parentWorkflowId}/sub-${turn}-${index}`;
+}
+
+/** The result a child run that ended in error failed with (AGENT_RUN_FAILED carries it); undefined otherwise. */
+function failedChildResult(err: unknown): AgentRunResult | undefined {
+  const cause = err instanceof ChildWorkflowFailure ? err.cause : undefined;
+  return cause instanceof ApplicationFailure && cause.type === AGENT_RUN_FAILED
+    ? (cause.details?.[0] as AgentRunResult | undefined)
+    : undefined;
 }
 
 function finalText(result: AgentRunResult): string {
@@ -81,10 +90,16 @@ export async function runSubAgent(
     ...(sub.outputRetries !== undefined ? { outputRetries: sub.outputRetries } : {}),
     subAgentDepth: depth,
   };
-  // A budgeted run's child gets what is left of it, and its spend counts here (its usage below, its tool calls too).
-  const { spend, conversation } = run.state;
-  const budget = spend.childBudget(conversation.usage, Date.now());
-  if (budget) input.budget = budget;
+  // A budgeted run's child gets its share of what is left, held for it until it ends; its spend then counts here.
+  const { spend, conversation, tools } = run.state;
+  const others = tools.pending.filter(
+    (p) =>
+      p.toolCallId !== call.id &&
+      !spend.granted.has(p.toolCallId) &&
+      run.setup.tools.some((t) => t.name === p.toolName && t.subAgent),
+  ).length;
+  const granted = spend.childBudget(call.id, others, conversation.usage, Date.now());
+  if (granted) input.budget = granted.budget;
   try {
     const result = (await executeChild(AGENT_RUN_WORKFLOW, {
       workflowId,
@@ -98,7 +113,7 @@ export async function runSubAgent(
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     })) as AgentRunResult;
     run.state.conversation.addUsage(result.usage);
-    if (spend.active) spend.childSpent(result.spend?.toolCalls ?? 0);
+    if (spend.active) spend.childEnded(call.id, granted?.grant, result.spend?.toolCalls ?? 0);
     // A child that spent its budget did not finish its task: the model sees it as an error.
     const failed = result.stopReason === "error" || result.stopReason === "aborted" || result.stopReason === "budget";
     const typed = result.output !== undefined;
@@ -123,6 +138,12 @@ export async function runSubAgent(
       isError: failed,
     };
   } catch (err) {
+    // A child that failed (stopReason "error") spent too: a budgeted parent counts it (its result is the failure's).
+    if (spend.active) {
+      const failed = failedChildResult(err);
+      if (failed?.usage) conversation.addUsage(failed.usage);
+      spend.childEnded(call.id, granted?.grant, failed?.spend?.toolCalls ?? 0);
+    }
     if (isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
     const why =
       err instanceof ChildWorkflowFailure

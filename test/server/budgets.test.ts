@@ -265,6 +265,110 @@ describe("budgets", () => {
     expect(result.spend!.tokens).toBe(own + childResult.usage.totalTokens);
   });
 
+  it("a child that fails counts too, and children of one batch share what is left", async () => {
+    // A failing child: two lookups, then its model fails for good (the child's run fails with its result).
+    const failing = fauxModel([
+      fauxAssistantMessage(
+        [fauxToolCall("lookup", { word: "a" }, { id: "f1" }), fauxToolCall("lookup", { word: "b" }, { id: "f2" })],
+        { stopReason: "toolUse" },
+      ),
+      fauxAssistantMessage("", { stopReason: "error", errorMessage: "the model broke" }),
+    ]);
+    const fails = agentTool({ name: "fails", description: "Fails", model: failing.getModel(), tools: ["lookup"] });
+    const parent = fauxModel([
+      fauxAssistantMessage([fauxToolCall("fails", { prompt: "go" }, { id: "p1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage(
+        [1, 2, 3].map((i) => fauxToolCall("lookup", { word: `w${i}` }, { id: `q${i}` })),
+        { stopReason: "toolUse" },
+      ),
+      fauxAssistantMessage("never asked"),
+    ]);
+    const { worker, taskQueue } = await testWorker(env, [fails, lookup]);
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("budget-failing-child"),
+      model: parent.getModel(),
+      prompt: "go",
+      budget: { maxToolCalls: 5 },
+    });
+    const result = await worker.runUntil(handle.result());
+    // 1 (the sub-agent call) + 2 (the failed child's) + 2 of the 3 lookups: the third is refused.
+    expect(result).toMatchObject({ stopReason: "budget", budgetExceeded: "maxToolCalls", spend: { toolCalls: 5 } });
+    const results = result.messages.filter((m) => m.role === "toolResult");
+    expect(results.map((m) => [m.toolCallId, m.isError])).toEqual([
+      ["p1", true],
+      ["q1", false],
+      ["q2", false],
+      ["q3", true],
+    ]);
+
+    // Two sub-agents in one batch, with 2 tool calls left between them: each gets 1, so 2 lookups run in all.
+    const child = fauxModel(
+      [0, 1].map(() =>
+        fauxAssistantMessage(
+          [fauxToolCall("lookup", { word: "x" }, { id: "y1" }), fauxToolCall("lookup", { word: "y" }, { id: "y2" })],
+          { stopReason: "toolUse" },
+        ),
+      ),
+    );
+    const researcher = agentTool({ name: "researcher", description: "R", model: child.getModel(), tools: ["lookup"] });
+    const twins = fauxModel([
+      fauxAssistantMessage(
+        [
+          fauxToolCall("researcher", { prompt: "a" }, { id: "t1" }),
+          fauxToolCall("researcher", { prompt: "b" }, { id: "t2" }),
+        ],
+        { stopReason: "toolUse" },
+      ),
+      fauxAssistantMessage("done"),
+    ]);
+    const second = await testWorker(env, [researcher, lookup]);
+    const before = lookups;
+    const twinsRun = await startAgentRun(env.client, {
+      taskQueue: second.taskQueue,
+      workflowId: uniqueId("budget-twins"),
+      model: twins.getModel(),
+      prompt: "go",
+      budget: { maxToolCalls: 4 },
+    });
+    const twinsResult = await second.worker.runUntil(twinsRun.result());
+    expect(lookups - before).toBe(2);
+    expect(twinsResult.spend?.toolCalls).toBe(4);
+    for (const id of ["sub-1-0", "sub-1-1"]) {
+      const childResult = await getAgentRun(env.client, `${twinsRun.workflowId}/${id}`).result();
+      expect(childResult).toMatchObject({ stopReason: "budget", spend: { toolCalls: 1 } });
+    }
+  });
+
+  it("the check before a call takes the worst model of a fallback chain: a pricier fallback cannot pass the budget", async () => {
+    const pricey = await new ProviderServer().start();
+    try {
+      server.script([{ fault: { kind: "status", status: 503, message: "down" } }]);
+      pricey.script([{ text: "expensive answer", usage: { input: 500, output: 100 } }]);
+      const cheap = server.openAIModel({ maxTokens: 100, cost: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 } });
+      const dear = pricey.openAIModel({
+        id: "gpt-dear",
+        maxTokens: 100,
+        cost: { input: 1000, output: 1000, cacheRead: 0, cacheWrite: 0 },
+      });
+      const { worker, taskQueue } = await testWorker(env, [lookup], { models: [cheap, dear], getApiKey: () => "sk-x" });
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId("budget-chain-worst"),
+        model: ["openai/gpt-test", "openai/gpt-dear"],
+        prompt: "hi",
+        budget: { maxCostUsd: 0.05 },
+        modelActivity: { retry: { initialInterval: "100ms", maximumAttempts: 1 } },
+      });
+      const result = await worker.runUntil(handle.result());
+      // $0.10 of output alone at the fallback's price: no call is made at all.
+      expect(result).toMatchObject({ stopReason: "budget", budgetExceeded: "maxCostUsd", turns: 0 });
+      expect(server.requests.length + pricey.requests.length).toBe(0);
+    } finally {
+      await pricey.stop();
+    }
+  });
+
   it("a bad budget is refused at the door, naming the field", async () => {
     const taskQueue = uniqueId("tq");
     for (const [budget, message] of [

@@ -172,7 +172,16 @@ describe("tenants", () => {
         startAgentRun(env.client, { taskQueue: "nowhere", workflowId, model: "faux/x", prompt: "hi", tenant }),
       ).rejects.toThrow(InvalidRunInputError);
       await expect(env.client.workflow.getHandle(workflowId).describe()).rejects.toThrow(/not found/i);
-    }
+    } // A raw body's searchAttributes that is not a list is a bad request, not a crash (HTTP 400, not 500).
+    await expect(
+      startAgentRun(env.client, {
+        taskQueue: "nowhere",
+        model: "faux/x",
+        prompt: "hi",
+        tenant: "acme",
+        searchAttributes: { AgentStatus: ["x"] } as never,
+      }),
+    ).rejects.toThrow(/"searchAttributes" must be a list of \{ key, value \} pairs/);
   });
 
   it("a namespace without AgentTenant still starts a tenant's run, with its fairness key", async () => {

@@ -11,6 +11,7 @@ import {
   providerErrorOf,
   redact,
   retryAfterMs,
+  MAX_RETRY_AFTER_MS,
   type CallFacts,
   type ModelOutcome,
 } from "../../src/activities/classify.js";
@@ -382,6 +383,17 @@ describe("classifyModelOutcome", () => {
     expect(retryAfterMs({ "retry-after-ms": "1500", "retry-after": "9" })).toBe(1500);
     expect(retryAfterMs({ "retry-after": new Date(10_000).toUTCString() }, 4_000)).toBe(6000);
     expect(retryAfterMs({ "retry-after": "soon" })).toBeUndefined();
+  });
+
+  it("caps what a Retry-After sets at a minute: a provider (or proxy) cannot park a call, or a fallback chain, for a day", () => {
+    for (const header of ["86400", new Date(Date.UTC(2031, 0, 1)).toUTCString()]) {
+      const outcome = classifyModelOutcome(
+        failed("slow down"),
+        facts({ status: 429, headers: { "retry-after": header } }),
+      );
+      expect("retry" in outcome && outcome.retry.nextRetryDelay).toBe(MAX_RETRY_AFTER_MS);
+    }
+    expect(MAX_RETRY_AFTER_MS).toBe(60_000);
   });
 
   it("makes 401/403 name the provider and the env var, never the key", () => {

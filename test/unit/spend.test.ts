@@ -38,15 +38,29 @@ describe("spend", () => {
     });
   });
 
-  it("lets the first calls of a batch run up to maxToolCalls, and gives a child only what is left", () => {
+  it("lets the first calls of a batch run up to maxToolCalls", () => {
     const spend = new Spend();
-    spend.start({ maxToolCalls: 5, maxTokens: 100 }, undefined, 0);
+    spend.start({ maxToolCalls: 5 }, undefined, 0);
     expect(spend.allowToolCalls(3)).toBe(3);
-    expect(spend.childBudget(usage(40, 0), 0)).toEqual({ maxTokens: 60, maxToolCalls: 2 });
-    spend.childSpent(1);
-    expect(spend.allowToolCalls(3)).toBe(1);
+    expect(spend.allowToolCalls(3)).toBe(2);
     expect(spend.exceeded).toBe("maxToolCalls");
     expect(spend.carry()).toEqual({ toolCalls: 5, startedAt: 0 });
+  });
+
+  it("children of one batch share what is left, held for each until it ends: together they cannot pass it", () => {
+    const spend = new Spend();
+    spend.start({ maxToolCalls: 7, maxTokens: 1000, maxDuration: 60_000 }, undefined, 0);
+    expect(spend.allowToolCalls(2)).toBe(2); // the two sub-agent calls themselves
+    const a = spend.childBudget("a", 1, usage(100, 0), 1000)!;
+    expect(a.budget).toEqual({ maxTokens: 450, maxToolCalls: 2, maxDuration: 59_000 });
+    const b = spend.childBudget("b", 0, usage(100, 0), 1000)!;
+    expect(b.budget).toEqual({ maxTokens: 450, maxToolCalls: 3, maxDuration: 59_000 });
+    // A third child (say, of the next batch while these run) gets nothing of tokens: it ends at its first check.
+    expect(spend.childBudget("c", 0, usage(100, 0), 1000)!.budget).toMatchObject({ maxTokens: 1, maxToolCalls: 0 });
+    spend.childEnded("a", a.grant, 2);
+    spend.childEnded("b", b.grant, 3);
+    expect(spend.toolCalls).toBe(7);
+    expect(spend.granted.has("a")).toBe(false);
   });
 
   it("a run without a budget checks and carries nothing", () => {

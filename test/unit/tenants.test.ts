@@ -4,7 +4,7 @@
  * the limiter's count under a burst of starts with a lagging visibility (a fake client: visibility shows a start
  * only after a delay, as a real store may).
  */
-import { describe, expect, it } from "@jest/globals";
+import { describe, expect, it, jest } from "@jest/globals";
 import type { Client } from "@temporalio/client";
 import { InvalidRunInputError, startAgentRun } from "../../src/client.js";
 import {
@@ -152,6 +152,23 @@ describe("TenantLimiter", () => {
     await expect(limiter.guard("acme", 1, start("acme"))).rejects.toThrow(TenantLimitError);
     runs.get(first.workflowId)!.running = false;
     await expect(limiter.guard("acme", 1, start("acme"))).resolves.toBeTruthy();
+  });
+
+  it("forgets a tenant once its starts are older than the visibility grace: any number of names cannot grow it", async () => {
+    const { client, start } = fakeClient(0);
+    const limiter = new TenantLimiter(client);
+    const now = Date.now();
+    const clock = jest.spyOn(Date, "now");
+    try {
+      clock.mockReturnValue(now);
+      for (let i = 0; i < 50; i++) await limiter.guard(`t${i}`, 5, start(`t${i}`));
+      expect(limiter.remembered).toBe(50);
+      clock.mockReturnValue(now + 11_000);
+      await limiter.guard("late", 5, start("late"));
+      expect(limiter.remembered).toBe(1);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it("maxConcurrentRuns 0 refuses every start", async () => {
