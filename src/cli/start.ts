@@ -13,10 +13,11 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Client, Connection } from "@temporalio/client";
-import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
+import { NativeConnection, Runtime } from "@temporalio/worker";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
 import { startAgentRun } from "../client.js";
 import { tenantProblem } from "../tenants.js";
+import { budgetProblem } from "../workflows/spend.js";
 import { dataConverterFromEnv } from "../codec/config.js";
 import { DEMO_LABEL, registerDemoModel } from "../demo/offline-model.js";
 import {
@@ -31,13 +32,13 @@ import {
 } from "../demo/tour.js";
 import { portInUse, startDevServer, type DevServer } from "../dev-server.js";
 import { createFileTools } from "../tools/fs-tools.js";
-import type { ModelRef } from "../types.js";
+import type { AgentBudget, ModelRef } from "../types.js";
 import { eventPrinter } from "../events/render.js";
 import { startRunEventsService } from "../events/serve.js";
-import { createAgentWorker } from "../worker.js";
+import { AgentRuntimeLogger, agentLogLevel, createAgentWorker } from "../worker.js";
 import { dbFile, runningServer } from "./server-state.js";
 
-const USAGE = `usage: npm start -- [--address host:port] [--tenant <name>] "<prompt>" | --tour | --agent <name> "<prompt>"   (server: --address, TEMPORAL_ADDRESS, \`npm run temporal\`, else an embedded one; model: JAI_MODEL=provider/modelId with its API key, else the offline demo)`;
+const USAGE = `usage: npm start -- [--address host:port] [--tenant <name>] [--budget '<json>'] "<prompt>" | --tour | --agent <name> "<prompt>"   (server: --address, TEMPORAL_ADDRESS, \`npm run temporal\`, else an embedded one; model: JAI_MODEL=provider/modelId with its API key, else the offline demo)`;
 
 function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } {
   const wanted = process.env.JAI_MODEL;
@@ -60,7 +61,12 @@ async function main(): Promise<void> {
   }
   const { values, positionals } = parseArgs({
     args: process.argv.slice(2),
-    options: { address: { type: "string" }, tour: { type: "boolean" }, tenant: { type: "string" } },
+    options: {
+      address: { type: "string" },
+      tour: { type: "boolean" },
+      tenant: { type: "string" },
+      budget: { type: "string" },
+    },
     allowPositionals: true,
   });
   const tour = values.tour === true;
@@ -69,13 +75,28 @@ async function main(): Promise<void> {
     console.error(`${badTenant}\n${USAGE}`);
     process.exit(2);
   }
+  // --budget '{"maxToolCalls":5,"maxDuration":"2m"}': what the run may spend (docs/budgets.md).
+  let budget: AgentBudget | undefined;
+  if (values.budget !== undefined) {
+    try {
+      budget = JSON.parse(values.budget) as AgentBudget;
+    } catch {
+      console.error(`--budget must be JSON, e.g. '{"maxToolCalls":5,"maxCostUsd":0.5}'\n${USAGE}`);
+      process.exit(2);
+    }
+    const bad = budgetProblem(budget);
+    if (bad) {
+      console.error(`--budget: ${bad}\n${USAGE}`);
+      process.exit(2);
+    }
+  }
   const prompt = positionals.join(" ").trim() || (tour ? TOUR_PROMPT : "");
   if (!prompt) {
     console.error(USAGE);
     process.exit(2);
   }
   // Ctrl-C is ours (cancel the run), not the Temporal runtime's (which would stop the worker under the run).
-  Runtime.install({ logger: new DefaultLogger("WARN"), shutdownSignals: [] });
+  Runtime.install({ logger: new AgentRuntimeLogger(agentLogLevel()), shutdownSignals: [] });
   // The tour is scripted step by step: it always runs the tour model, whatever JAI_MODEL says.
   const tourModel = tour ? registerTourModel() : undefined;
   const { model, models, note } = tourModel
@@ -125,6 +146,7 @@ async function main(): Promise<void> {
     ...(tour ? { session: true } : {}),
     // Who the run is for: its AgentTenant search attribute and fairness key (docs/tenants.md).
     ...(values.tenant !== undefined ? { tenant: values.tenant } : {}),
+    ...(budget ? { budget } : {}),
   });
   // Before anything is printed: a Ctrl-C from here on cancels the run, never orphans it.
   let interrupts = 0;
@@ -190,6 +212,8 @@ async function main(): Promise<void> {
     console.log(
       `\nDone: ${result.stopReason} after ${result.turns} turn(s), ${result.usage.totalTokens} tokens, $${result.usage.cost.total.toFixed(4)}.`,
     );
+    // A budget that ended the run says which limit and what was spent.
+    if (result.stopReason === "budget" && result.errorMessage) console.log(result.errorMessage);
   } else {
     console.log(
       `\nThe run ended without a result: ${outcome.error instanceof Error ? outcome.error.message : String(outcome.error)}`,

@@ -112,4 +112,19 @@ describe("jai-agent start --tenant", () => {
       expect(plain.stderr).toMatch(/"tenant" must be 1-64 letters, digits/);
     }
   }, 120_000);
+
+  it("start --budget: a bad one exits 2 naming the field; a run past it ends with the limit said", async () => {
+    const bad = await jaiAgent(["start", "--budget", '{"maxTokens":0}', "hello"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--budget: "budget.maxTokens" must be a positive integer/);
+    const notJson = await jaiAgent(["start", "--budget", "lots", "hello"]);
+    expect(notJson.code).toBe(2);
+    expect(notJson.stderr).toMatch(/--budget must be JSON/);
+    // The offline demo model lists the workspace, then reads three files in parallel: one tool call is allowed.
+    const ran = await jaiAgent(["start", "--budget", '{"maxToolCalls":1}', "What files are here?"]);
+    expect(ran.code).toBe(0);
+    expect(ran.stdout).toMatch(/✗ read_file: Budget: maxToolCalls 1 reached/);
+    expect(ran.stdout).toMatch(/Done: budget after 2 turn\(s\)/);
+    expect(ran.stdout).toMatch(/^Budget: maxToolCalls 1 reached \(the calls past it were not run\)$/m);
+  }, 120_000);
 });
