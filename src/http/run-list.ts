@@ -18,6 +18,7 @@ import {
   AgentSummary,
   AgentTotalTokens,
   AgentTurns,
+  AgentTenant,
 } from "../workflows/search-attributes.js";
 
 export interface RunRow {
@@ -27,6 +28,8 @@ export interface RunRow {
   status: string;
   executionStatus: string;
   model?: string;
+  /** Who the run is for (AgentTenant), when it has a tenant. */
+  tenant?: string;
   turns?: number;
   totalTokens?: number;
   costUsd?: number;
@@ -40,6 +43,8 @@ export interface RunListQuery {
   /** "" (all, runs waiting for approval pinned on top) | approval | waiting | running | failed | completed | cancelled */
   status?: string;
   model?: string;
+  /** Runs of this tenant only (AgentTenant). */
+  tenant?: string;
   /** Words of the summary (AgentSummary is Text: a full-text match). */
   text?: string;
   pageSize?: number;
@@ -95,6 +100,7 @@ export function runListQuery(options: RunListQuery, withAttributes: boolean, sta
     parts.push(withAttributes ? f.agent : f.execution);
   } else if (withAttributes) parts.push(UNPINNED);
   if (withAttributes && options.model) parts.push(`AgentModel = ${literal(options.model)}`);
+  if (withAttributes && options.tenant) parts.push(`AgentTenant = ${literal(options.tenant)}`);
   // Words only, lowercased: the store reads a Text match as a full-text expression, where quotes, "*", "-" and
   // capitalised AND/OR/NOT/NEAR are operators (a lone quote is a syntax error that named the store's SQL).
   const words = options.text?.match(/[\p{L}\p{N}_]+/gu)?.map((w) => w.toLowerCase());
@@ -117,6 +123,7 @@ export function runRow(raw: RawExecution): RunRow {
     status,
     executionStatus,
     model: attrs.get(AgentModel),
+    tenant: attrs.get(AgentTenant),
     turns: attrs.get(AgentTurns),
     totalTokens: attrs.get(AgentTotalTokens),
     costUsd: attrs.get(AgentCostUsd),

@@ -138,6 +138,7 @@ const AgentStartBody = Type.Object(
 const ListQuery = Type.Object({
   status: Type.Optional(Type.Union([Type.Literal(""), ...RUN_FILTERS.map((f) => Type.Literal(f))])),
   model: Type.Optional(Type.String({ maxLength: 200 })),
+  tenant: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9._-]{1,64}$" })),
   text: Type.Optional(Type.String({ maxLength: 200 })),
   pageSize: Type.Optional(Type.String({ pattern: "^[0-9]{1,3}$" })),
   pageToken: Type.Optional(Type.String({ maxLength: 4096, pattern: "^[A-Za-z0-9_-]*$" })),

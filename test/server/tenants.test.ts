@@ -15,6 +15,7 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { InvalidRunInputError, startAgentRun } from "../../src/client.js";
 import { agentTool } from "../../src/subagents/agent-tool.js";
 import { startRunServer } from "../../src/http/server.js";
+import { listRunPage } from "../../src/http/run-list.js";
 import { runningRunsQuery, TenantLimitError, type TenantsConfig } from "../../src/tenants.js";
 import { AgentTenant } from "../../src/workflows/search-attributes.js";
 import type { AgentTool } from "../../src/types.js";
@@ -112,6 +113,14 @@ describe("tenants", () => {
     expect((await env.client.workflow.getHandle(childId).describe()).typedSearchAttributes.get(AgentTenant)).toBe(
       tenant,
     );
+    // The runs list shows the tenant and filters by it (the console's list, GET /runs?tenant=).
+    const listed = await waitForValue(async () => {
+      const page = await listRunPage(env.client, { tenant, pageSize: 50 });
+      return page.runs.length >= 2 ? page : undefined;
+    });
+    expect(listed.runs.map((r) => r.workflowId).sort()).toEqual([workflowId, childId].sort());
+    expect(listed.runs.every((r) => r.tenant === tenant)).toBe(true);
+    expect((await listRunPage(env.client, { tenant: `${tenant}-other`, pageSize: 50 })).runs).toEqual([]);
   });
 
   it("a run without a tenant has no AgentTenant and no fairness key", async () => {
@@ -261,3 +270,14 @@ describe("tenants over HTTP", () => {
     }
   });
 });
+
+/** Polls `read` until it gives a value (visibility lags a little behind the runs), at most 20 s. */
+async function waitForValue<T>(read: () => Promise<T | undefined>): Promise<T> {
+  const until = Date.now() + 20_000;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error("the runs list never showed the tenant's runs");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
