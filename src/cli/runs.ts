@@ -6,6 +6,7 @@
  * Exit codes: 0 done; 1 refused or failed (one line on stderr: the run's reason, a finished run, no such run,
  * a missing codec key); 2 bad usage.
  */
+import { tenantProblem } from "../tenants.js";
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { Client } from "@temporalio/client";
@@ -26,7 +27,7 @@ import { connectCli } from "./connect.js";
 import { runRow, type RunRow } from "../http/run-list.js";
 
 const RUNS_USAGE = `usage: jai-agent <command> [options]   (npm run <command> -- [options])
-  runs [--status s[,s…]] [--limit N] [--query "visibility query"] [--json]
+  runs [--status s[,s…]] [--tenant name] [--limit N] [--query "visibility query"] [--json]
         s: running | waiting (for approval, a client or a prompt) | waiting_for_approval | waiting_for_client | waiting_for_prompt
            | completed | failed | cancelled | open | closed
   state <workflowId> [--json]
@@ -217,7 +218,16 @@ async function runsCommand(client: Client, values: Record<string, string | boole
       throw new UsageError(`unknown --status "${s}" (one of ${Object.keys(STATUS_FILTERS).join(", ")})`);
   const limit = str(values.limit) === undefined ? 50 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive integer`);
-  const { runs, withAttributes } = await listRuns(client, { statuses, limit, query: str(values.query) });
+  const tenant = str(values.tenant);
+  if (tenant !== undefined) {
+    const bad = tenantProblem(tenant);
+    if (bad) throw new UsageError(`--tenant: ${bad}`);
+  }
+  // A tenant's runs: its AgentTenant (a valid tenant name cannot leave the quotes).
+  const query = [str(values.query), tenant && `AgentTenant = ${JSON.stringify(tenant)}`]
+    .filter(Boolean)
+    .join(") AND (");
+  const { runs, withAttributes } = await listRuns(client, { statuses, limit, query: query || undefined });
   if (!withAttributes)
     console.error(
       `note: namespace "${client.options.namespace}" lacks the AgentStatus search attribute: filtered by Temporal's status (a waiting run is a running one)`,
@@ -295,7 +305,13 @@ const COMMANDS: Record<string, Command> = {
   list: (args) => {
     const p = parse(
       args,
-      { status: { type: "string" }, limit: { type: "string" }, query: { type: "string" }, json: { type: "boolean" } },
+      {
+        status: { type: "string" },
+        limit: { type: "string" },
+        query: { type: "string" },
+        tenant: { type: "string" },
+        json: { type: "boolean" },
+      },
       0,
       "",
     );

@@ -99,6 +99,16 @@ describe("jai-agent start --tenant", () => {
       new RegExp(`tenant "${tenant}" is at its limit: maxConcurrentRuns 1 \\(1 running\\)`),
     );
     expect(second.stdout).toBe("");
+
+    // `jai-agent runs --tenant` lists the tenant's runs (visibility has the first by now); a hostile name exits 2.
+    const listed = await jaiAgent(["runs", "--tenant", tenant, "--json"]);
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as { workflowId: string }[]).map((r) => r.workflowId)).toEqual([out.workflowId]);
+    const none = await jaiAgent(["runs", "--tenant", `${tenant}x`, "--json"]);
+    expect(JSON.parse(none.stdout)).toEqual([]);
+    const hostile = await jaiAgent(["runs", "--tenant", `a" OR AgentTenant="b`]);
+    expect(hostile.code).toBe(2);
+    expect(hostile.stderr).toMatch(/--tenant: "tenant" must be 1-64 letters/);
   }, 120_000);
 
   it("a hostile tenant exits 2 before anything starts, by agent and plain", async () => {
