@@ -13,6 +13,8 @@ export interface Postgres {
   port: number;
   user: string;
   stop(): void;
+  /** Stops it the hard way (`-m immediate`, as a crash would) and starts it again on the same data and port. */
+  restart(): void;
 }
 
 function postgresUid(): { uid: number; gid: number } {
@@ -41,18 +43,20 @@ export function startPostgres(port: number): Postgres {
   };
   exec(initdb, ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"]);
   // Socket in our own folder: /var/run/postgresql may not exist or may belong to a system instance.
-  exec(pgCtl, [
-    "-D",
-    data,
-    "-l",
-    path.join(dir, "log"),
-    "-w",
-    "-t",
-    "60",
-    "-o",
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
-    "start",
-  ]);
+  const start = () =>
+    exec(pgCtl, [
+      "-D",
+      data,
+      "-l",
+      path.join(dir, "log"),
+      "-w",
+      "-t",
+      "60",
+      "-o",
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
+      "start",
+    ]);
+  start();
   let stopped = false;
   return {
     port,
@@ -65,6 +69,10 @@ export function startPostgres(port: number): Postgres {
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
+    },
+    restart() {
+      exec(pgCtl, ["-D", data, "-m", "immediate", "-w", "stop"]);
+      start();
     },
   };
 }

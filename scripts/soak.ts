@@ -1,0 +1,430 @@
+/**
+ * `npm run soak -- --minutes N` (default 10): the cluster suite's topology (PostgreSQL, the Temporal server built
+ * from source, 3 worker processes started as the image starts them; all on loopback, on free ports of their own)
+ * under a steady mixed workload and faults on a jittered schedule, with every run checked as it ends and the
+ * ledger of tool effects checked at the end. Writes `<out>/summary.json`, the histories of runs that broke an
+ * invariant (`<out>/violations/`), the workers' logs, and the report (`docs/soak.md` unless `--report none`).
+ * Exit 0 when no invariant was broken, 1 otherwise, 2 on a setup failure. Stops by itself; every child process
+ * is stopped on the way out, Ctrl-C included.
+ *
+ * Options: --minutes N, --rate runs-per-minute (default 30), --window seconds (latency/memory windows; default
+ * 60, 300 from 10 minutes on), --kill-every seconds (default 30), --out dir (default .jai/soak/<time>),
+ * --report file|none, --no-build (reuse .jai/soak-dist), --no-pg-restart, --sabotage (one tool call in ~15 records
+ * its effect twice: the soak must then fail with ledger violations, proof that the check bites).
+ */
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { setTimeout as sleep } from "node:timers/promises";
+import ts from "typescript";
+import { Client, Connection } from "@temporalio/client";
+import { historyToJSON } from "@temporalio/common/lib/proto-utils.js";
+import { ensureTemporalServer } from "./tools.js";
+import { startPostgres, type Postgres } from "../test/support/cluster/postgres.js";
+import {
+  createTemporalServer,
+  freeLowPort,
+  setupSchema,
+  type TemporalServer,
+} from "../test/support/cluster/temporal-server.js";
+import { buildDist, repoRoot, startWorkerProcess, type WorkerProcess } from "../test/support/service/processes.js";
+import { checkContexts, checkLedger } from "./soak/ledger.js";
+import { Workload, type RunRecord } from "./soak/workload.js";
+import { writeReport, type FaultRecord, type SoakSummary, type WindowStats } from "./soak/report.js";
+
+const { values: opts } = parseArgs({
+  options: {
+    minutes: { type: "string", default: "10" },
+    rate: { type: "string", default: "30" },
+    window: { type: "string" },
+    "kill-every": { type: "string", default: "30" },
+    out: { type: "string" },
+    report: { type: "string", default: path.join(repoRoot, "docs", "soak.md") },
+    "no-build": { type: "boolean", default: false },
+    "no-pg-restart": { type: "boolean", default: false },
+    sabotage: { type: "boolean", default: false },
+  },
+});
+const minutes = Number(opts.minutes);
+const durationMs = minutes * 60000;
+const rate = Number(opts.rate);
+const windowMs = Number(opts.window ?? (minutes >= 10 ? 300 : 60)) * 1000;
+const killEveryMs = Number(opts["kill-every"]) * 1000;
+const HEARTBEAT_S = 5;
+const WORKERS = 3;
+const out = path.resolve(
+  opts.out ?? path.join(repoRoot, ".jai", "soak", new Date().toISOString().replace(/[:.]/g, "-")),
+);
+mkdirSync(path.join(out, "violations"), { recursive: true });
+mkdirSync(path.join(out, "workers"), { recursive: true });
+const ledgerFile = path.join(out, "ledger.jsonl");
+const command = `npm run soak -- ${process.argv.slice(2).join(" ")}`.trim();
+
+const log = (line: string) => console.log(`[soak ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)}s] ${line}`);
+const t0 = Date.now();
+
+// ---- everything started, stopped on the way out ----
+let pg: Postgres | undefined;
+let server: TemporalServer | undefined;
+let connection: Connection | undefined;
+const workers: WorkerProcess[] = [];
+const allWorkers: WorkerProcess[] = [];
+let cleaning: Promise<void> | undefined;
+
+function saveWorkerLogs(): void {
+  for (const w of allWorkers) writeFileSync(path.join(out, "workers", `${w.pid}.log`), w.output());
+}
+
+function stopPostgres(): void {
+  try {
+    pg?.stop();
+  } catch (err) {
+    console.error(`soak: stopping PostgreSQL: ${String(err).slice(0, 300)}`);
+  }
+}
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const w of allWorkers) {
+      if (w.child.exitCode !== null || w.child.signalCode !== null) continue;
+      try {
+        process.kill(w.pid, "SIGCONT");
+      } catch {
+        // gone already
+      }
+      w.child.kill("SIGKILL");
+    }
+    saveWorkerLogs();
+    if (server) writeFileSync(path.join(out, "temporal-server.log"), server.log());
+    await server?.stop().catch(() => undefined);
+    server?.cleanup();
+    stopPostgres();
+    await connection?.close().catch(() => undefined);
+  })();
+  return cleaning;
+}
+
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const)
+  process.on(signal, () => {
+    console.error(`soak: ${signal}, stopping every child process`);
+    void cleanup().finally(() => process.exit(130));
+  });
+// A client call cut by the cleanup (a gRPC retry on a closed channel) must not end the process before it is done.
+process.on("uncaughtException", (err) => {
+  console.error(`soak: uncaught ${String(err).slice(0, 300)}`);
+  void cleanup().finally(() => process.exit(2));
+});
+// Last resort on any exit: PostgreSQL runs detached (pg_ctl), so stop it synchronously; workers die with SIGKILL.
+process.on("exit", () => {
+  for (const w of allWorkers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGKILL");
+  stopPostgres();
+});
+
+/** Transpiles the worker config module and the scripted model next to the dist, for plain node. */
+function writeWorkerConfig(dist: string): string {
+  const dir = path.join(dist, "soak");
+  mkdirSync(dir, { recursive: true });
+  for (const name of ["worker-config", "script-model"]) {
+    const source = readFileSync(path.join(repoRoot, "scripts", "soak", `${name}.ts`), "utf8");
+    const js = ts.transpileModule(source, {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false },
+    }).outputText;
+    writeFileSync(path.join(dir, `${name}.js`), js);
+  }
+  return path.join(dir, "worker-config.js");
+}
+
+function rssMb(pid: number): number | undefined {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const jitter = (ms: number, share = 0.3) => ms * (1 - share + Math.random() * 2 * share);
+const percentile = (xs: number[], p: number) => {
+  if (xs.length === 0) return undefined;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+async function main(): Promise<number> {
+  log(`output in ${out}`);
+  const tools = ensureTemporalServer(log);
+  const distDir = path.join(repoRoot, ".jai", "soak-dist");
+  const dist =
+    opts["no-build"] && existsSync(path.join(distDir, "cli", "worker-main.js")) ? distDir : buildDist("soak-dist");
+  const config = writeWorkerConfig(dist);
+  pg = startPostgres(await freeLowPort(new Set()));
+  setupSchema(tools, pg.port);
+  server = await createTemporalServer(tools, pg.port);
+  log(`PostgreSQL on :${pg.port}, Temporal server on ${server.address}`);
+
+  const taskQueue = `soak-${randomUUID()}`;
+  const workerEnv = {
+    TEMPORAL_ADDRESS: server.address,
+    JAI_TASK_QUEUE: taskQueue,
+    JAI_CONFIG: config,
+    JAI_FAST_FAILOVER: "off",
+    SOAK_LEDGER: ledgerFile,
+    SOAK_CONTEXTS: path.join(out, "contexts.jsonl"),
+    SOAK_HEARTBEAT_TIMEOUT: `${HEARTBEAT_S}s`,
+    SOAK_SABOTAGE: opts.sabotage ? "1" : "0",
+  };
+  const startWorker = async () => {
+    const w = await startWorkerProcess(dist, workerEnv);
+    workers.push(w);
+    allWorkers.push(w);
+    return w;
+  };
+  await Promise.all(Array.from({ length: WORKERS }, startWorker));
+  log(`${WORKERS} workers up: ${workers.map((w) => w.pid).join(", ")}`);
+
+  connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+  const violationsDir = path.join(out, "violations");
+  const saving: Promise<void>[] = [];
+  const saveHistory = async (run: RunRecord) => {
+    const runs: string[] = [];
+    for await (const r of client.workflow.list({ query: `WorkflowId = '${run.id}'` })) runs.push(r.runId);
+    for (const runId of runs.length ? runs : [undefined]) {
+      const history = await client.workflow.getHandle(run.id, runId).fetchHistory();
+      writeFileSync(path.join(violationsDir, `${run.id}${runId ? `.${runId}` : ""}.json`), historyToJSON(history));
+    }
+  };
+  const workload = new Workload({
+    client,
+    taskQueue,
+    onViolation: (run, what) => {
+      console.log(`VIOLATION ${run.id} (${run.scenario}): ${what}`);
+      if (run.violations.length === 1)
+        saving.push(saveHistory(run).catch((err) => log(`saving ${run.id}: ${String(err)}`)));
+    },
+  });
+
+  // ---- faults on a jittered schedule ----
+  const faults: FaultRecord[] = [];
+  const faultedPids = new Set<number>();
+  const faultWindows: [number, number][] = [];
+  const stopped = new Set<number>();
+  const start = Date.now();
+  const end = start + durationMs;
+  const serverRestarts: number[] = [];
+  if (minutes <= 10) serverRestarts.push(start + durationMs * 0.45);
+  else for (let t = 10 * 60000; t < durationMs; t += 10 * 60000) serverRestarts.push(start + jitter(t, 0.05));
+  const pgRestartAt = opts["no-pg-restart"] ? Infinity : start + durationMs * 0.75;
+  let pgRestarted = false;
+  let nextKill = start + jitter(killEveryMs * 0.7);
+  let nextStop = start + jitter(Math.min(45000, durationMs / 3));
+  const stopEveryMs = 90000;
+
+  const live = () =>
+    workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null && !stopped.has(w.pid));
+  const faultLoop = async () => {
+    while (Date.now() < end) {
+      const now = Date.now();
+      if (serverRestarts.length && now >= serverRestarts[0]) {
+        serverRestarts.shift();
+        const at = Date.now();
+        await server!.stop();
+        await sleep(2000);
+        await server!.start();
+        faultWindows.push([at - 1000, Date.now() + HEARTBEAT_S * 1000 + 5000]);
+        faults.push({
+          at: at - start,
+          kind: "server restart",
+          detail: `down ${((Date.now() - at) / 1000).toFixed(1)} s`,
+        });
+        log(`Temporal server restarted (${((Date.now() - at) / 1000).toFixed(1)} s)`);
+      } else if (!pgRestarted && now >= pgRestartAt) {
+        pgRestarted = true;
+        const at = Date.now();
+        pg!.restart();
+        faultWindows.push([at - 1000, Date.now() + HEARTBEAT_S * 1000 + 10000]);
+        faults.push({
+          at: at - start,
+          kind: "PostgreSQL restart",
+          detail: `-m immediate, ${((Date.now() - at) / 1000).toFixed(1)} s`,
+        });
+        log(`PostgreSQL restarted (${((Date.now() - at) / 1000).toFixed(1)} s)`);
+      } else if (now >= nextKill) {
+        nextKill = now + jitter(killEveryMs);
+        const victim = live()[Math.floor(Math.random() * live().length)];
+        if (victim && live().length > 1) {
+          faultedPids.add(victim.pid);
+          await victim.kill();
+          workers.splice(workers.indexOf(victim), 1);
+          faults.push({ at: Date.now() - start, kind: "worker SIGKILL", detail: `pid ${victim.pid}` });
+          log(`SIGKILL worker ${victim.pid}; starting a replacement`);
+          try {
+            const w = await startWorker();
+            log(`replacement worker ${w.pid} ready`);
+          } catch (err) {
+            log(`replacement worker failed to start: ${String(err).slice(0, 300)}`);
+          }
+        }
+      } else if (now >= nextStop) {
+        nextStop = now + jitter(stopEveryMs);
+        const candidates = live();
+        const victim = candidates[Math.floor(Math.random() * candidates.length)];
+        if (victim && candidates.length > 1) {
+          const forMs = HEARTBEAT_S * 1000 + jitter(4000);
+          faultedPids.add(victim.pid);
+          stopped.add(victim.pid);
+          process.kill(victim.pid, "SIGSTOP");
+          faults.push({
+            at: Date.now() - start,
+            kind: "worker SIGSTOP",
+            detail: `pid ${victim.pid} for ${(forMs / 1000).toFixed(1)} s`,
+          });
+          log(`SIGSTOP worker ${victim.pid} for ${(forMs / 1000).toFixed(1)} s`);
+          setTimeout(() => {
+            stopped.delete(victim.pid);
+            try {
+              process.kill(victim.pid, "SIGCONT");
+              log(`SIGCONT worker ${victim.pid}`);
+            } catch {
+              // killed meanwhile
+            }
+          }, forMs);
+        }
+      }
+      await sleep(250);
+    }
+  };
+
+  // ---- memory samples ----
+  const rssSamples: { t: number; pid: number; mb: number }[] = [];
+  const sampler = setInterval(() => {
+    for (const w of workers) {
+      const mb = rssMb(w.pid);
+      if (mb !== undefined) rssSamples.push({ t: Date.now() - start, pid: w.pid, mb });
+    }
+  }, 5000);
+
+  // ---- the workload at a steady rate ----
+  log(`workload: ${rate} runs/min for ${minutes} min; a worker SIGKILL every ~${killEveryMs / 1000} s`);
+  const faultsDone = faultLoop().catch((err) => log(`fault loop failed: ${String(err)}`));
+  const status = setInterval(() => {
+    const ended = workload.runs.filter((r) => r.done).length;
+    const bad = workload.runs.filter((r) => r.violations.length).length;
+    log(`runs started ${workload.runs.length}, ended ${ended}, in flight ${workload.inFlight}, with violations ${bad}`);
+  }, 30000);
+  while (Date.now() < end) {
+    workload.startOne();
+    await sleep(jitter(60000 / rate, 0.5));
+  }
+  await faultsDone;
+  log(`workload stopped; draining ${workload.inFlight} runs (faults stopped)`);
+  await workload.drain(300000);
+  clearInterval(status);
+  clearInterval(sampler);
+  await Promise.all(saving);
+
+  // ---- the end: ledger, windows, report ----
+  const ledger = checkLedger(ledgerFile, workload.runs, { pids: faultedPids, windows: faultWindows });
+  const contexts = checkContexts(path.join(out, "contexts.jsonl"), workload.runs);
+  const savedAtEnd = new Set<string>();
+  for (const [what, list] of [
+    ["context", contexts.violations],
+    ["ledger", ledger.violations],
+  ] as const) {
+    for (const v of list) {
+      console.log(`VIOLATION ${v.run} (${what}): ${v.what}`);
+      const run = workload.runs.find((r) => r.id === v.run);
+      if (run && run.violations.length === 0 && !savedAtEnd.has(run.id)) {
+        savedAtEnd.add(run.id);
+        await saveHistory(run).catch(() => undefined);
+      }
+    }
+  }
+  const windows: WindowStats[] = [];
+  const turnLatencies: { t: number; ms: number }[] = [];
+  for (const r of workload.runs) {
+    const ms = r.messages ?? [];
+    for (let i = 1; i < ms.length; i++) {
+      const m = ms[i];
+      if (m.role !== "assistant") continue;
+      // a turn: from its batch's last tool result to the assistant message (waits for people excluded)
+      let j = i - 1;
+      let from = 0;
+      while (j >= 0 && ms[j].role === "toolResult") from = Math.max(from, Number(ms[j--].timestamp ?? 0));
+      if (j === i - 1 || from === 0 || !m.timestamp) continue;
+      turnLatencies.push({ t: m.timestamp - start, ms: m.timestamp - from });
+    }
+  }
+  for (let w = 0; w * windowMs < Date.now() - start; w++) {
+    const inW = <T extends { t: number }>(xs: T[]) => xs.filter((x) => x.t >= w * windowMs && x.t < (w + 1) * windowMs);
+    const lat = inW(turnLatencies).map((x) => x.ms);
+    const rss = inW(rssSamples);
+    const last = new Map<number, number>();
+    for (const s of rss) last.set(s.pid, s.mb);
+    windows.push({
+      from: (w * windowMs) / 1000,
+      to: ((w + 1) * windowMs) / 1000,
+      turns: lat.length,
+      p50: percentile(lat, 50),
+      p99: percentile(lat, 99),
+      rssMaxMb: rss.length ? Math.max(...rss.map((s) => s.mb)) : undefined,
+      rssMeanMb: last.size ? [...last.values()].reduce((a, b) => a + b, 0) / last.size : undefined,
+      kills: faults.filter((f) => f.kind === "worker SIGKILL" && f.at >= w * windowMs && f.at < (w + 1) * windowMs)
+        .length,
+    });
+  }
+  const byRun = new Map(workload.runs.map((r) => [r.id, r.violations.length]));
+  for (const v of [...ledger.violations, ...contexts.violations]) byRun.set(v.run, (byRun.get(v.run) ?? 0) + 1);
+  const summary: SoakSummary = {
+    command,
+    startedAt: new Date(start).toISOString(),
+    minutes,
+    wallSeconds: (Date.now() - t0) / 1000,
+    rate,
+    windowSeconds: windowMs / 1000,
+    runs: workload.runs.map((r) => ({
+      id: r.id,
+      scenario: r.scenario,
+      stopReason: r.stopReason,
+      expectedStop: r.expectedStop,
+      messages: r.messages?.length ?? 0,
+      updates: r.updates.length,
+      disconnects: r.updates.filter((u) => u.disconnected).length,
+      interruptedOnce: r.interruptedOnce,
+      violations: r.violations,
+    })),
+    faults,
+    ledger,
+    contexts,
+    windows,
+    runsWithViolations: [...byRun.values()].filter((n) => n > 0).length,
+  };
+  writeFileSync(path.join(out, "summary.json"), JSON.stringify(summary, null, 2));
+  if (opts.report !== "none") writeReport(opts.report!, summary);
+  const violations =
+    summary.runs.reduce((n, r) => n + r.violations.length, 0) + ledger.violations.length + contexts.violations.length;
+  log(
+    `done: ${summary.runs.length} runs (${summary.runs.filter((r) => r.stopReason).length} ended), ` +
+      `${faults.filter((f) => f.kind === "worker SIGKILL").length} worker kills, ${faults.filter((f) => f.kind === "worker SIGSTOP").length} freezes, ` +
+      `${faults.filter((f) => f.kind === "server restart").length} server restarts, ${faults.filter((f) => f.kind === "PostgreSQL restart").length} database restarts; ` +
+      `${ledger.effects} ledger effects, ${ledger.faultRetries} retries after faults, ${contexts.calls} model calls checked; ${violations} violations`,
+  );
+  log(`summary: ${path.join(out, "summary.json")}${opts.report !== "none" ? `; report: ${opts.report}` : ""}`);
+  return violations === 0 ? 0 : 1;
+}
+
+main()
+  .then(
+    async (code) => {
+      await cleanup();
+      if (code === 0) rmSync(path.join(out, "violations"), { recursive: true, force: true });
+      process.exit(code);
+    },
+    async (err) => {
+      console.error(`soak failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      await cleanup();
+      process.exit(2);
+    },
+  )
+  .catch(() => process.exit(2));

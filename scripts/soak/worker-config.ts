@@ -1,0 +1,131 @@
+/**
+ * The config module the soak's worker processes load (JAI_CONFIG): the scripted model `soak/scripted` and the
+ * ledger tools. The soak transpiles it (and script-model.ts) next to the built dist, so the worker process, as
+ * the image starts it, loads it with plain node and shares its `@jai/ai` and `@temporalio/activity`.
+ *
+ * Every ledger tool appends one line to the ledger file (SOAK_LEDGER) when its effect happens: the run, the
+ * call, the attempt, this process's pid and a token that only this execution returns (in `details`, which the
+ * transcript checks leave out). One `appendFileSync` of a short line is one write(2) on an O_APPEND file: a
+ * SIGKILL leaves the line whole or absent, never half, so the ledger cannot invent a duplicate.
+ */
+import { appendFileSync } from "node:fs";
+import { createHash, randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Context as ActivityContext } from "@temporalio/activity";
+import {
+  fauxAssistantMessage,
+  fauxText,
+  fauxToolCall,
+  registerFauxProvider,
+  Type,
+  type Context,
+  type Message,
+} from "@jai/ai";
+import type { AgentTool } from "../../src/types.js";
+import { canonical, plan, SOAK_TOOLS, toMsg, toolAnswer, withoutDetails } from "./script-model.js";
+
+const ledgerFile = process.env.SOAK_LEDGER;
+const contextsFile = process.env.SOAK_CONTEXTS;
+const toolMs = Number(process.env.SOAK_TOOL_MS ?? "300");
+const heartbeatTimeout = process.env.SOAK_HEARTBEAT_TIMEOUT ?? "5s";
+/** `npm run soak -- --sabotage`: one call in ~15 records its effect twice, to show the ledger check bites. */
+const sabotage = process.env.SOAK_SABOTAGE === "1";
+
+function ledgerTool(name: string, extra: Partial<AgentTool>): AgentTool {
+  return {
+    name,
+    label: name,
+    description: `Soak ledger tool (${name}): records one effect for its key`,
+    parameters: Type.Object({ key: Type.String() }),
+    activity: { heartbeatTimeout },
+    ...extra,
+    async execute(toolCallId, args) {
+      const { key } = args as { key: string };
+      let info: { workflowId: string; runId: string; attempt: number } = { workflowId: "?", runId: "?", attempt: 0 };
+      try {
+        const i = ActivityContext.current().info;
+        info = {
+          workflowId: i.workflowExecution?.workflowId ?? "?",
+          runId: i.workflowExecution?.runId ?? "?",
+          attempt: i.attempt,
+        };
+      } catch {
+        // not in an activity (never in the soak)
+      }
+      await sleep(Math.round(toolMs * (0.5 + Math.random())));
+      const token = randomUUID();
+      const line = (t: string) =>
+        `${JSON.stringify({ wf: info.workflowId, run: info.runId, call: toolCallId, tool: name, key, attempt: info.attempt, pid: process.pid, token: t, t: Date.now() })}\n`;
+      if (ledgerFile) {
+        appendFileSync(ledgerFile, line(token));
+        if (sabotage && Math.random() < 1 / 15) appendFileSync(ledgerFile, line(randomUUID()));
+      }
+      return {
+        content: [{ type: "text", text: toolAnswer(key) }],
+        details: { token, pid: process.pid, attempt: info.attempt },
+      };
+    },
+  };
+}
+
+export function soakTools(): AgentTool[] {
+  return [
+    ledgerTool(SOAK_TOOLS.par, {}),
+    ledgerTool(SOAK_TOOLS.seq, { executionMode: "sequential" }),
+    ledgerTool(SOAK_TOOLS.fast, { fast: true }),
+    ledgerTool(SOAK_TOOLS.approve, { requiresApproval: true }),
+    ledgerTool(SOAK_TOOLS.once, { idempotent: false }),
+    {
+      // A sub-agent: each call is a child agentRun of the scripted model with the call's prompt (its script).
+      name: SOAK_TOOLS.sub,
+      label: SOAK_TOOLS.sub,
+      description: "Soak sub-agent: runs the script it is given",
+      parameters: Type.Object({ key: Type.String(), prompt: Type.String() }),
+      subAgent: { model: "soak/scripted", tools: [SOAK_TOOLS.par], maxTurns: 10 },
+      async execute() {
+        throw new Error("a sub-agent's calls run as child workflows");
+      },
+    },
+  ];
+}
+
+export function soakModel() {
+  const faux = registerFauxProvider({
+    provider: "soak",
+    api: "jai-soak-scripted",
+    models: [{ id: "scripted", name: "soak scripted model", contextWindow: 200000, maxTokens: 2000 }],
+    tokensPerSecond: 2000,
+  });
+  const answer = (context: Context) => {
+    // What the model was given, for the driver's "context seen == context recorded" check.
+    if (contextsFile) {
+      let wf = "?";
+      try {
+        wf = ActivityContext.current().info.workflowExecution?.workflowId ?? "?";
+      } catch {
+        // not in an activity
+      }
+      const seen = canonical(withoutDetails(context.messages));
+      const digest = createHash("sha256").update(seen).digest("hex");
+      // the context itself too, so a mismatch can be shown (a few KB a call)
+      appendFileSync(
+        contextsFile,
+        `${JSON.stringify({ wf, n: context.messages.length, digest, pid: process.pid, t: Date.now(), seen })}\n`,
+      );
+    }
+    const next = plan(context.messages.map((m: Message) => toMsg(m as Parameters<typeof toMsg>[0])));
+    if (!next) return fauxAssistantMessage("no soak script in the context", { stopReason: "stop" });
+    return fauxAssistantMessage(
+      [fauxText(next.text), ...next.calls.map((c) => fauxToolCall(c.name, c.args, { id: c.id }))],
+      { stopReason: next.calls.length ? "toolUse" : "stop" },
+    );
+  };
+  const endless = (context: Context) => {
+    faux.appendResponses([endless]);
+    return answer(context);
+  };
+  faux.setResponses(Array.from({ length: 1000 }, () => endless));
+  return faux.getModel();
+}
+
+export default () => ({ tools: soakTools(), models: [soakModel()] });
