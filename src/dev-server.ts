@@ -179,8 +179,29 @@ function stopChild(child: ChildProcess, graceMs = 10000): Promise<void> {
   });
 }
 
-/** Starts `temporal server start-dev` and resolves once it answers. */
+/**
+ * Starts `temporal server start-dev` and resolves once it answers. With ports it chose itself, a server that exits
+ * while starting (a port another process took between choosing and binding it: the dev server binds more ports
+ * than it is given) is started again on fresh ports, twice at most.
+ */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const ownPorts = options.port === undefined && (options.uiPort === undefined || options.uiPort === false);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startDevServerOnce(options);
+    } catch (err) {
+      if (!ownPorts || attempt >= 3 || !(err instanceof DevServerExited)) throw err;
+      (options.log ?? (() => {}))(
+        `temporal server exited while starting (${err.message.slice(0, 200)}); again on other ports`,
+      );
+    }
+  }
+}
+
+/** The dev server process exited before it answered. */
+class DevServerExited extends Error {}
+
+async function startDevServerOnce(options: DevServerOptions): Promise<DevServer> {
   const log = options.log ?? (() => {});
   const ip = options.ip ?? "127.0.0.1";
   const dbFile = options.dbFile ?? path.join(os.tmpdir(), `jai-temporal-${process.pid}-${Date.now()}.db`);
@@ -221,18 +242,24 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   if (options.uiCodecEndpoint && uiPort !== undefined) args.push("--ui-codec-endpoint", options.uiCodecEndpoint);
   if (options.metricsPort !== undefined) args.push("--metrics-port", String(options.metricsPort));
   const child = spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] });
+  // The head says why it failed (a panic's first line), the tail where.
+  let head = "";
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
+    if (head.length < 2000) head = (head + chunk.toString()).slice(0, 2000);
+    stderr = (stderr + chunk.toString()).slice(-2000);
   });
   const address = `${ip}:${port}`;
   try {
     await waitForServer(address, options.startTimeoutMs ?? 60000, () =>
-      child.exitCode !== null ? `temporal server exited with code ${child.exitCode}: ${stderr.trim()}` : undefined,
+      child.exitCode !== null
+        ? `temporal server exited with code ${child.exitCode}: ${head.trim()}${stderr.startsWith(head) ? "" : `\n…\n${stderr.trim()}`}`
+        : undefined,
     );
   } catch (err) {
+    const exited = child.exitCode !== null;
     await stopChild(child);
-    throw err;
+    throw exited && err instanceof Error ? new DevServerExited(err.message) : err;
   }
   return {
     address,
