@@ -11,6 +11,7 @@
 import { msToNumber } from "@temporalio/common";
 import type { Api, Model, Usage } from "@jai/ai";
 import type { AgentBudget, BudgetLimit, BudgetSpend } from "../contracts.js";
+import { formatCount } from "./budgets.js";
 
 /** What continue-as-new carries of the spend (tokens and cost travel with the usage). */
 export interface SpendCarry {
@@ -85,7 +86,6 @@ function limitsOf(budget: AgentBudget | undefined): Limits | undefined {
   };
 }
 
-const count = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 const usd = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
 
 /** The most one model call may cost: the context as estimated, and the model's whole `maxTokens` of output. */
@@ -193,13 +193,13 @@ export class Spend {
     const l = this.limits ?? {};
     switch (limit) {
       case "maxTokens":
-        return `Budget: maxTokens ${count(l.tokens ?? 0)} reached (${count(usage.totalTokens)} tokens spent; the next model call may use up to ${count(worst?.tokens ?? 0)})`;
+        return `Budget: maxTokens ${formatCount(l.tokens ?? 0)} reached (${formatCount(usage.totalTokens)} tokens spent; the next model call may use up to ${formatCount(worst?.tokens ?? 0)})`;
       case "maxCostUsd":
         return `Budget: maxCostUsd ${usd(l.costUsd ?? 0)} reached (${usd(usage.cost.total)} spent; the next model call may cost up to ${usd(worst?.costUsd ?? 0)})`;
       case "maxToolCalls":
-        return `Budget: maxToolCalls ${count(l.toolCalls ?? 0)} reached (the calls past it were not run)`;
+        return `Budget: maxToolCalls ${formatCount(l.toolCalls ?? 0)} reached (the calls past it were not run)`;
       case "maxDuration":
-        return `Budget: maxDuration ${count(l.durationMs ?? 0)} ms reached (${count(now - this.startedAt)} ms since the run started)`;
+        return `Budget: maxDuration ${formatCount(l.durationMs ?? 0)} ms reached (${formatCount(now - this.startedAt)} ms since the run started)`;
     }
   }
 
