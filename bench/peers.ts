@@ -29,6 +29,8 @@ export interface PeerRun {
 
 export interface Peer {
   name: string;
+  /** The queue its worker polls (workflows and every activity). */
+  taskQueue: string;
   /** One run of `turns` tool calls (and the answer), tool results of `bytes`. */
   run(id: string, turns: number, bytes: number): Promise<PeerRun>;
   /** `runs` such runs at once. */
@@ -89,6 +91,7 @@ export async function openAiSdkPeer(bench: Bench, taskQueue: string): Promise<Pe
   };
   return {
     name: "Temporal AI SDK integration (@temporalio/ai-sdk 1.23.0, ai 7)",
+    taskQueue,
     run: (id, turns, bytes) => ask({ op: "run", id, turns, bytes }),
     many: (id, runs, turns, bytes) => ask({ op: "many", id, runs, turns, bytes }),
     async close() {

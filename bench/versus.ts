@@ -25,6 +25,7 @@ import {
   type Bench,
 } from "./common.js";
 import { openAiSdkPeer, type Peer } from "./peers.js";
+import { percentile, slowestTurns } from "./turn-breakdown.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
 
@@ -40,6 +41,15 @@ export const VS_PHASES = process.argv
   ?.slice("--vs-phases=".length)
   .split(",");
 const wantPhase = (label: string) => !VS_PHASES || VS_PHASES.includes(label);
+/** `--vs-contenders=0,2` runs only those contenders' throughput rounds (0 ours with activities, 1 fast, 2 the peer). */
+const VS_CONTENDERS = process.argv
+  .find((a) => a.startsWith("--vs-contenders="))
+  ?.slice("--vs-contenders=".length)
+  .split(",")
+  .map(Number);
+const wantContender = (c: number) => !VS_CONTENDERS || VS_CONTENDERS.includes(c);
+/** `--vs-sticky=10s`: our workers' sticky queue timeout (default: the product's). */
+const VS_STICKY = process.argv.find((a) => a.startsWith("--vs-sticky="))?.slice("--vs-sticky=".length);
 
 interface Contender {
   name: string;
@@ -56,7 +66,9 @@ interface Contender {
     runs: number,
     turns: number,
     bytes: number,
-  ): Promise<{ ms: number; runs: ({ requests: number[]; steps: number } | { error: string })[] }>;
+  ): Promise<{ ms: number; runs: ({ requests: number[]; steps: number; workflowId?: string } | { error: string })[] }>;
+  /** The queue its workflows and tool calls are on (its model calls too, unless routed). */
+  sharedQueue: string;
 }
 
 async function historyOf(client: Client, workflowId: string, runId: string): Promise<Event[]> {
@@ -95,11 +107,6 @@ function cpuSeconds(pid: number | undefined): number {
   }
 }
 
-const p99 = (values: number[]) => {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil(s.length * 0.99) - 1)] ?? NaN;
-};
-
 function ours(bench: Bench, taskQueue: string, script: ReturnType<typeof pageScript>, name: string): Contender {
   // The bench process hosts the workers: runs start eagerly, through a client on the workers' connection.
   const client = new Client({ connection: bench.connection });
@@ -128,6 +135,7 @@ function ours(bench: Bench, taskQueue: string, script: ReturnType<typeof pageScr
   return {
     name,
     modelActivity: "streamAssistantMessage",
+    sharedQueue: taskQueue,
     run: (id, turns) => once(id, turns),
     async many(id, runs, turns) {
       const t = Date.now();
@@ -144,6 +152,7 @@ function peerContender(peer: Peer): Contender {
   return {
     name: peer.name,
     modelActivity: "invokeModel",
+    sharedQueue: peer.taskQueue,
     run: (id, turns, bytes) => peer.run(id, turns, bytes),
     many: (id, runs, turns, bytes) => peer.many(id, runs, turns, bytes),
   };
@@ -170,6 +179,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
       tools: [tool],
       models: [model],
       workflowBundle: bench.bundle,
+      ...(VS_STICKY ? { workerOptions: { stickyQueueScheduleToStartTimeout: VS_STICKY } } : {}),
     });
   const phaseWorkers = async (label: "small" | "big" | "tp", set: ReturnType<typeof scripts>) => [
     await agentWorker(`bench-vs-${label}-regular`, set.regular.tool, set.regular.model),
@@ -195,6 +205,8 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   const through: {
     turnsPerS: number;
     all: number[];
+    p50: number;
+    p90: number;
     p99: number;
     lost: number;
     wall: number;
@@ -243,7 +255,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
       // Rounds in rotating order, like the turn timing, so a slow spell of the shared machine hits all alike.
       const batches: {
         turnsPerS: number;
-        gaps: number[];
+        gaps: { workflowId: string; index: number; ms: number }[];
         lost: number;
         wall: number;
         writes?: number;
@@ -252,15 +264,19 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
       for (let round = 0; round < TP_ROUNDS; round++) {
         for (let k = 0; k < contenders.length; k++) {
           const c = (round + k) % contenders.length;
+          if (!wantContender(c)) continue;
           const serverCpu = cpuSeconds(bench.server.pid);
           const requestsBefore = await persistenceRequests(bench.server);
           const out = await contenders[c].tp.many(`vs-tp-${c}-${round}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
           const ok = out.runs.filter(
-            (r): r is { requests: number[]; steps: number } => !("error" in r) && r.requests.length === TP_TURNS,
+            (r): r is { requests: number[]; steps: number; workflowId: string } =>
+              !("error" in r) && r.requests.length === TP_TURNS,
           );
           batches[c].push({
             turnsPerS: (ok.length * TP_TURNS) / (out.ms / 1000),
-            gaps: ok.flatMap((r) => r.requests.slice(1).map((t, i) => t - r.requests[i])),
+            gaps: ok.flatMap((r) =>
+              r.requests.slice(1).map((t, index) => ({ workflowId: r.workflowId, index, ms: t - r.requests[index] })),
+            ),
             lost: TP_RUNS - ok.length,
             wall: out.ms,
           });
@@ -275,13 +291,34 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
           const { writes, reads } = writesAndReads(requests);
           Object.assign(batches[c].at(-1)!, { writes: writes / turnsDone, reads: reads / turnsDone });
           console.error(`  database requests per turn: ${perTurnRequests(requests, turnsDone)}`);
+          const gaps = batches[c].at(-1)!.gaps;
+          const at = (q: number) =>
+            percentile(
+              gaps.map((g) => g.ms),
+              q,
+            ).toFixed(0);
+          console.error(`  turn latency p50 / p90 / p99: ${at(0.5)} / ${at(0.9)} / ${at(0.99)} ms`);
+          // Where the slowest 1 % of turns spent their time (#44: a routed call waiting on a busy worker's queue).
+          const tp = contenders[c].tp;
+          console.error(`  ${await slowestTurns(bench.client, gaps, 0.01, tp.modelActivity, tp.sharedQueue)}`);
         }
       }
       for (const b of batches)
         through.push({
           turnsPerS: median(b.map((x) => x.turnsPerS)),
           all: b.map((x) => x.turnsPerS),
-          p99: p99(b.flatMap((x) => x.gaps)),
+          p50: percentile(
+            b.flatMap((x) => x.gaps.map((g) => g.ms)),
+            0.5,
+          ),
+          p90: percentile(
+            b.flatMap((x) => x.gaps.map((g) => g.ms)),
+            0.9,
+          ),
+          p99: percentile(
+            b.flatMap((x) => x.gaps.map((g) => g.ms)),
+            0.99,
+          ),
           lost: b.reduce((n, x) => n + x.lost, 0),
           wall: median(b.map((x) => x.wall)),
           writes: median(b.map((x) => x.writes ?? NaN)),
@@ -297,7 +334,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
   const msOf = (c: number) => median(rows[c].ms);
   const firstOf = (c: number) => median(rows[c].first);
   const at = (c: number, t: number) => (growth[c]?.[t] !== undefined ? mb(growth[c][t]) : "—");
-  const none = { turnsPerS: NaN, all: [], p99: NaN, lost: NaN, wall: NaN, writes: NaN, reads: NaN };
+  const none = { turnsPerS: NaN, all: [], p50: NaN, p90: NaN, p99: NaN, lost: NaN, wall: NaN, writes: NaN, reads: NaN };
   while (through.length < contenders.length) through.push(none);
   const markdown = [
     `### Side by side with Temporal's AI SDK integration (\`npm run bench -- --peers\`)`,
@@ -313,7 +350,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
         "events per tool turn",
         "history at 10 / 60 / 100 turns",
         "turns/s (200 runs; median of 3 rounds)",
-        "p99 turn latency",
+        "turn latency p50 / p90 / p99",
         "runs lost",
         "server database writes / reads per turn",
       ],
@@ -325,7 +362,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
         median(rows[c].events),
         `${at(c, 10)} / ${at(c, 60)} / ${at(c, 100)}`,
         `${through[c].turnsPerS.toFixed(1)} (${through[c].all.map((t) => t.toFixed(1)).join(", ")})`,
-        `${through[c].p99.toFixed(0)} ms`,
+        `${through[c].p50.toFixed(0)} / ${through[c].p90.toFixed(0)} / ${through[c].p99.toFixed(0)} ms`,
         through[c].lost,
         `${through[c].writes.toFixed(1)} / ${through[c].reads.toFixed(1)}`,
       ]),

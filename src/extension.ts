@@ -11,7 +11,7 @@
  * Shipped: fast failover, `fastFailover()` from `jai-agent/failover` (src/failover/index.ts, docs/failover.md).
  */
 import type { Client } from "@temporalio/client";
-import type { DataConverter } from "@temporalio/common";
+import type { DataConverter, Duration } from "@temporalio/common";
 import type { ActivityInterceptorsFactory, InjectedSinks, Worker, WorkerOptions } from "@temporalio/worker";
 import type { AgentSinks } from "./workflows/definitions.js";
 
@@ -50,6 +50,8 @@ export interface AgentWorkerExtensionParts {
   activityInterceptors?: ActivityInterceptorsFactory[];
   /** The replay cap (`maxConcurrentReplays`) the worker takes when none is set. */
   defaultMaxConcurrentReplays?: number;
+  /** The shared worker's sticky queue timeout when `workerOptions` sets none (the core's: Temporal's 10 s). */
+  defaultStickyTimeout?: Duration;
   /** A workflow task of a run runs on this worker, also when replaying it (the loop's `extensions.runSeen` sink). */
   runSeen?(run: { workflowId: string; runId: string }): void;
   /** Once the agent's workers exist: the extension makes its own (with `host.createWorker`), to run with them. */

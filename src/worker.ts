@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
-import type { DataConverter } from "@temporalio/common";
+import type { DataConverter, Duration } from "@temporalio/common";
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -45,8 +45,14 @@ import type { RunEventsEndpoint, RunEventsService } from "./events/serve.js";
 export { DEFAULT_TASK_QUEUE };
 export type { AgentWorkerExtension } from "./extension.js";
 
-/** How long a run's workflow task (or query) waits for the worker that holds it cached before any worker takes it. */
-export const DEFAULT_STICKY_TIMEOUT = "1s";
+/**
+ * How long a run's workflow task (or query) waits for the worker that holds it cached before any worker takes it:
+ * Temporal's default. A shorter one costs a saturated worker its tail (#44): a task that waits past it in a busy
+ * worker's sticky queue goes to the shared queue, where Temporal's Core polls little while its sticky queue has a
+ * backlog, and waited 37-50 s there (p99 turn 37-52 s against 7 s at 200 runs on one worker, docs/benchmarks.md).
+ * Fast failover (an extension, which frees a dead worker's runs itself) sets its own (`defaultStickyTimeout`).
+ */
+export const DEFAULT_STICKY_TIMEOUT = "10s";
 
 export interface AgentWorkerOptions extends AgentWorkerServeOptions {
   /** Connection to Temporal; default: a new one to TEMPORAL_ADDRESS or localhost:7233 (closed when the worker stops). */
@@ -449,6 +455,11 @@ function agentInterceptors(
   return { worker, activity };
 }
 
+/** The sticky queue timeout the shared worker takes unless `workerOptions` sets one: the last extension's, else ours. */
+function stickyTimeout(parts: AgentWorkerExtensionParts[]): Duration {
+  return parts.reduce<Duration>((t, p) => p.defaultStickyTimeout ?? t, DEFAULT_STICKY_TIMEOUT);
+}
+
 /** Step 6: the worker of the shared queue: the workflows (bundled unless given) and every activity. */
 async function createSharedWorker(
   agent: Agent,
@@ -471,9 +482,9 @@ async function createSharedWorker(
     // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s, not 80% of the heartbeat timeout.
     maxHeartbeatThrottleInterval: "1s",
     // A killed worker's sticky queue holds its runs' next workflow task, and the context query of the worker that
-    // takes over its model call, until this timeout (Temporal's default: 10 s). At 1 s a run recovers within its
-    // heartbeat timeout + ~3 s; the price is a full history replay elsewhere when a busy sticky worker misses 1 s.
-    stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
+    // takes over its model call, until this timeout; a busy worker's runs must not lose their place by it (see
+    // DEFAULT_STICKY_TIMEOUT). An extension may set a shorter one (fast failover: 1 s), the caller's options win.
+    stickyQueueScheduleToStartTimeout: stickyTimeout(parts),
     ...(replays === undefined ? options.workerOptions : replayCappedOptions(options.workerOptions ?? {}, replays)),
     ...(agent.identity ? { identity: agent.identity } : {}),
     ...(interceptors ? { interceptors } : {}),

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import type { DataConverter, Duration } from "@temporalio/common";
 import { bundleWorkflowCode, type Worker } from "@temporalio/worker";
 import type { AgentWorkerExtension, AgentWorkerHost, AgentWorkerPollers } from "../extension.js";
-import { DEFAULT_STICKY_TIMEOUT, quietLogger, webpackConfigHook } from "../worker.js";
+import { quietLogger, webpackConfigHook } from "../worker.js";
 import type { LinkOptions } from "./links.js";
 import {
   createPresenceActivities,
@@ -28,6 +28,14 @@ export { MIN_SECRET_LENGTH, type LinkOptions } from "./links.js";
 
 /** Fast failover's replay cap when none is set (docs/failover.md): its default `maxConcurrentReplays`. */
 export const FAILOVER_REPLAYS = 10;
+
+/**
+ * Fast failover's sticky queue timeout when none is set: a run whose next workflow task was already in a dead
+ * worker's sticky queue when it was failed over (freeing its runs moves only later tasks) waits this long. The
+ * price, at saturation: a task that waits as long in a busy worker's sticky queue goes to the shared queue and may
+ * wait there far longer (docs/failover.md, "Sizing").
+ */
+export const FAILOVER_STICKY_TIMEOUT = "1s";
 
 /**
  * How long a worker polls a dead worker's own queue after failing it over: runs that held their context there
@@ -112,6 +120,7 @@ async function setUp(host: AgentWorkerHost, options: FastFailoverOptions, timeou
   return {
     activityInterceptors: [presence.activityInterceptor],
     defaultMaxConcurrentReplays: FAILOVER_REPLAYS,
+    defaultStickyTimeout: FAILOVER_STICKY_TIMEOUT,
     runSeen: (run: { workflowId: string; runId: string }) => presence.runSeen(run.workflowId, run.runId),
     created: async ({ worker, ownWorker }: AgentWorkerPollers) => {
       // What the server will say started a call of this worker's (shared queue, own queue): the fleet fails such
@@ -187,7 +196,7 @@ async function createFleetWorkers(
     maxConcurrentWorkflowTaskExecutions: PRESENCE_SLOTS,
     maxConcurrentLocalActivityExecutions: PRESENCE_SLOTS,
     workflowThreadPoolSize: 1,
-    stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
+    stickyQueueScheduleToStartTimeout: FAILOVER_STICKY_TIMEOUT,
   });
   return [presenceWorker, fleetWorker];
 }

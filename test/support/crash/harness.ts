@@ -87,6 +87,8 @@ export interface HarnessConfig {
   links?: false;
   /** With fast failover: the fleet's shared secret (default `TEST_FAILOVER_SECRET`; "" for none). */
   failoverSecret?: string;
+  /** `workerOptions.stickyQueueScheduleToStartTimeout` (e.g. "1s"); default the worker's own. */
+  stickyTimeout?: string;
 }
 
 /** The fast-failover secret child workers share unless a test says otherwise. */
@@ -153,6 +155,7 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       CRASH_PRESENCE_TIMEOUT: config.presenceTimeout ?? "",
       CRASH_FAILOVER_LINKS: config.links === false ? "off" : "",
       CRASH_FAILOVER_SECRET: config.failoverSecret ?? TEST_FAILOVER_SECRET,
+      CRASH_STICKY_TIMEOUT: config.stickyTimeout ?? "",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

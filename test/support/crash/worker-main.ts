@@ -31,6 +31,9 @@ const worker = await createAgentWorker({
   tools: crashTools(logFile, Number(process.env.CRASH_SLOW_MS || 3000), tag, process.env.CRASH_LOCAL_TOOLS === "1"),
   models: [model],
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
+  ...(process.env.CRASH_STICKY_TIMEOUT
+    ? { workerOptions: { stickyQueueScheduleToStartTimeout: process.env.CRASH_STICKY_TIMEOUT } }
+    : {}),
   // Fast failover only when a presence timeout is given (off by default); its presence workflow has its own bundle.
   ...(process.env.CRASH_PRESENCE_TIMEOUT
     ? {
