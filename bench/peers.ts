@@ -31,6 +31,8 @@ export interface Peer {
   name: string;
   /** The queue its worker polls (workflows and every activity). */
   taskQueue: string;
+  /** Its worker's process. */
+  pid: number | undefined;
   /** One run of `turns` tool calls (and the answer), tool results of `bytes`. */
   run(id: string, turns: number, bytes: number): Promise<PeerRun>;
   /** `runs` such runs at once. */
@@ -92,6 +94,7 @@ export async function openAiSdkPeer(bench: Bench, taskQueue: string): Promise<Pe
   return {
     name: "Temporal AI SDK integration (@temporalio/ai-sdk 1.23.0, ai 7)",
     taskQueue,
+    pid: child.pid,
     run: (id, turns, bytes) => ask({ op: "run", id, turns, bytes }),
     many: (id, runs, turns, bytes) => ask({ op: "many", id, runs, turns, bytes }),
     async close() {
