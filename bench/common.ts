@@ -254,3 +254,30 @@ export async function replayMsEach(
   }
   return (done[done.length - 1] - done[0]) / histories.length;
 }
+
+/**
+ * A task queue's statistics as the server reports them (`DescribeTaskQueue` with `reportStats`: approximate
+ * backlog and the age of its oldest task), for its workflow or its activity tasks; undefined when the server
+ * reports none or the call failed (a busy server: the caller's next sample counts).
+ */
+export async function taskQueueStats(
+  client: Client,
+  taskQueue: string,
+  type: "workflow" | "activity",
+): Promise<{ backlog: number; oldestS: number } | undefined> {
+  const { TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
+  const { stats } = await client.workflowService
+    .describeTaskQueue({
+      namespace: "default",
+      taskQueue: { name: taskQueue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType:
+        type === "workflow" ? TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW : TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+      reportStats: true,
+    })
+    .catch(() => ({ stats: undefined }));
+  if (!stats) return undefined;
+  return {
+    backlog: Number(stats.approximateBacklogCount ?? 0),
+    oldestS: Number(stats.approximateBacklogAge?.seconds ?? 0),
+  };
+}

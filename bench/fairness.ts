@@ -7,7 +7,6 @@
  * carries `fairnessKey: <tenant>`). Sizes: `--fairness-flood=300 --fairness-b=10 --fairness-slots=4 --fairness-model-ms=200`.
  */
 import { Client, Connection } from "@temporalio/client";
-import proto from "@temporalio/proto";
 import { NativeConnection } from "@temporalio/worker";
 import { Context as ActivityContext } from "@temporalio/activity";
 import { fauxAssistantMessage, registerFauxProvider } from "@jai/ai";
@@ -16,7 +15,7 @@ import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/support/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/support/cluster/temporal-server.js";
 import { AGENT_SEARCH_ATTRIBUTES } from "../src/workflows/search-attributes.js";
-import { benchWorker, median, serverConfig, table, type Bench } from "./common.js";
+import { benchWorker, median, serverConfig, table, taskQueueStats, type Bench } from "./common.js";
 
 function flag(name: string, fallback: number): number {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
@@ -47,15 +46,8 @@ interface Figures {
 async function modelQueueHolds(client: Client, taskQueue: string, runs: number, started: () => number) {
   const t = Date.now();
   while (Date.now() - t < 60_000) {
-    const { stats } = await client.workflowService
-      .describeTaskQueue({
-        namespace: "default",
-        taskQueue: { name: taskQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-        reportStats: true,
-      })
-      .catch(() => ({ stats: undefined }));
-    if (Number(stats?.approximateBacklogCount ?? 0) + started() >= runs) break;
+    const stats = await taskQueueStats(client, taskQueue, "activity");
+    if ((stats?.backlog ?? 0) + started() >= runs) break;
     await new Promise((r) => setTimeout(r, 100));
   }
   return Date.now() - t;

@@ -33,7 +33,7 @@ import type { History } from "../src/replay.js";
 import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/support/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/support/cluster/temporal-server.js";
-import { mb, replayMsEach, serverConfig, table, type Bench } from "./common.js";
+import { mb, replayMsEach, serverConfig, table, taskQueueStats, type Bench } from "./common.js";
 import { stallMs } from "./kill-stall.js";
 import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
 
@@ -208,20 +208,11 @@ function sampleSharedQueue(client: Client, taskQueue: string) {
   let stopped = false;
   const done = (async () => {
     while (!stopped) {
-      try {
-        const { stats } = await client.workflowService.describeTaskQueue({
-          namespace: "default",
-          taskQueue: { name: taskQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-          taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-          reportStats: true,
-        });
-        // A server that does not report statistics answers without them: no sample.
-        if (stats) {
-          backlogs.push(Number(stats.approximateBacklogCount ?? 0));
-          oldestMaxS = Math.max(oldestMaxS, Number(stats.approximateBacklogAge?.seconds ?? 0));
-        }
-      } catch {
-        // A sample lost to a busy server: the next one counts.
+      const stats = await taskQueueStats(client, taskQueue, "workflow");
+      // A server that does not report statistics, or a sample lost to a busy server: no sample.
+      if (stats) {
+        backlogs.push(stats.backlog);
+        oldestMaxS = Math.max(oldestMaxS, stats.oldestS);
       }
       await new Promise((r) => setTimeout(r, 3000));
     }

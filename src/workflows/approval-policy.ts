@@ -4,13 +4,13 @@
  * client, the config loader and the run's update validator check policies with the same code.
  */
 import type { ApprovalAction, ApprovalPolicy } from "../contracts.js";
+import { isObject } from "./plain-object.js";
 
 const ACTIONS: readonly ApprovalAction[] = ["allow", "ask", "deny", "tool"];
 const MAX_RULES = 100;
 const MAX_MATCH = 200;
 const MAX_REASON = 1000;
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const actionList = ACTIONS.map((a) => `"${a}"`).join(", ");
 
 /** Why `value` is not an approval policy (naming the path under `field`), or undefined. */

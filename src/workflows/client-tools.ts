@@ -7,8 +7,8 @@
 import type { ClientToolDeclaration } from "../contracts.js";
 import type { ExecuteToolOutput, ToolSpec } from "./wire.js";
 import { BUDGETS, jsonBytes, overBudget } from "./budgets.js";
+import { isObject } from "./plain-object.js";
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_CLIENT_TOOLS = 64;
 

@@ -10,8 +10,8 @@ import { approvalPolicyProblem } from "./approval-policy.js";
 import { clientToolsProblem } from "./client-tools.js";
 import { checkWebhookField } from "../webhooks/field.js";
 import { budgetProblem } from "./spend.js";
+import { isObject } from "./plain-object.js";
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const ROLES = ["user", "assistant", "toolResult"];
 
 /** Most models of a fallback chain. */

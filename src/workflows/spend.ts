@@ -12,6 +12,7 @@ import { msToNumber } from "@temporalio/common";
 import type { Api, Model, Usage } from "@jai/ai";
 import type { AgentBudget, BudgetLimit, BudgetSpend } from "../contracts.js";
 import { formatCount } from "./budgets.js";
+import { isObject } from "./plain-object.js";
 
 /** What continue-as-new carries of the spend (tokens and cost travel with the usage). */
 export interface SpendCarry {
@@ -43,8 +44,6 @@ const BUDGET_FIELDS: Record<BudgetLimit, true> = {
   maxToolCalls: true,
   maxDuration: true,
 };
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** The first problem of a run input's `budget`, or undefined when it is usable. */
 export function budgetProblem(budget: unknown): string | undefined {

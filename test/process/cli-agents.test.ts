@@ -6,15 +6,12 @@
  * lists the agents (`GET /agents`) and starts one (`POST /runs { agent, prompt }`).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { getAgentRun } from "../../src/client.js";
 import type { AgentMessage } from "../../src/types.js";
 import { killAllWorkers, startSourceWorker, type WorkerProcess } from "../support/service/processes.js";
 import { openTestEnv, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { jaiAgent } from "../support/cli.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CONFIG = "test/fixtures/agents-config.ts";
 
 let env: TestEnv;
@@ -40,36 +37,6 @@ afterAll(async () => {
   killAllWorkers();
   await env?.close();
 });
-
-interface Out {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** `jai-agent <args>` through tsx, as the installed bin runs it, against the tests' server. */
-function jaiAgent(args: string[], extraEnv: Record<string, string | undefined> = {}): Promise<Out> {
-  const childEnv: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_OPTIONS: "",
-    TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
-    ...extraEnv,
-  };
-  for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ["--import", "tsx", path.join(root, "src/cli/jai-agent.ts"), ...args],
-      { cwd: root, env: childEnv, timeout: 120_000 },
-      (err, stdout, stderr) =>
-        resolve({
-          code: err ? (typeof err.code === "number" ? err.code : null) : 0,
-          stdout: String(stdout),
-          stderr: String(stderr),
-        }),
-    );
-  });
-}
 
 /** The run's answer and the model that gave it. */
 async function answerOf(workflowId: string): Promise<{ text: string; model: string }> {

@@ -6,40 +6,13 @@
  * exit 1, and the call keeps waiting.
  */
 import { describe, expect, it } from "@jest/globals";
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentRunState, AgentTool, ClientToolDeclaration } from "../../src/types.js";
 import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+import { jaiAgent } from "../support/cli.js";
 
 const env = withServer();
-
-interface Out {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** `jai-agent <args>` through tsx, as the installed bin runs it, without blocking this process's worker. */
-function agent(args: string[]): Promise<Out> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "", JAI_CODEC_KEYS: "" };
-  for (const [k, v] of Object.entries(childEnv)) if (v === undefined || v === "") delete childEnv[k];
-  const file = process.execPath;
-  const argv = ["--import", "tsx", path.join(root, "src/cli/jai-agent.ts"), ...args];
-  return new Promise((resolve) => {
-    execFile(file, argv, { cwd: root, env: childEnv, timeout: 120000 }, (err, stdout, stderr) =>
-      resolve({
-        code: err ? (typeof err.code === "number" ? err.code : null) : 0,
-        stdout: String(stdout),
-        stderr: String(stderr),
-      }),
-    );
-  });
-}
 
 async function until(handle: AgentRunHandle, ok: (s: AgentRunState) => boolean, what: string) {
   const poll = async () => {
@@ -100,8 +73,8 @@ describe("jai-agent: approval policies and client tools", () => {
       await until(handle, (s) => s.pendingApprovals.length === 1, "del-1 waiting for approval");
 
       const [badPolicy, badJson] = await Promise.all([
-        agent(["policy", id, '{"default":"maybe"}']),
-        agent(["policy", id, "{nope"]),
+        jaiAgent(["policy", id, '{"default":"maybe"}']),
+        jaiAgent(["policy", id, "{nope"]),
       ]);
       expect(badPolicy.code).toBe(2);
       expect(badPolicy.stderr).toContain(`invalid approval policy: "policy.default" must be one of`);
@@ -110,13 +83,13 @@ describe("jai-agent: approval policies and client tools", () => {
       expect((await handle.state()).approvalPolicy).toBeUndefined();
 
       const policy = { rules: [{ match: "drop_*", action: "deny", reason: "never drop" }] };
-      const set = await agent(["policy", id, JSON.stringify(policy)]);
+      const set = await jaiAgent(["policy", id, JSON.stringify(policy)]);
       expect(set.stderr).toBe("");
       expect(set.code).toBe(0);
       expect(JSON.parse(set.stdout)).toMatchObject(policy);
       expect((await handle.state()).approvalPolicy).toMatchObject(policy);
 
-      const approved = await agent(["approve", id, "del-1", "--remember"]);
+      const approved = await jaiAgent(["approve", id, "del-1", "--remember"]);
       expect(approved.stderr).toBe("");
       expect(approved.stdout.trim()).toBe("approved del-1 (and its tool for the rest of the run)");
       expect(approved.code).toBe(0);
@@ -155,9 +128,9 @@ describe("jai-agent: approval policies and client tools", () => {
     const result = await worker.runUntil(async () => {
       await until(handle, waitsFor("p-1"), "p-1 waiting for the client");
       const [refused, badJson, unknownCall] = await Promise.all([
-        agent(["tool-result", id, "p-1", '{"color":"green"}']),
-        agent(["tool-result", id, "p-1", "{nope"]),
-        agent(["tool-result", id, "no-such-call", '{"color":"red"}']),
+        jaiAgent(["tool-result", id, "p-1", '{"color":"green"}']),
+        jaiAgent(["tool-result", id, "p-1", "{nope"]),
+        jaiAgent(["tool-result", id, "no-such-call", '{"color":"red"}']),
       ]);
       expect(refused.code).toBe(1);
       expect(refused.stderr.trim()).toMatch(/^submitToolResult rejected: .*color/);
@@ -169,13 +142,13 @@ describe("jai-agent: approval policies and client tools", () => {
       // Still waiting after the refusals.
       expect((await handle.state()).pendingClientResults).toMatchObject([{ toolCallId: "p-1" }]);
 
-      const ok = await agent(["tool-result", id, "p-1", '{"color":"red"}']);
+      const ok = await jaiAgent(["tool-result", id, "p-1", '{"color":"red"}']);
       expect(ok.stderr).toBe("");
       expect(ok.stdout.trim()).toBe("result submitted for p-1");
       expect(ok.code).toBe(0);
 
       await until(handle, waitsFor("p-2"), "p-2 waiting for the client");
-      const failed = await agent(["tool-result", id, "p-2", '"no screen attached"', "--error"]);
+      const failed = await jaiAgent(["tool-result", id, "p-2", '"no screen attached"', "--error"]);
       expect(failed.code).toBe(0);
       return handle.result();
     });

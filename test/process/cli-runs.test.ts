@@ -5,9 +5,6 @@
  * id and JAI_CODEC_KEYS instead of the SDK's `Unknown encoding: binary/encrypted`.
  */
 import { describe, expect, it } from "@jest/globals";
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
 import { msToTs } from "@temporalio/common/lib/time.js";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
@@ -19,39 +16,11 @@ import type { AgentRunState, AgentTool } from "../../src/types.js";
 import { startSourceWorker } from "../support/service/processes.js";
 import { fauxModel, gateTool, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
+import { jaiAgent, runProgram } from "../support/cli.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const KEY = "K7:" + Buffer.alloc(32, 7).toString("base64");
 
 const env = withServer();
-
-interface Out {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a program without blocking this process (its workers must keep serving the run meanwhile). */
-function run(file: string, args: string[], extraEnv: Record<string, string | undefined> = {}): Promise<Out> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "", JAI_CODEC_KEYS: "", ...extraEnv };
-  for (const [k, v] of Object.entries(childEnv)) if (v === undefined || v === "") delete childEnv[k];
-  return new Promise((resolve) => {
-    execFile(file, args, { cwd: root, env: childEnv, timeout: 120000 }, (err, stdout, stderr) =>
-      resolve({
-        code: err ? (typeof err.code === "number" ? err.code : null) : 0,
-        stdout: String(stdout),
-        stderr: String(stderr),
-      }),
-    );
-  });
-}
-
-/** `jai-agent <args>` through tsx, as the installed bin runs it; the server only from TEMPORAL_ADDRESS. */
-const agent = (args: string[], extraEnv: Record<string, string | undefined> = {}) =>
-  run(process.execPath, ["--import", "tsx", path.join(root, "src/cli/jai-agent.ts"), ...args], {
-    TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
-    ...extraEnv,
-  });
 
 /** Asks until `check` passes (visibility is eventually consistent), failing with its last complaint. */
 async function eventually<T>(what: string, attempt: () => Promise<T>, check: (value: T) => boolean): Promise<T> {
@@ -117,14 +86,14 @@ describe("jai-agent: people in the loop from a shell", () => {
     const result = await worker.runUntil(async () => {
       await untilWaiting(handle);
       const [asJson, plain, listed, wrongCall] = await Promise.all([
-        agent(["state", id, "--json"]),
-        agent(["state", id]),
+        jaiAgent(["state", id, "--json"]),
+        jaiAgent(["state", id]),
         eventually(
           "runs --status waiting to list the run",
-          () => agent(["runs", "--status", "waiting", "--json", "--limit", "1000"]),
+          () => jaiAgent(["runs", "--status", "waiting", "--json", "--limit", "1000"]),
           (out) => out.stdout.includes(id),
         ),
-        agent(["approve", id, "no-such-call"]),
+        jaiAgent(["approve", id, "no-such-call"]),
       ]);
       expect(asJson.code).toBe(0);
       const state = JSON.parse(asJson.stdout) as AgentRunState;
@@ -144,7 +113,7 @@ describe("jai-agent: people in the loop from a shell", () => {
       expect(wrongCall.stderr.trim().split("\n")).toHaveLength(1);
       expect(danger.ran).toEqual([]);
 
-      const approved = await agent(["approve", id, "del-1"]);
+      const approved = await jaiAgent(["approve", id, "del-1"]);
       expect(approved.stderr).toBe("");
       expect(approved.stdout.trim()).toBe("approved del-1");
       expect(approved.code).toBe(0);
@@ -156,11 +125,11 @@ describe("jai-agent: people in the loop from a shell", () => {
 
     // After the end: a finished run and an unknown run are one line each, exit 1.
     const [again, unknown, completed] = await Promise.all([
-      agent(["approve", id, "del-1"]),
-      agent(["state", `${id}-nope`]),
+      jaiAgent(["approve", id, "del-1"]),
+      jaiAgent(["state", `${id}-nope`]),
       eventually(
         "runs --status completed to list the run",
-        () => agent(["runs", "--status", "completed", "--limit", "1000"]),
+        () => jaiAgent(["runs", "--status", "completed", "--limit", "1000"]),
         (out) => out.stdout.includes(id),
       ),
     ]);
@@ -186,7 +155,7 @@ describe("jai-agent: people in the loop from a shell", () => {
     });
     const result = await worker.runUntil(async () => {
       await untilWaiting(handle);
-      const denied = await agent(["deny", handle.workflowId, "del-2", "--reason", "not /etc, ever"]);
+      const denied = await jaiAgent(["deny", handle.workflowId, "del-2", "--reason", "not /etc, ever"]);
       expect(denied.stdout.trim()).toBe("denied del-2");
       expect(denied.code).toBe(0);
       return within(handle.result(), 30000, "the run's result");
@@ -223,13 +192,13 @@ describe("jai-agent: people in the loop from a shell", () => {
       await untilWaiting(handle, 4);
       const address = ["--address", process.env.TEMPORAL_ADDRESS!];
       const update = ["workflow", "update", "execute", "--workflow-id", id, ...address];
-      const approved = await run(temporal!, [...update, "--name", "approve", "--input", '"c1"']);
+      const approved = await runProgram(temporal!, [...update, "--name", "approve", "--input", '"c1"']);
       expect(approved.stderr).toBe("");
       expect(approved.code).toBe(0);
-      const denied = await run(temporal!, [...update, "--name", "deny", "--input", '"c2"', "--input", '"no"']);
+      const denied = await runProgram(temporal!, [...update, "--name", "deny", "--input", '"c2"', "--input", '"no"']);
       expect(denied.code).toBe(0);
       expect((await handle.state()).pendingApprovals.map((a) => a.toolCallId)).toEqual(["c3", "c4"]);
-      const all = await agent(["approve", id, "--all"]);
+      const all = await jaiAgent(["approve", id, "--all"]);
       expect(all.stdout.trim().split("\n")).toEqual(["approved c3", "approved c4"]);
       expect(all.code).toBe(0);
       return within(handle.result(), 30000, "the run's result");
@@ -260,10 +229,10 @@ describe("jai-agent: people in the loop from a shell", () => {
     });
     const result = await worker.runUntil(async () => {
       await within(gate.entered.promise, 20000, "the gate tool");
-      const steered = await agent(["steer", handle.workflowId, "look", "at", "the", "tests"]);
+      const steered = await jaiAgent(["steer", handle.workflowId, "look", "at", "the", "tests"]);
       expect(steered.stdout.trim()).toBe("steering accepted (1 queued)");
       expect(steered.code).toBe(0);
-      const followed = await agent(["follow-up", handle.workflowId, "then write the summary"]);
+      const followed = await jaiAgent(["follow-up", handle.workflowId, "then write the summary"]);
       expect(followed.stdout.trim()).toBe("follow-up accepted (1 queued)");
       expect(followed.code).toBe(0);
       gate.release.resolve();
@@ -286,7 +255,7 @@ describe("jai-agent: people in the loop from a shell", () => {
     });
     const ended = await second.worker.runUntil(async () => {
       await untilWaiting(doomed);
-      const cancelled = await agent(["cancel", doomed.workflowId, "--wait"]);
+      const cancelled = await jaiAgent(["cancel", doomed.workflowId, "--wait"]);
       expect(cancelled.stdout.trim().split("\n")).toEqual([
         `cancellation requested: ${doomed.workflowId}`,
         "ended: aborted",
@@ -297,10 +266,10 @@ describe("jai-agent: people in the loop from a shell", () => {
     expect(ended.stopReason).toBe("aborted");
     expect(danger.ran).toEqual([]);
     const [again, listed] = await Promise.all([
-      agent(["cancel", doomed.workflowId]),
+      jaiAgent(["cancel", doomed.workflowId]),
       eventually(
         "runs --status cancelled to list the run",
-        () => agent(["runs", "--status", "cancelled", "--json", "--limit", "1000"]),
+        () => jaiAgent(["runs", "--status", "cancelled", "--json", "--limit", "1000"]),
         (out) => out.stdout.includes(doomed.workflowId),
       ),
     ]);
@@ -329,20 +298,20 @@ describe("jai-agent: people in the loop from a shell", () => {
         () => handle.state(),
         (s) => s.status === "waiting_for_prompt",
       );
-      const answer = await agent(["prompt", handle.workflowId, "two"]);
+      const answer = await jaiAgent(["prompt", handle.workflowId, "two"]);
       expect(answer.stdout.trim()).toBe("reply to two");
       expect(answer.code).toBe(0);
       // steer on an idle session: the run's own reason, one line.
-      const refused = await agent(["steer", handle.workflowId, "hey"]);
+      const refused = await jaiAgent(["steer", handle.workflowId, "hey"]);
       expect(refused.code).toBe(1);
       expect(refused.stderr.trim()).toMatch(/^steer rejected: The session is waiting for a prompt/);
       await handle.close();
       await handle.result();
     });
     const [noMessage, noId, unknownFlag] = await Promise.all([
-      agent(["steer", handle.workflowId]),
-      agent(["state"]),
-      agent(["runs", "--colour", "red"]),
+      jaiAgent(["steer", handle.workflowId]),
+      jaiAgent(["state"]),
+      jaiAgent(["runs", "--colour", "red"]),
     ]);
     for (const out of [noMessage, noId, unknownFlag]) {
       expect(out.code).toBe(2);
@@ -378,18 +347,18 @@ describe("jai-agent and Temporal's environment configuration", () => {
     );
     const listed = await eventually(
       "runs --status running in the namespace",
-      () => agent(["runs", "--status", "running", "--json"], { TEMPORAL_NAMESPACE: namespace }),
+      () => jaiAgent(["runs", "--status", "running", "--json"], { TEMPORAL_NAMESPACE: namespace }),
       (out) => out.stdout.includes(workflowId),
     );
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ workflowId, status: "running" })]);
     expect(listed.stderr).toContain(`namespace "${namespace}" lacks the AgentStatus search attribute`);
     // In the default namespace (TEMPORAL_NAMESPACE unset) it is not there.
-    const elsewhere = await agent(["runs", "--status", "running", "--json", "--limit", "1000"]);
+    const elsewhere = await jaiAgent(["runs", "--status", "running", "--json", "--limit", "1000"]);
     expect(elsewhere.stdout).not.toContain(workflowId);
     await client.workflow.getHandle(workflowId).terminate("test over");
     // The worker's configuration checks apply: a missing config file is an error, not a silent localhost.
-    const badConfig = await agent(["runs"], { TEMPORAL_CONFIG_FILE: "/nonexistent/temporal.toml" });
+    const badConfig = await jaiAgent(["runs"], { TEMPORAL_CONFIG_FILE: "/nonexistent/temporal.toml" });
     expect(badConfig.code).toBe(1);
     expect(badConfig.stderr.trim()).toBe(
       "Temporal environment configuration: TEMPORAL_CONFIG_FILE=/nonexistent/temporal.toml does not exist",
@@ -425,11 +394,11 @@ describe("jai-agent and codec keys", () => {
     await worker.runUntil(async () => {
       await untilWaiting(handle);
       const [blind, seeing, listed] = await Promise.all([
-        agent(["state", id]),
-        agent(["state", id, "--json"], { JAI_CODEC_KEYS: KEY }),
+        jaiAgent(["state", id]),
+        jaiAgent(["state", id, "--json"], { JAI_CODEC_KEYS: KEY }),
         eventually(
           "runs without keys to list the run",
-          () => agent(["runs", "--status", "waiting_for_approval", "--limit", "1000"]),
+          () => jaiAgent(["runs", "--status", "waiting_for_approval", "--limit", "1000"]),
           (out) => out.stdout.includes(id),
         ),
       ]);
@@ -440,15 +409,15 @@ describe("jai-agent and codec keys", () => {
       expect(JSON.parse(seeing.stdout).pendingApprovals[0].args).toEqual({ path: `/${sentinel}` });
       expect(listed.code).toBe(0);
       // Approving writes the call id into history: encrypted with the keys, so it needs them too.
-      const approved = await agent(["approve", id, "e1"], { JAI_CODEC_KEYS: KEY });
+      const approved = await jaiAgent(["approve", id, "e1"], { JAI_CODEC_KEYS: KEY });
       expect(approved.code).toBe(0);
       await within(handle.result(), 30000, "the run's result");
     });
     const showArgs = ["show", id];
     const [blindShow, show, blindState] = await Promise.all([
-      agent(showArgs),
-      agent(showArgs, { JAI_CODEC_KEYS: KEY }),
-      agent(["state", id]),
+      jaiAgent(showArgs),
+      jaiAgent(showArgs, { JAI_CODEC_KEYS: KEY }),
+      jaiAgent(["state", id]),
     ]);
     expect(blindShow.code).toBe(1);
     expect(blindShow.stderr.trim()).toMatch(missing);
@@ -480,7 +449,7 @@ describe("jai-agent watch against the production worker process (issue 38, row 1
         .map((m) => textOf(m))
         .filter((t) => t.trim().length > 0);
       expect(texts.length).toBeGreaterThan(0);
-      const watched = await agent(["watch", workflowId]);
+      const watched = await jaiAgent(["watch", workflowId]);
       expect(watched.code).toBe(0);
       // Every line of every assistant text is on the screen, the final answer's last line included.
       for (const text of texts)

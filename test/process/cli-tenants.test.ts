@@ -5,14 +5,11 @@
  * starts, by agent or plain. No worker serves the queue: the runs stay running, which is what a limit counts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { runningRunsQuery } from "../../src/tenants.js";
 import { AgentTenant } from "../../src/workflows/search-attributes.js";
 import { openTestEnv, uniqueId, type TestEnv } from "../support/helpers.js";
+import { jaiAgent } from "../support/cli.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CONFIG = "test/fixtures/tenants-config.ts";
 
 let env: TestEnv;
@@ -31,28 +28,6 @@ afterAll(async () => {
   );
   await env?.close();
 });
-
-/** `jai-agent <args>` through tsx, as the installed bin runs it, against the tests' server. */
-function jaiAgent(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const childEnv: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_OPTIONS: "",
-    TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
-  };
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ["--import", "tsx", path.join(root, "src/cli/jai-agent.ts"), ...args],
-      { cwd: root, env: childEnv, timeout: 120_000 },
-      (err, stdout, stderr) =>
-        resolve({
-          code: err ? (typeof err.code === "number" ? err.code : null) : 0,
-          stdout: String(stdout),
-          stderr: String(stderr),
-        }),
-    );
-  });
-}
 
 const startFor = (tenant: string, taskQueue: string) =>
   jaiAgent([

@@ -3,28 +3,14 @@
  * a call a person denied and a call skipped by steering have no activity of their own in history, only their place
  * in the next model call's context and the run's result. A real run on the dev server, `show` as a child process.
  */
-import { execFile } from "node:child_process";
-import path from "node:path";
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import type { AgentTool } from "../../src/types.js";
-import { repoRoot } from "../support/service/processes.js";
 import { fauxModel, gateTool, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
+import { jaiAgent } from "../support/cli.js";
 
 const env = withServer();
-
-/** `jai-agent show <id>` through tsx, as the bin runs it; resolves with its exit code and output. */
-function show(workflowId: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) =>
-    execFile(
-      process.execPath,
-      ["--import", "tsx", path.join(repoRoot, "src/cli/jai-agent.ts"), "show", workflowId],
-      { cwd: repoRoot, env: { ...process.env, NODE_OPTIONS: "" }, timeout: 120_000 },
-      (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
-    ),
-  );
-}
 
 describe("show", () => {
   it("prints a denied call's result and a steering-skipped call's result, each after the reply that made the call", async () => {
@@ -67,7 +53,7 @@ describe("show", () => {
     });
     expect(later.executed()).toBe(false);
 
-    const out = await show(workflowId);
+    const out = await jaiAgent(["show", workflowId]);
     expect(out.code).toBe(0);
     const lines = out.stdout.split("\n");
     const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
