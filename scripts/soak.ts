@@ -2,8 +2,11 @@
  * `npm run soak -- --minutes N` (default 10): the cluster suite's topology (PostgreSQL, the Temporal server built
  * from source, 3 worker processes started as the image starts them; all on loopback, on free ports of their own)
  * under a steady mixed workload and faults on a jittered schedule, with every run checked as it ends and the
- * ledger of tool effects checked at the end. Writes `<out>/summary.json`, the histories of runs that broke an
- * invariant (`<out>/violations/`), the workers' logs, and the report (`docs/soak.md` unless `--report none`).
+ * ledger of tool effects checked at the end. Every run is encrypted with the project's payload codec; the soak
+ * process also hosts an MCP server (Streamable HTTP) the scripts call and a completion-webhook receiver, and
+ * checks MCP results, webhook deliveries and the raw histories (no plaintext) at the end. Writes
+ * `<out>/summary.json`, the histories of runs that broke an invariant (`<out>/violations/`, decoded), the
+ * workers' logs, and the report (`docs/soak.md` unless `--report none`).
  * Exit 0 when no invariant was broken, 1 otherwise, 2 on a setup failure. Stops by itself; every child process
  * is stopped on the way out, Ctrl-C included.
  *
@@ -12,7 +15,8 @@
  * --report file|none, --no-build (reuse .jai/soak-dist), --no-pg-restart, --sabotage (one tool call in ~15 records
  * its effect twice: the soak must then fail with ledger violations, proof that the check bites).
  */
-import { randomUUID } from "node:crypto";
+import { spawnSync } from "node:child_process";
+import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -31,6 +35,15 @@ import {
 import { buildDist, repoRoot, startWorkerProcess, type WorkerProcess } from "../test/support/service/processes.js";
 import { checkContexts, checkLedger } from "./soak/ledger.js";
 import { Workload, type RunRecord } from "./soak/workload.js";
+import { checkMcp, startSoakMcpServer, type SoakMcpServer } from "./soak/mcp-server.js";
+import {
+  checkWebhooks,
+  startWebhookReceiver,
+  WEBHOOK_SECRET_NAME,
+  type WebhookReceiver,
+} from "./soak/webhook-receiver.js";
+import { checkEncryption, soakCodec } from "./soak/encryption.js";
+import { decodeHistoryPayloads } from "../src/codec/history.js";
 import { writeReport, type FaultRecord, type SoakSummary, type WindowStats } from "./soak/report.js";
 
 const { values: opts } = parseArgs({
@@ -68,6 +81,8 @@ const t0 = Date.now();
 let pg: Postgres | undefined;
 let server: TemporalServer | undefined;
 let connection: Connection | undefined;
+let mcpServer: SoakMcpServer | undefined;
+let receiver: WebhookReceiver | undefined;
 const workers: WorkerProcess[] = [];
 const allWorkers: WorkerProcess[] = [];
 let cleaning: Promise<void> | undefined;
@@ -101,6 +116,8 @@ function cleanup(): Promise<void> {
     server?.cleanup();
     stopPostgres();
     await connection?.close().catch(() => undefined);
+    await mcpServer?.close().catch(() => undefined);
+    await receiver?.close().catch(() => undefined);
   })();
   return cleaning;
 }
@@ -135,6 +152,26 @@ function writeWorkerConfig(dist: string): string {
   return path.join(dir, "worker-config.js");
 }
 
+/**
+ * The workflow bundle for workers with a payload codec (`jai-agent bundle --encrypt-failures`, as the worker's
+ * own notice says): with the plain one they would bundle at every start, slowing each replacement.
+ */
+function encryptedBundle(dist: string, reuse: boolean): string {
+  const file = path.join(dist, "workflow-bundle-encrypted.js");
+  if (reuse && existsSync(file)) return file;
+  const r = spawnSync(
+    process.execPath,
+    [path.join(dist, "cli", "jai-agent.js"), "bundle", file, "--encrypt-failures"],
+    {
+      cwd: repoRoot,
+      encoding: "utf8",
+      env: { ...process.env, NODE_OPTIONS: "" },
+    },
+  );
+  if (r.status !== 0) throw new Error(`jai-agent bundle --encrypt-failures failed: ${r.stderr || r.stdout}`);
+  return file;
+}
+
 function rssMb(pid: number): number | undefined {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -158,6 +195,12 @@ async function main(): Promise<number> {
   const dist =
     opts["no-build"] && existsSync(path.join(distDir, "cli", "worker-main.js")) ? distDir : buildDist("soak-dist");
   const config = writeWorkerConfig(dist);
+  const bundle = encryptedBundle(dist, opts["no-build"]!);
+  const codec = soakCodec();
+  mcpServer = await startSoakMcpServer();
+  const webhookSecret = randomBytes(24).toString("base64url");
+  receiver = await startWebhookReceiver(webhookSecret);
+  log(`MCP server on ${mcpServer.url}, webhook receiver on ${receiver.url}`);
   pg = startPostgres(await freeLowPort(new Set()));
   setupSchema(tools, pg.port);
   server = await createTemporalServer(tools, pg.port);
@@ -173,6 +216,12 @@ async function main(): Promise<number> {
     SOAK_CONTEXTS: path.join(out, "contexts.jsonl"),
     SOAK_HEARTBEAT_TIMEOUT: `${HEARTBEAT_S}s`,
     SOAK_SABOTAGE: opts.sabotage ? "1" : "0",
+    JAI_WORKFLOW_BUNDLE: bundle,
+    JAI_CODEC_KEYS: codec.keys,
+    SOAK_MCP_URL: mcpServer.url,
+    // The documented way to let a secret sign for one receiver: its name's secret and origins in the environment.
+    [`JAI_WEBHOOK_SECRET_${WEBHOOK_SECRET_NAME.toUpperCase()}`]: webhookSecret,
+    [`JAI_WEBHOOK_ORIGINS_${WEBHOOK_SECRET_NAME.toUpperCase()}`]: receiver.origin,
   };
   const startWorker = async () => {
     const w = await startWorkerProcess(dist, workerEnv);
@@ -184,20 +233,26 @@ async function main(): Promise<number> {
   log(`${WORKERS} workers up: ${workers.map((w) => w.pid).join(", ")}`);
 
   connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection });
+  // The codec's client: every check of a run's transcript reads it decoded, as the run's owner would.
+  const client = new Client({ connection, dataConverter: codec.dataConverter });
   const violationsDir = path.join(out, "violations");
   const saving: Promise<void>[] = [];
   const saveHistory = async (run: RunRecord) => {
     const runs: string[] = [];
     for await (const r of client.workflow.list({ query: `WorkflowId = '${run.id}'` })) runs.push(r.runId);
     for (const runId of runs.length ? runs : [undefined]) {
-      const history = await client.workflow.getHandle(run.id, runId).fetchHistory();
+      // Decoded before it is saved, so `npm run replay -- --file` needs no key (the soak's key dies with it).
+      const history = await decodeHistoryPayloads(
+        await client.workflow.getHandle(run.id, runId).fetchHistory(),
+        codec.dataConverter.payloadCodecs ?? [],
+      );
       writeFileSync(path.join(violationsDir, `${run.id}${runId ? `.${runId}` : ""}.json`), historyToJSON(history));
     }
   };
   const workload = new Workload({
     client,
     taskQueue,
+    webhook: { url: receiver.url, secretName: WEBHOOK_SECRET_NAME },
     onViolation: (run, what) => {
       console.log(`VIOLATION ${run.id} (${run.scenario}): ${what}`);
       if (run.violations.length === 1)
@@ -327,11 +382,19 @@ async function main(): Promise<number> {
   // ---- the end: ledger, windows, report ----
   const ledger = checkLedger(ledgerFile, workload.runs, { pids: faultedPids, windows: faultWindows });
   const contexts = checkContexts(path.join(out, "contexts.jsonl"), workload.runs);
-  const savedAtEnd = new Set<string>();
-  for (const [what, list] of [
+  const mcp = checkMcp(mcpServer.calls, workload.runs, { pids: faultedPids, windows: faultWindows });
+  const webhooks = checkWebhooks(receiver, workload.runs);
+  log("reading every run's raw history (no codec) for plaintext");
+  const encryption = await checkEncryption(connection, workload.runs);
+  const atEnd = [
     ["context", contexts.violations],
     ["ledger", ledger.violations],
-  ] as const) {
+    ["MCP", mcp.violations],
+    ["webhook", webhooks.violations],
+    ["plaintext", encryption.violations],
+  ] as const;
+  const savedAtEnd = new Set<string>();
+  for (const [what, list] of atEnd) {
     for (const v of list) {
       console.log(`VIOLATION ${v.run} (${what}): ${v.what}`);
       const run = workload.runs.find((r) => r.id === v.run);
@@ -375,7 +438,7 @@ async function main(): Promise<number> {
     });
   }
   const byRun = new Map(workload.runs.map((r) => [r.id, r.violations.length]));
-  for (const v of [...ledger.violations, ...contexts.violations]) byRun.set(v.run, (byRun.get(v.run) ?? 0) + 1);
+  for (const v of atEnd.flatMap(([, list]) => list)) byRun.set(v.run, (byRun.get(v.run) ?? 0) + 1);
   const summary: SoakSummary = {
     command,
     startedAt: new Date(start).toISOString(),
@@ -397,18 +460,24 @@ async function main(): Promise<number> {
     faults,
     ledger,
     contexts,
+    mcp,
+    webhooks,
+    encryption,
     windows,
     runsWithViolations: [...byRun.values()].filter((n) => n > 0).length,
   };
   writeFileSync(path.join(out, "summary.json"), JSON.stringify(summary, null, 2));
   if (opts.report !== "none") writeReport(opts.report!, summary);
   const violations =
-    summary.runs.reduce((n, r) => n + r.violations.length, 0) + ledger.violations.length + contexts.violations.length;
+    summary.runs.reduce((n, r) => n + r.violations.length, 0) + atEnd.reduce((n, [, list]) => n + list.length, 0);
   log(
     `done: ${summary.runs.length} runs (${summary.runs.filter((r) => r.stopReason).length} ended), ` +
       `${faults.filter((f) => f.kind === "worker SIGKILL").length} worker kills, ${faults.filter((f) => f.kind === "worker SIGSTOP").length} freezes, ` +
       `${faults.filter((f) => f.kind === "server restart").length} server restarts, ${faults.filter((f) => f.kind === "PostgreSQL restart").length} database restarts; ` +
-      `${ledger.effects} ledger effects, ${ledger.faultRetries} retries after faults, ${contexts.calls} model calls checked; ${violations} violations`,
+      `${ledger.effects} ledger effects, ${ledger.faultRetries} retries after faults, ${contexts.calls} model calls checked, ` +
+      `${mcp.results} MCP results (${mcp.served} served, ${mcp.duplicates.explained + mcp.duplicates.unexplained} repeats), ` +
+      `${webhooks.runs} webhook runs (${webhooks.deliveries} deliveries, ${webhooks.duplicates} repeats, ${webhooks.refused} refused), ` +
+      `${encryption.histories} raw histories checked for plaintext; ${violations} violations`,
   );
   log(`summary: ${path.join(out, "summary.json")}${opts.report !== "none" ? `; report: ${opts.report}` : ""}`);
   return violations === 0 ? 0 : 1;

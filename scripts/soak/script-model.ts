@@ -16,7 +16,8 @@ export type Step =
   | { fast: string[] } // ledger_fast calls (local activities)
   | { approve: string } // one ledger_guarded call, which waits for approval
   | { once: string } // one ledger_once call (idempotent: false)
-  | { sub: string[] }; // one soak_helper call: a sub-agent (child workflow) whose script is one ledger_write batch
+  | { sub: string[] } // one soak_helper call: a sub-agent (child workflow) whose script is one ledger_write batch
+  | { mcp: string[] }; // soakmcp__lookup calls in one batch: a tool served by the soak's MCP server (Streamable HTTP)
 
 export interface Script {
   id: string;
@@ -31,7 +32,14 @@ export const SOAK_TOOLS = {
   approve: "ledger_guarded",
   once: "ledger_once",
   sub: "soak_helper",
+  mcp: "soakmcp__lookup",
 } as const;
+
+/**
+ * The soak's MCP server as the worker config names it, its one tool (the model sees `<server>__<tool>`), and the
+ * header each worker sends its pid in (so the soak can match a repeated call with the faults).
+ */
+export const SOAK_MCP = { server: "soakmcp", tool: "lookup", pidHeader: "x-soak-worker-pid" } as const;
 
 export const scriptText = (script: Script) => `${SCRIPT_PREFIX}${JSON.stringify(script)}`;
 
@@ -51,8 +59,23 @@ export interface Call {
 /** What a ledger tool answers for a key (the same on every attempt and every worker). */
 export const toolAnswer = (key: string) => `ok ${key}`;
 
-/** A call's result in an undisturbed run: the ledger tool's answer, or the sub-agent's final answer. */
+/** FNV-1a of a string, hex: a digest without imports (this file is transpiled alone for the worker). */
+function fnv1a(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, "0");
+}
+
+/**
+ * What the soak's MCP server answers for a key: computed by the server, and by the driver for the expected
+ * transcript. Non-ASCII, quotes and a new line on purpose, so a result mangled on its way (MCP content mapping,
+ * the payload codec) differs from it.
+ */
+export const mcpAnswer = (key: string) => `mcp ${key} #${fnv1a(key)} «ü» "q"\nend`;
+
+/** A call's result in an undisturbed run: the ledger tool's or MCP server's answer, or the sub-agent's final answer. */
 function expectedResult(call: Call): string {
+  if (call.name === SOAK_TOOLS.mcp) return mcpAnswer(call.args.key);
   if (call.name !== SOAK_TOOLS.sub) return toolAnswer(call.args.key);
   const child = JSON.parse(call.args.prompt!.slice(SCRIPT_PREFIX.length)) as Script;
   return `${child.id} done after ${child.steps.length} steps`;
@@ -65,6 +88,7 @@ function stepCalls(script: Script, step: number): Call[] {
   if ("par" in s) return s.par.map((k, i) => ({ name: SOAK_TOOLS.par, id: id(i), args: { key: key(k) } }));
   if ("seq" in s) return s.seq.map((k, i) => ({ name: SOAK_TOOLS.seq, id: id(i), args: { key: key(k) } }));
   if ("fast" in s) return s.fast.map((k, i) => ({ name: SOAK_TOOLS.fast, id: id(i), args: { key: key(k) } }));
+  if ("mcp" in s) return s.mcp.map((k, i) => ({ name: SOAK_TOOLS.mcp, id: id(i), args: { key: key(k) } }));
   if ("approve" in s) return [{ name: SOAK_TOOLS.approve, id: id(0), args: { key: key(s.approve) } }];
   if ("sub" in s) {
     const child: Script = { id: `${script.id}.c${step}`, steps: [{ par: s.sub }] };

@@ -1,7 +1,10 @@
 /**
- * The config module the soak's worker processes load (JAI_CONFIG): the scripted model `soak/scripted` and the
- * ledger tools. The soak transpiles it (and script-model.ts) next to the built dist, so the worker process, as
- * the image starts it, loads it with plain node and shares its `@jai/ai` and `@temporalio/activity`.
+ * The config module the soak's worker processes load (JAI_CONFIG): the scripted model `soak/scripted`, the
+ * ledger tools, the soak's MCP server (SOAK_MCP_URL) and its webhook receiver. The payload codec and the
+ * webhook secret come from the environment, as an operator sets them (JAI_CODEC_KEYS, JAI_WEBHOOK_SECRET_SOAK
+ * with JAI_WEBHOOK_ORIGINS_SOAK naming the receiver's origin). The soak transpiles it (and script-model.ts) next
+ * to the built dist, so the worker process, as the image starts it, loads it with plain node and shares its
+ * `@jai/ai` and `@temporalio/activity`.
  *
  * Every ledger tool appends one line to the ledger file (SOAK_LEDGER) when its effect happens: the run, the
  * call, the attempt, this process's pid and a token that only this execution returns (in `details`, which the
@@ -22,7 +25,8 @@ import {
   type Message,
 } from "@jai/ai";
 import type { AgentTool } from "../../src/types.js";
-import { canonical, plan, SOAK_TOOLS, toMsg, toolAnswer, withoutDetails } from "./script-model.js";
+import type { McpServerConfig } from "../../src/mcp/config.js";
+import { canonical, plan, SOAK_MCP, SOAK_TOOLS, toMsg, toolAnswer, withoutDetails } from "./script-model.js";
 
 const ledgerFile = process.env.SOAK_LEDGER;
 const contextsFile = process.env.SOAK_CONTEXTS;
@@ -128,4 +132,24 @@ export function soakModel() {
   return faux.getModel();
 }
 
-export default () => ({ tools: soakTools(), models: [soakModel()] });
+/** The soak's MCP server; the pid header lets the soak match a repeated call with the faults. */
+function soakMcpServers(): McpServerConfig[] {
+  const url = process.env.SOAK_MCP_URL;
+  if (!url) return [];
+  return [
+    {
+      name: SOAK_MCP.server,
+      transport: { type: "http", url, headers: { [SOAK_MCP.pidHeader]: String(process.pid) } },
+      activity: { heartbeatTimeout },
+    },
+  ];
+}
+
+export default () => ({
+  tools: soakTools(),
+  models: [soakModel()],
+  mcpServers: soakMcpServers(),
+  // The receiver listens on loopback, a private host: the documented switch for in-cluster receivers. The
+  // secret and the origin it signs for come from JAI_WEBHOOK_SECRET_SOAK / JAI_WEBHOOK_ORIGINS_SOAK.
+  webhooks: { allowPrivateHosts: true },
+});

@@ -1,9 +1,10 @@
 /**
  * The soak's workload: scenarios started at a steady rate, each with a script whose transcript is known, driven
  * by a bot client (approvals after a random delay, steering, follow-ups, session prompts, cancels), and each
- * run's check as soon as it ends: terminal state, transcript, every accepted update's fate.
+ * run's check as soon as it ends: terminal state, transcript, every accepted update's fate. Scripts call the soak's
+ * MCP tool too, and a share of the runs ask for a completion webhook (checked at the end, with the receiver's log).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
 import { getAgentRun, runResult, startAgentRun } from "../../src/client.js";
@@ -41,6 +42,8 @@ const WEIGHTS: Record<Scenario, number> = {
 
 /** Share of updates whose first attempt the client cuts mid-flight. */
 const DISCONNECT_SHARE = 0.25;
+/** Share of runs that ask for a completion webhook (the others must get none). */
+const WEBHOOK_SHARE = 0.5;
 
 export interface UpdateRecord {
   kind: "steer" | "followUp" | "prompt" | "approve" | "close" | "cancel";
@@ -66,6 +69,10 @@ export interface RunRecord {
   violations: string[];
   /** ledger_once calls whose worker died mid-call (an error result, as documented). */
   interruptedOnce: number;
+  /** Whether the run asked for a completion webhook. */
+  webhook: boolean;
+  /** The chain's last run id, once ended: the one its webhook delivery names. */
+  finalRunId?: string;
   done: boolean;
 }
 
@@ -91,7 +98,7 @@ const rand = (a: number, b: number) => a + Math.random() * (b - a);
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)];
 
 function randomSteps(n: number, allowApproval = false): Step[] {
-  const kinds = ["par", "par", "seq", "fast", "once", "sub", ...(allowApproval ? ["approve"] : [])];
+  const kinds = ["par", "par", "seq", "fast", "once", "sub", "mcp", ...(allowApproval ? ["approve"] : [])];
   return Array.from({ length: n }, (_, i): Step => {
     const k = pick(kinds);
     if (k === "par") return { par: [`p${i}a`, `p${i}b`, `p${i}c`].slice(0, 2 + Math.floor(Math.random() * 2)) };
@@ -99,6 +106,7 @@ function randomSteps(n: number, allowApproval = false): Step[] {
     if (k === "fast") return { fast: [`f${i}a`, `f${i}b`] };
     if (k === "approve") return { approve: `a${i}` };
     if (k === "sub") return { sub: [`c${i}a`, `c${i}b`] };
+    if (k === "mcp") return { mcp: [`m${i}a`, `m${i}b`].slice(0, 1 + Math.floor(Math.random() * 2)) };
     return { once: `o${i}` };
   });
 }
@@ -106,6 +114,8 @@ function randomSteps(n: number, allowApproval = false): Step[] {
 export interface WorkloadOptions {
   client: Client;
   taskQueue: string;
+  /** The webhook receiver's URL and the secret's name, for the runs that ask for a webhook. */
+  webhook: { url: string; secretName: string };
   /** Called with each violation as it is found. */
   onViolation: (run: RunRecord, what: string) => void;
 }
@@ -136,6 +146,7 @@ export class Workload {
       updates: [],
       violations: [],
       interruptedOnce: 0,
+      webhook: Math.random() < WEBHOOK_SHARE,
       done: false,
     };
     this.runs.push(rec);
@@ -188,12 +199,15 @@ export class Workload {
         const runId = (await retry(`describe ${rec.id}`, () => this.o.client.workflow.getHandle(rec.id).describe()))
           .runId;
         const handle = this.o.client.workflow.getHandle(rec.id, runId);
+        // An update id is plain text in history (the codec covers payloads only): a digest of the detail, which
+        // may be a steering message, keeps it stable across attempts without putting the text there.
+        const updateId = `${kind}-${runId}-${createHash("sha256").update(detail).digest("hex").slice(0, 16)}`;
         if (attempt === 0 && Math.random() < DISCONNECT_SHARE) {
           // A client that drops mid-update: the call is cut after 0–40 ms (the server may or may not have the
           // update by then); the same client comes back with the same update id, as below.
           const cut = new AbortController();
           const first = this.o.client.connection
-            .withAbortSignal(cut.signal, () => send(handle, `${kind}-${runId}-${detail}`))
+            .withAbortSignal(cut.signal, () => send(handle, updateId))
             .then(
               () => "completed before the cut",
               (err: unknown) => String(err).slice(0, 80),
@@ -202,7 +216,7 @@ export class Workload {
           entry.disconnected = await first;
         }
         try {
-          return await retry(`${kind} ${rec.id}`, () => send(handle, `${kind}-${runId}-${detail}`));
+          return await retry(`${kind} ${rec.id}`, () => send(handle, updateId));
         } catch (err) {
           if (attempt < 5 && /already completed|continued as new/i.test(String(err))) continue;
           throw err;
@@ -258,6 +272,7 @@ export class Workload {
         workflowTaskTimeout: "2s",
         ...(s === "continue-as-new" ? { continueAsNew: { afterTurns: 3 } } : {}),
         ...(s === "session" ? { session: { idleTimeout: "10m" }, continueAsNew: { afterTurns: 4 } } : {}),
+        ...(rec.webhook ? { webhook: this.o.webhook } : {}),
       }),
     );
     const gateId = `${main.id}-${approvalAt}-0`;
@@ -314,6 +329,7 @@ export class Workload {
     rec.stopReason = result.stopReason;
     rec.dropped = result.dropped;
     rec.messages = await retry(`transcript ${rec.id}`, () => getAgentRun(client, rec.id).transcript());
+    rec.finalRunId = (await retry(`describe ${rec.id}`, () => wf().describe())).runId;
     this.check(rec);
   }
 

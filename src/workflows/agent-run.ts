@@ -98,6 +98,11 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
 }
 
 async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
+  // The prompt's time, read in the first activation: after the setup (a local activity) the workflow's clock is
+  // the next workflow task's start when it runs, but the local activity's recorded end when it replays (a run
+  // whose first workflow task timed out saw 14.349 where its history replays 14.301): the model would have seen
+  // a context other than the one history holds (found by the soak, #43).
+  const promptAt = Date.now();
   const state = new RunState();
   // Unknown fields behind a patch asked only when there is one: runs recorded before accepted them. A continued
   // run's input is its chain's first input, accepted then (with the fields the loop adds).
@@ -165,7 +170,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     let resume: PromptLoopState | undefined;
     if (carried) resume = carried.loop;
     else if (Array.isArray(input.prompt)) state.conversation.seed(input.prompt);
-    else prompts = [toUserMessage(input.prompt)];
+    else prompts = [toUserMessage(input.prompt, promptAt)];
     // The prompt is in the run's input: a call too big to carry it inline refers to it there.
     if (!carried)
       (Array.isArray(input.prompt) ? input.prompt : prompts).forEach((m, i) =>

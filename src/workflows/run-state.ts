@@ -68,8 +68,9 @@ function newest(messages: AgentMessage[], budget: number): { kept: AgentMessage[
   return { kept: messages.slice(keepFrom), left: keepFrom };
 }
 
-export function toUserMessage(input: UserInput): UserMessage {
-  return typeof input === "string" ? { role: "user", content: input, timestamp: Date.now() } : input;
+/** A prompt as the transcript holds it; a string is stamped with `at` (default: now, the workflow's clock). */
+export function toUserMessage(input: UserInput, at = Date.now()): UserMessage {
+  return typeof input === "string" ? { role: "user", content: input, timestamp: at } : input;
 }
 
 /** Turns between upserts of the search-attribute counters when the status does not change. */
