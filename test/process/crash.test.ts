@@ -33,7 +33,14 @@ const report: string[] = [];
 
 const HEARTBEAT_MS = 2000;
 
-const config = (variant?: HarnessConfig["variant"], extra?: Partial<HarnessConfig>) => files.config(variant, extra);
+/**
+ * Workers with a 1 s sticky timeout, like the runs' 2 s heartbeat and workflow task timeouts: a killed worker's runs
+ * move on within seconds, so each scenario's bound tells recovery by heartbeat from waiting out a start-to-close
+ * timeout. The default (Temporal's 10 s, #44) would add up to 10 s to each; test/process/busy-worker.test.ts
+ * covers it.
+ */
+const config = (variant?: HarnessConfig["variant"], extra?: Partial<HarnessConfig>) =>
+  files.config(variant, { stickyTimeout: "1s", ...extra });
 
 const starts = (log: LogEntry[], toolCallId: string) =>
   log.filter((e) => e.event === "tool_start" && e.toolCallId === toolCallId);
@@ -154,7 +161,7 @@ describe("recovery with a 1 s sticky queue timeout (issue 9, row 10)", () => {
   it("kill -9 during a model call: the call is requested again within the heartbeat timeout + 3 s", async () => {
     // Temporal's default workflow task timeout; the sticky timeout a worker without fast failover takes to recover
     // that fast (its default is Temporal's 10 s since #44: docs/crashes-and-upgrades.md).
-    const run = await runScenario(env.client, { ...config(), stickyTimeout: "1s" }, (log) => has(log, "streaming"), {
+    const run = await runScenario(env.client, config(), (log) => has(log, "streaming"), {
       heartbeatTimeout: "3s",
       workflowTaskTimeout: null,
     });
