@@ -19,7 +19,7 @@ import { startRunEventsService, type RunEventsService } from "../src/events/serv
 import { EventTap } from "../src/events/tap.js";
 import type { AgentEvent, AgentTool } from "../src/types.js";
 import { createAgentWorker, type AgentWorker } from "../src/worker.js";
-import { eventBytes, median, table, type Bench } from "./common.js";
+import { eventBytes, median, quantile, table, type Bench } from "./common.js";
 
 const TURNS = 10;
 const TOKENS_PER_SECOND = 150;
@@ -132,11 +132,6 @@ async function historyBytes(bench: Bench, workflowId: string): Promise<{ bytes: 
       if (value.taskQueue?.normalName) identity += value.taskQueue.name.length; // sticky queue: `<identity>-<uuid>`
     }
   return { bytes: events.reduce((n, e) => n + eventBytes(e), 0), identity };
-}
-
-function quantile(values: number[], q: number): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
 }
 
 /** Bytes the tap holds for a run (its private log; read for the bench only). */

@@ -114,12 +114,6 @@ export function turnTimes(events: Event[], modelActivity: string, sharedQueue: s
   return turns;
 }
 
-/** Percentile `q` (0-1) of `values`, nearest rank. */
-export function percentile(values: number[], q: number): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(s.length * q) - 1))] ?? NaN;
-}
-
 /** The turns of the slowest `share` of `gaps` (run, index), summed by where their time went, as one line. */
 export async function slowestTurns(
   client: Client,

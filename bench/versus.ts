@@ -17,6 +17,7 @@ import {
   mb,
   median,
   pageScript,
+  quantile,
   perTurnRequests,
   persistenceRequests,
   requestsBetween,
@@ -25,7 +26,7 @@ import {
   type Bench,
 } from "./common.js";
 import { openAiSdkPeer, type Peer } from "./peers.js";
-import { percentile, slowestTurns } from "./turn-breakdown.js";
+import { slowestTurns } from "./turn-breakdown.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
 
@@ -301,38 +302,28 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
           Object.assign(batches[c].at(-1)!, { writes: writes / turnsDone, reads: reads / turnsDone });
           console.error(`  database requests per turn: ${perTurnRequests(requests, turnsDone)}`);
           const gaps = batches[c].at(-1)!.gaps;
-          const at = (q: number) =>
-            percentile(
-              gaps.map((g) => g.ms),
-              q,
-            ).toFixed(0);
+          const latencies = gaps.map((g) => g.ms);
+          const at = (q: number) => quantile(latencies, q).toFixed(0);
           console.error(`  turn latency p50 / p90 / p99: ${at(0.5)} / ${at(0.9)} / ${at(0.99)} ms`);
           // Where the slowest 1 % of turns spent their time (#44: a routed call waiting on a busy worker's queue).
           const tp = contenders[c].tp;
           console.error(`  ${await slowestTurns(bench.client, gaps, 0.01, tp.modelActivity, tp.sharedQueue)}`);
         }
       }
-      for (const b of batches)
+      for (const b of batches) {
+        const latencies = b.flatMap((x) => x.gaps.map((g) => g.ms));
         through.push({
           turnsPerS: median(b.map((x) => x.turnsPerS)),
           all: b.map((x) => x.turnsPerS),
-          p50: percentile(
-            b.flatMap((x) => x.gaps.map((g) => g.ms)),
-            0.5,
-          ),
-          p90: percentile(
-            b.flatMap((x) => x.gaps.map((g) => g.ms)),
-            0.9,
-          ),
-          p99: percentile(
-            b.flatMap((x) => x.gaps.map((g) => g.ms)),
-            0.99,
-          ),
+          p50: quantile(latencies, 0.5),
+          p90: quantile(latencies, 0.9),
+          p99: quantile(latencies, 0.99),
           lost: b.reduce((n, x) => n + x.lost, 0),
           wall: median(b.map((x) => x.wall)),
           writes: median(b.map((x) => x.writes ?? NaN)),
           reads: median(b.map((x) => x.reads ?? NaN)),
         });
+      }
     });
   } finally {
     await peer.close();
