@@ -8,13 +8,10 @@
  * run + call id plays: the MCP request carries no tool call id. The tool says `idempotentHint`: a call the
  * soak's kills cut may arrive twice, which is counted, not a violation (split by whether a fault explains it).
  */
-import { randomUUID } from "node:crypto";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { serveMcpOnLoopback } from "../../src/demo/mcp-loopback.js";
 import type { AgentMessage } from "../../src/types.js";
 import { mcpAnswer, SOAK_MCP, SOAK_TOOLS } from "./script-model.js";
 import type { RunRecord } from "./workload.js";
@@ -60,36 +57,8 @@ function lookupServer(calls: McpCall[]): Server {
 
 export async function startSoakMcpServer(): Promise<SoakMcpServer> {
   const calls: McpCall[] = [];
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const http = createServer((req, res) => {
-    const sid = req.headers["mcp-session-id"];
-    void (async () => {
-      let transport = typeof sid === "string" ? sessions.get(sid) : undefined;
-      if (!transport) {
-        const created = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => void sessions.set(id, created),
-        });
-        created.onclose = () => void (created.sessionId && sessions.delete(created.sessionId));
-        transport = created;
-        await lookupServer(calls).connect(created);
-      }
-      await transport.handleRequest(req, res);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
-    calls,
-    async close() {
-      await Promise.all([...sessions.values()].map((t) => t.close().catch(() => undefined)));
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
+  const served = await serveMcpOnLoopback(() => lookupServer(calls));
+  return { ...served, calls };
 }
 
 export interface McpReport {

@@ -8,9 +8,6 @@
  * at another moment is answered as such, and a worker without the MCP server gets a tour without that step).
  */
 import { mkdir, writeFile } from "node:fs/promises";
-import { randomUUID } from "node:crypto";
-import { createServer, type Server as HttpServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Context as ActivityContext } from "@temporalio/activity";
@@ -28,10 +25,10 @@ import {
   type Model,
 } from "@jai/ai";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { getAgentRun } from "../client.js";
 import type { McpServerConfig } from "../mcp/config.js";
+import { serveMcpOnLoopback } from "./mcp-loopback.js";
 import { agentTool } from "../subagents/agent-tool.js";
 import { createFileTools } from "../tools/fs-tools.js";
 import type { AgentEvent, AgentTool } from "../types.js";
@@ -350,36 +347,8 @@ export interface TourMcpServer {
  * as it would any remote server: listed at each run's setup, called in tool activities.
  */
 export async function startTourMcpServer(): Promise<TourMcpServer> {
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const http: HttpServer = createServer((req, res) => {
-    const sid = req.headers["mcp-session-id"];
-    void (async () => {
-      let transport = typeof sid === "string" ? sessions.get(sid) : undefined;
-      if (!transport) {
-        const created = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => void sessions.set(id, created),
-        });
-        created.onclose = () => void (created.sessionId && sessions.delete(created.sessionId));
-        transport = created;
-        await countWordsServer().connect(created);
-      }
-      await transport.handleRequest(req, res);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-  return {
-    config: { name: TOUR_TOOLS.mcpServer, transport: { type: "http", url } },
-    async close() {
-      await Promise.all([...sessions.values()].map((t) => t.close().catch(() => undefined)));
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
+  const served = await serveMcpOnLoopback(countWordsServer);
+  return { config: { name: TOUR_TOOLS.mcpServer, transport: { type: "http", url: served.url } }, close: served.close };
 }
 
 export interface TourGuideOptions {
