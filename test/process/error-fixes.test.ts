@@ -175,7 +175,7 @@ describe("row 7: misspelt run-input fields", () => {
         const failure = await outcome(handle.result() as Promise<AgentRunResult>);
         expect(failure).toBeInstanceOf(ApplicationFailure);
         expect(failure).toMatchObject({ type: "InvalidRunInput", nonRetryable: true, message });
-        const history = await handle.fetchHistory();
+        const history = await env.client.workflow.getHandle(handle.workflowId).fetchHistory();
         expect(history.events?.some((e) => e.activityTaskScheduledEventAttributes)).toBe(false);
         expect(history.events?.some((e) => e.markerRecordedEventAttributes?.markerName === "LocalActivity")).toBe(
           false,
@@ -256,9 +256,17 @@ describe("row 8: workers of one queue that serve different models", () => {
       const taskQueue = uniqueId("unserved");
       const lacking = await workerProcess(taskQueue);
       const handle = await startAgentRun(env.client, { taskQueue, model: custom, prompt: "Hello" });
-      const started = Date.now();
       const result = await handle.result();
-      expect(Date.now() - started).toBeLessThan(120_000);
+      // The bound is the any-worker setup's retry policy (about a minute of backoff), read from history rather than
+      // timed: the suite's load stretches wall time (99 s measured under four CPU burners, 74 s on a quiet machine).
+      const history = await env.client.workflow.getHandle(handle.workflowId).fetchHistory();
+      const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
+      expect(scheduled).toHaveLength(1);
+      const policy = scheduled[0].activityTaskScheduledEventAttributes?.retryPolicy;
+      expect(policy?.maximumAttempts).toBe(10);
+      expect(Number(policy?.maximumInterval?.seconds)).toBe(10);
+      const attempts = (history.events ?? []).flatMap((e) => e.activityTaskStartedEventAttributes?.attempt ?? []);
+      expect(attempts).toEqual([10]);
       expect(result.stopReason).toBe("error");
       expect(result.errorMessage).toMatch(
         new RegExp(

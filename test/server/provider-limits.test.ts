@@ -81,7 +81,7 @@ describe("provider limits", () => {
     expect(sample(metrics, "jai_agent_provider_limit_waiting", "openai")).toBe(0);
   });
 
-  it("requestsPerSecond holds: at most the limit (+2 for jitter) in any 1 s window, 20 requests over ≥ 3.8 s", async () => {
+  it("requestsPerSecond holds: at most the limit (+2 for jitter) in any 1 s window, 20 requests over ≥ 3.4 s", async () => {
     const model = server.openAIModel({ id: "gpt-limit-rate" });
     server.script([]);
     server.responder = () => answer();
@@ -95,8 +95,10 @@ describe("provider limits", () => {
     // Unlimited, the same 20 runs put 18 requests in one window (measured).
     const worst = Math.max(...times.map((t) => times.filter((u) => u >= t && u < t + 1000).length));
     expect(worst).toBeLessThanOrEqual(rate + 2);
-    // 20 requests at 5/s take at least 19 intervals of 200 ms (less a little for arrival jitter).
-    expect(times[times.length - 1] - times[0]).toBeGreaterThanOrEqual(19 * 200 - 100);
+    // 20 requests at 5/s are sent over at least 19 intervals of 200 ms. Arrivals lag sends by event-loop delays, the
+    // first more than the last when the suite loads the machine (117 ms measured on CI), so 400 ms are allowed:
+    // unlimited, all 20 arrive within one window.
+    expect(times[times.length - 1] - times[0]).toBeGreaterThanOrEqual(19 * 200 - 400);
   });
 
   it("a 429 with Retry-After pauses every call of the worker, then one probes: the storm does not multiply retries", async () => {
