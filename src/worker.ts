@@ -406,6 +406,11 @@ function agentActivities(agent: Agent, pollers: Pollers): ReturnType<typeof crea
     contextCache: agent.contextCache,
     // Named only while its poller runs: a worker whose own queue stopped must not draw calls to it.
     ownTaskQueue: () => (pollers.ownWorker?.getState() === "RUNNING" ? ownTaskQueue : undefined),
+    // Named in routed replies: the run's next call waits for this worker as long as its next workflow task does.
+    stickyTimeoutMs: () => {
+      const compiled = pollers.worker?.options;
+      return compiled && compiled.maxCachedWorkflows > 0 ? compiled.stickyQueueScheduleToStartTimeoutMs : undefined;
+    },
     // Named in failures that say which worker lacks a run's model or key.
     workerIdentity: () => pollers.worker?.options.identity,
     compactContext: options.compactContext,

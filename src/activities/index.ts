@@ -42,6 +42,8 @@ export interface ActivityDeps {
   contextCache?: ContextCache;
   /** The task queue only this worker polls: routed model replies name it so the run's next call comes back here. */
   ownTaskQueue?: () => string | undefined;
+  /** The worker's sticky queue timeout (ms), named in routed replies with `ownTaskQueue` (workflows/routing.ts). */
+  stickyTimeoutMs?: () => number | undefined;
   /** The worker's identity, named in failures that say which worker lacks a model or a key (default `pid@host`). */
   workerIdentity?: () => string | undefined;
   /** A run's own compaction (`compaction: "worker"`), e.g. an LLM summary; must keep every tool call's result. */
@@ -122,10 +124,13 @@ export function createActivities(deps: ActivityDeps) {
       deps.getApiKey ?? ((provider) => getEnvApiKey(provider)),
       deps.onEvent,
       contexts,
-      deps.ownTaskQueue,
-      modelPolicy,
-      deps.workerIdentity,
-      limiter && !limiter.empty ? limiter : undefined,
+      {
+        ownTaskQueue: deps.ownTaskQueue,
+        stickyMs: deps.stickyTimeoutMs,
+        policy: modelPolicy,
+        workerIdentity: deps.workerIdentity,
+        limits: limiter && !limiter.empty ? limiter : undefined,
+      },
     ),
     /** Runs the worker's compactor on a run's context (read by reference, like a model call's). */
     async compactContext(input: {

@@ -87,28 +87,45 @@ export function replyMessage(output: unknown): AssistantMessage | undefined {
   return "role" in value && value.role === "assistant" ? value : (value as ModelReply).message;
 }
 
-/**
- * `ownTaskQueue`: the queue only this worker polls, named in routed replies (none: replies name no queue).
- * `policy`: the models this worker serves with its keys; the model in the input came through history, so it is
- * held against it again here: the key goes only where the worker serves (or its operator allows) that provider.
- */
+/** Where the model activity's routed replies send the run's next call, and what else it needs of its worker. */
+export interface ModelActivityOptions {
+  /** The queue only this worker polls, named in routed replies (none: replies name no queue). */
+  ownTaskQueue?: () => string | undefined;
+  /** The worker's sticky queue timeout (ms), named in routed replies: the run's next call waits that long for it. */
+  stickyMs?: () => number | undefined;
+  /**
+   * The models this worker serves with its keys; the model in the input came through history, so it is held
+   * against it again here: the key goes only where the worker serves (or its operator allows) that provider.
+   */
+  policy?: ModelPolicy;
+  /** The worker's identity, named when it lacks a run's model. */
+  workerIdentity?: () => string | undefined;
+  /** Caps on this worker's model calls per provider. */
+  limits?: ProviderLimiter;
+}
+
 export function createModelActivity(
   getApiKey: ApiKeyResolver,
   onEvent: AgentEventSink | undefined,
   contexts: ContextCache,
-  ownTaskQueue?: () => string | undefined,
-  policy: ModelPolicy = new ModelPolicy(),
-  workerIdentity?: () => string | undefined,
-  limits?: ProviderLimiter,
+  options: ModelActivityOptions = {},
 ): ModelActivity {
+  const { ownTaskQueue, stickyMs, policy = new ModelPolicy(), workerIdentity, limits } = options;
   const streamAssistantMessage = async (input: StreamAssistantInput): Promise<AssistantMessage | ModelReply> => {
     const info = Context.current().info;
     const queueWaitMs = Math.max(0, Date.now() - info.currentAttemptScheduledTimestampMs);
     const message = await streamOne(input);
     if (!input.route) return message;
     const taskQueue = ownTaskQueue?.();
+    const sticky = stickyMs?.();
     return taskQueue
-      ? { message, taskQueue, queueWaitMs, ...(input.doneAt ? { doneAtMs: Date.now() } : {}) }
+      ? {
+          message,
+          taskQueue,
+          queueWaitMs,
+          ...(input.doneAt ? { doneAtMs: Date.now() } : {}),
+          ...(sticky !== undefined ? { stickyMs: sticky } : {}),
+        }
       : { message };
   };
   return streamAssistantMessage as ModelActivity;

@@ -71,7 +71,7 @@ export function callModel(run: RunContext, retriedOverflow = false, fallback = 0
   const route = hasChange(MODEL_ROUTE_PATCH);
   const queue = route ? state.route.queue : undefined;
   const options = activityOverrides(input.modelActivity, modelSummary(state.turn, model.provider, model.id));
-  if (queue) Object.assign(options, routedOptions(input, queue, state.route.queueWaitMs));
+  if (queue) Object.assign(options, routedOptions(input, queue, state.route));
   // A model with a next one in its chain gets fewer attempts: after them the next model takes the call.
   if (fallback < (setup.fallbacks?.length ?? 0) && input.modelActivity?.retry === undefined)
     options.retry = FALLBACK_RETRY;

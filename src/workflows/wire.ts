@@ -206,6 +206,8 @@ export interface ModelReply {
   queueWaitMs?: number;
   /** When the call finished, on the worker's clock (epoch ms), when the call asked (`doneAt`): see `ExecuteToolOutput.doneAtMs`. */
   doneAtMs?: number;
+  /** The answering worker's sticky queue timeout (ms): its runs' next calls wait that long for it (routing.ts). */
+  stickyMs?: number;
 }
 
 /**

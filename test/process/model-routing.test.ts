@@ -188,6 +188,10 @@ describe("model-call routing", () => {
     expect([undefined, 1500, 60_000].map((w) => routedScheduleToStartMs(w, 5000))).toEqual([2000, 4000, 5000]);
     expect(routedScheduleToStartMs(60_000, 1000)).toBe(2000);
     expect(routedScheduleToStartMs(60_000, 600_000)).toBe(30_000);
+    // Nor, when it is longer, than the worker's sticky queue timeout: its runs' workflow tasks wait that long for it.
+    expect([1500, 60_000].map((w) => routedScheduleToStartMs(w, 5000, 10_000))).toEqual([4000, 10_000]);
+    expect(routedScheduleToStartMs(60_000, 5000, 1000)).toBe(5000);
+    expect(routedScheduleToStartMs(60_000, 5000, 600_000)).toBe(30_000);
     // One activity slot per poller and three runs whose model calls stream for ~0.5 s: calls queue behind each other.
     const taskQueue = uniqueId("route-busy");
     const slowAnswer = (context: Context) => {
@@ -205,7 +209,8 @@ describe("model-call routing", () => {
     const { worker } = await testWorker(env, [pageTool()], {
       taskQueue,
       models: [faux.getModel()],
-      workerOptions: { maxConcurrentActivityTaskExecutions: 1 },
+      // A sticky timeout under the third run's heartbeat timeout, so that one bounds its calls.
+      workerOptions: { maxConcurrentActivityTaskExecutions: 1, stickyQueueScheduleToStartTimeout: "1s" },
     });
     const handles = await Promise.all(
       [1, 2, 3].map((i) =>
@@ -220,10 +225,11 @@ describe("model-call routing", () => {
       ),
     );
     await worker.runUntil(() => Promise.all(handles.map((h) => h.result())));
-    const checked: { waitMs: number; timeoutMs: number; heartbeatMs?: number }[] = [];
+    const checked: { waitMs: number; timeoutMs: number; heartbeatMs?: number; stickyMs?: number }[] = [];
     for (const [i, handle] of handles.entries()) {
       const events = (await handle.workflow.fetchHistory()).events ?? [];
       let lastWait: number | undefined;
+      let lastSticky: number | undefined;
       for (const e of events) {
         const scheduled = e.activityTaskScheduledEventAttributes;
         if (
@@ -235,17 +241,20 @@ describe("model-call routing", () => {
             waitMs: lastWait!,
             timeoutMs: Number(t.seconds ?? 0) * 1000 + Math.round((t.nanos ?? 0) / 1e6),
             heartbeatMs: i === 2 ? 2500 : undefined,
+            stickyMs: lastSticky,
           });
         }
         const done = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
         if (done) {
-          const reply = JSON.parse(Buffer.from(done.data!).toString()) as { queueWaitMs?: number };
-          if (reply.queueWaitMs !== undefined) lastWait = reply.queueWaitMs;
+          const reply = JSON.parse(Buffer.from(done.data!).toString()) as { queueWaitMs?: number; stickyMs?: number };
+          if (reply.queueWaitMs !== undefined) [lastWait, lastSticky] = [reply.queueWaitMs, reply.stickyMs];
         }
       }
     }
     expect(checked.length).toBeGreaterThan(0);
-    for (const c of checked) expect(c.timeoutMs).toBe(routedScheduleToStartMs(c.waitMs, c.heartbeatMs));
+    // The worker named its sticky timeout in each routed reply.
+    expect(checked.every((c) => c.stickyMs === 1000)).toBe(true);
+    for (const c of checked) expect(c.timeoutMs).toBe(routedScheduleToStartMs(c.waitMs, c.heartbeatMs, c.stickyMs));
     expect(checked.filter((c) => c.heartbeatMs).every((c) => c.timeoutMs <= 2500)).toBe(true);
     // Some calls did wait behind the others, and got more than the 2 s a dead worker gets.
     expect(checked.some((c) => c.timeoutMs > 2000)).toBe(true);
