@@ -93,6 +93,24 @@ describe("console: a call waiting for a client", () => {
 
       await box.locator("textarea.result-input").fill('{"color":"red"}');
       await box.locator("button.submit-result").click();
+      const t0 = Date.now();
+      try {
+        await row.locator(".result").waitFor({ timeout: 60_000 });
+        console.log("DIAG ok after", Date.now() - t0);
+      } catch (err) {
+        const diag = {
+          tap: service.tap.since(workflowId, -1).map((e) => `${e.seq}:${e.event.type}${"toolCallId" in e.event ? ":" + (e.event as any).toolCallId : ""}`),
+          notice: await page.locator("#notice").textContent(),
+          status: await page.locator("#status").textContent(),
+          row: await row.evaluate((d: any) => d.outerHTML),
+          log: await page.locator("#log").evaluate((d: any) => d.innerText),
+          wf: (await handle.workflow.describe()).status.name,
+          hist: (await handle.workflow.fetchHistory()).events?.map((e) => String(e.eventType)),
+          state: await handle.state().catch((e) => String(e)),
+        };
+        console.log("DIAG FAIL", JSON.stringify(diag, null, 1));
+        throw err;
+      }
       await expect(row.locator(".result").textContent({ timeout: 60_000 })).resolves.toBe('{"color":"red"}');
       expect(textOf((await handle.result()).messages.at(-1))).toBe('picked: {"color":"red"}');
       await page.waitForFunction(() => !(globalThis as any).document.querySelector(".client-result"), undefined, {

@@ -120,15 +120,21 @@ async function firstWorkerInTurn2(extra: Partial<HarnessConfig> = {}) {
   return { c, first, second, handle };
 }
 
-/** How each model call of the run ended: its queue and, when it failed, the failure. */
+/**
+ * How each model call of the run ended: its queue and, when it or an attempt of it failed, the failure (a retried
+ * attempt's shows only as the last attempt's `lastFailure`).
+ */
 async function modelCalls(handle: AgentRunHandle) {
   const events = (await handle.workflow.fetchHistory()).events ?? [];
   return events
     .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "streamAssistantMessage")
     .map((s) => {
-      const failed = events.find(
-        (e) => Number(e.activityTaskFailedEventAttributes?.scheduledEventId) === Number(s.eventId),
-      )?.activityTaskFailedEventAttributes?.failure;
+      const failed =
+        events.find((e) => Number(e.activityTaskFailedEventAttributes?.scheduledEventId) === Number(s.eventId))
+          ?.activityTaskFailedEventAttributes?.failure ??
+        events.find((e) => Number(e.activityTaskStartedEventAttributes?.scheduledEventId) === Number(s.eventId))
+          ?.activityTaskStartedEventAttributes?.lastFailure ??
+        undefined;
       const timedOut = events.some(
         (e) => Number(e.activityTaskTimedOutEventAttributes?.scheduledEventId) === Number(s.eventId),
       );
@@ -165,16 +171,15 @@ describe("fast failover", () => {
     const result = await handle.result();
     expect(result.stopReason).toBe("stop");
     expect(textOf(result.messages.at(-1))).toBe(FINAL);
-    // The call routed to the dead worker failed with the failover's heartbeat timeout (the server's own would
-    // take 60 s and say nothing of a worker), and its redo went to the shared queue.
+    // The dead worker's call failed with the failover's heartbeat timeout (the server's own would take 60 s and
+    // say nothing of a worker). Routed to it, its redo went to the shared queue; on the shared queue (a loaded
+    // suite's late workflow task can send the run there, see routing.ts taskLost) it was retried in place.
     const calls = await modelCalls(handle);
-    const lost = calls.findIndex((m) => m.queue === first.ownQueue && m.failure);
-    expect(lost).toBeGreaterThanOrEqual(0);
-    expect(calls[lost].failure).toEqual({
-      message: `worker ${first.ownQueue} stopped heartbeating`,
-      timeout: proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT,
-    });
-    expect(calls[lost + 1].queue).toBe(c.taskQueue);
+    const lost = calls.findIndex((m) => m.failure?.message === `worker ${first.ownQueue} stopped heartbeating`);
+    expect({ lost: lost >= 0, calls }).toMatchObject({ lost: true });
+    expect(calls[lost].failure!.timeout).toBe(proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT);
+    if (calls[lost].queue === first.ownQueue) expect(calls[lost + 1].queue).toBe(c.taskQueue);
+    else expect(calls[lost].queue).toBe(c.taskQueue);
     expect(calls.some((m) => m.timedOut)).toBe(false);
     // The survivor is still watched.
     await expect(presenceOf(second).describe()).resolves.toMatchObject({ status: { name: "RUNNING" } });
