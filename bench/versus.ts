@@ -276,6 +276,7 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
           const workerPid = c === peerIndex ? peer.pid : process.pid;
           const workerCpu = cpuSeconds(workerPid);
           const requestsBefore = await persistenceRequests(bench.server);
+          const batchStart = Date.now();
           const out = await contenders[c].tp.many(`vs-tp-${c}-${round}-${stamp}`, TP_RUNS, TP_TURNS - 1, 100);
           const ok = out.runs.filter(
             (r): r is { requests: number[]; steps: number; workflowId: string } =>
@@ -305,6 +306,13 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
           const latencies = gaps.map((g) => g.ms);
           const at = (q: number) => quantile(latencies, q).toFixed(0);
           console.error(`  turn latency p50 / p90 / p99: ${at(0.5)} / ${at(0.9)} / ${at(0.99)} ms`);
+          // The batch's wall beyond its turns: runs all start at once, so how late their first model request came
+          // and how long the batch took after its last request (the answer's turn and the results) count too.
+          const firsts = ok.map((r) => r.requests[0] - batchStart);
+          const lastRequest = Math.max(...ok.map((r) => r.requests.at(-1)!));
+          console.error(
+            `  batch ${(out.ms / 1000).toFixed(1)} s: start → first model request p50 / p90 / max ${quantile(firsts, 0.5).toFixed(0)} / ${quantile(firsts, 0.9).toFixed(0)} / ${Math.max(...firsts).toFixed(0)} ms, last model request → batch end ${(batchStart + out.ms - lastRequest).toFixed(0)} ms`,
+          );
           // Where the slowest 1 % of turns spent their time (#44: a routed call waiting on a busy worker's queue).
           const tp = contenders[c].tp;
           console.error(`  ${await slowestTurns(bench.client, gaps, 0.01, tp.modelActivity, tp.sharedQueue)}`);
