@@ -14,7 +14,9 @@
  * goes with the deltas after it (they cannot be rebuilt without it), and a
  * stream whose start went keeps no further deltas. An event bigger than the
  * whole cap is not kept. Past `maxRuns`, the least recently active runs are
- * forgotten.
+ * forgotten; a forgotten run that comes back numbers on from where it was (the
+ * tap remembers that of the last `10 × maxRuns` forgotten runs), with every
+ * event before marked lost, so a cursor from before is not served as complete.
  *
  * Resume (`since(after)`) is by sequence number, so a cursor stays valid
  * while events are evicted: it gets every kept event after it. Whether that
@@ -62,6 +64,8 @@ export class EventTap {
   private readonly waiting = new Map<string, Set<() => void>>();
   private readonly maxRuns: number;
   private readonly maxRunBytes: number;
+  /** The next seq of runs forgotten lately (oldest first): one that comes back must not reuse its numbers. */
+  private readonly forgotten = new Map<string, number>();
 
   constructor(options: EventTapOptions = {}) {
     this.maxRuns = options.maxRuns ?? 500;
@@ -81,9 +85,9 @@ export class EventTap {
     return this.runs.has(workflowId);
   }
 
-  /** Sequence number the next event of the run will get (0 for an unknown run). */
+  /** Sequence number the next event of the run will get (0 for a run the tap never held). */
   head(workflowId: string): number {
-    return this.runs.get(workflowId)?.next ?? 0;
+    return this.runs.get(workflowId)?.next ?? this.forgotten.get(workflowId) ?? 0;
   }
 
   /** Bytes the run's log holds now (0 for an unknown run); never more than `maxRunBytes`. */
@@ -104,17 +108,22 @@ export class EventTap {
   append(run: AgentRunRef, event: AgentEvent): void {
     let log = this.runs.get(run.workflowId);
     if (log) this.runs.delete(run.workflowId); // re-insert: Map order is recency
-    log ??= {
-      entries: [],
-      next: 0,
-      bytes: 0,
-      encode: deltaEncoder(),
-      wake: new Set(),
-      streamStart: 0,
-      clean: 0,
-      streamLost: false,
-      lostThrough: -1,
-    };
+    if (!log) {
+      // A run forgotten earlier goes on from its last number, and what came before is lost here.
+      const first = this.forgotten.get(run.workflowId) ?? 0;
+      this.forgotten.delete(run.workflowId);
+      log = {
+        entries: [],
+        next: first,
+        bytes: 0,
+        encode: deltaEncoder(),
+        wake: new Set(),
+        streamStart: 0,
+        clean: 0,
+        streamLost: false,
+        lostThrough: first - 1,
+      };
+    }
     this.runs.set(run.workflowId, log);
     const early = this.waiting.get(run.workflowId);
     if (early) {
@@ -145,6 +154,8 @@ export class EventTap {
       const oldest = this.runs.keys().next().value as string;
       const gone = this.runs.get(oldest)!;
       this.runs.delete(oldest);
+      this.forgotten.set(oldest, gone.next);
+      if (this.forgotten.size > 10 * this.maxRuns) this.forgotten.delete(this.forgotten.keys().next().value as string);
       for (const wake of gone.wake) wake();
     }
   }

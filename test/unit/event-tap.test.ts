@@ -133,3 +133,36 @@ describe("event tap byte cap", () => {
     expect(tap.complete("w", 4)).toBe(true);
   });
 });
+
+describe("event tap: a forgotten run that comes back", () => {
+  it("numbers on from where it was, so a cursor from before gets the new events and is not served as complete", () => {
+    const tap = new EventTap({ maxRuns: 2 });
+    const a = { workflowId: "a", runId: "ra" };
+    for (const event of toolCall(1, 10)) tap.append(a, event);
+    const cursor = tap.since("a", -1).at(-1)!.seq; // a reader that read all of a's events so far
+    expect(cursor).toBe(3);
+    // Two other runs push a out; a's next events (one of them lost with it) come after.
+    tap.append({ workflowId: "b", runId: "rb" }, { type: "agent_start" });
+    tap.append({ workflowId: "c", runId: "rc" }, { type: "agent_start" });
+    expect(tap.has("a")).toBe(false);
+    expect(tap.head("a")).toBe(4);
+    for (const event of toolCall(2, 10)) tap.append(a, event);
+    const after = tap.since("a", cursor);
+    expect(after.map((e) => e.seq)).toEqual([4, 5, 6, 7]);
+    expect(after[0].event).toMatchObject({ type: "tool_execution_start", toolCallId: "c2" });
+    // Nothing was lost between the cursor and the run's return here; a cursor older than that, or from the start,
+    // lost the events the tap forgot.
+    expect(tap.complete("a", cursor)).toBe(true);
+    expect(tap.complete("a", 1)).toBe(false);
+    expect(tap.complete("a", -1)).toBe(false);
+  });
+
+  it("remembers where forgotten runs were for ten times maxRuns of them, then forgets the oldest", () => {
+    const tap = new EventTap({ maxRuns: 1 });
+    for (let i = 0; i < 12; i++) tap.append({ workflowId: `r${i}`, runId: "x" }, { type: "agent_start" });
+    // r11 is held; r1..r10 are remembered; r0, the oldest forgotten, is not.
+    expect(tap.head("r10")).toBe(1);
+    expect(tap.head("r1")).toBe(1);
+    expect(tap.head("r0")).toBe(0);
+  });
+});
