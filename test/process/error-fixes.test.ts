@@ -175,7 +175,7 @@ describe("row 7: misspelt run-input fields", () => {
         const failure = await outcome(handle.result() as Promise<AgentRunResult>);
         expect(failure).toBeInstanceOf(ApplicationFailure);
         expect(failure).toMatchObject({ type: "InvalidRunInput", nonRetryable: true, message });
-        const history = await env.client.workflow.getHandle(handle.workflowId).fetchHistory();
+        const history = await handle.fetchHistory();
         expect(history.events?.some((e) => e.activityTaskScheduledEventAttributes)).toBe(false);
         expect(history.events?.some((e) => e.markerRecordedEventAttributes?.markerName === "LocalActivity")).toBe(
           false,
