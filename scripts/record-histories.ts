@@ -158,15 +158,53 @@ const CASES: Case[] = [
       fauxAssistantMessage("ok, I will not"),
     ],
     drive: async (handle) => {
-      for (;;) {
-        const state = await handle.state();
-        if (state.pendingApprovals.length > 0) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await stateWhen(handle, (s) => s.pendingApprovals.length > 0);
       await handle.deny("d1", "never delete /");
     },
   },
+  {
+    // The features added after baseline v3: a budget, an approval policy, a client tool whose call waits beside a
+    // fast tool's (a local activity) and an approved one.
+    name: "later-features",
+    script: [
+      fauxAssistantMessage(
+        [
+          fauxToolCall("lookup", { key: "a" }, { id: "l1" }),
+          fauxToolCall("read", { path: "b" }, { id: "r1" }),
+          fauxToolCall("pick_color", { hint: "warm" }, { id: "c1" }),
+        ],
+        { stopReason: "toolUse" },
+      ),
+      answer,
+    ],
+    options: {
+      tools: ["lookup", "read"],
+      budget: { maxToolCalls: 10 },
+      approvalPolicy: { rules: [{ match: "read", action: "ask" }] },
+      clientTools: [
+        {
+          name: "pick_color",
+          description: "Asks the user to pick a color",
+          parameters: { type: "object", properties: { hint: { type: "string" } } },
+        },
+      ],
+    },
+    drive: async (handle) => {
+      await stateWhen(handle, (s) => s.pendingApprovals.some((a) => a.toolCallId === "r1"));
+      await handle.approve("r1");
+      await stateWhen(handle, (s) => (s.pendingClientResults ?? []).some((p) => p.toolCallId === "c1"));
+      await handle.submitToolResult("c1", { color: "red" });
+    },
+  },
 ];
+
+/** Polls the run's state until `ok` holds. */
+async function stateWhen(handle: AgentRunHandle, ok: (s: Awaited<ReturnType<AgentRunHandle["state"]>>) => boolean) {
+  for (;;) {
+    if (ok(await handle.state())) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger("WARN") });

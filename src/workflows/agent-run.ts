@@ -34,7 +34,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  patched,
   proxySinks,
   upsertMemo,
   upsertSearchAttributes,
@@ -78,6 +77,7 @@ import {
   MODEL_CHAIN_PATCH,
   baseline,
   hasChange,
+  startBaseline,
 } from "./patches.js";
 import { runPrompt, type BudgetEffects, type LoopEffects } from "./prompt-loop.js";
 import { modelChain, modelRefName } from "../common/model-ref.js";
@@ -98,6 +98,8 @@ export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunRe
 }
 
 async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
+  // Before any command: a run started now asks one patch for every change (see BASELINE_PATCH).
+  startBaseline();
   // The prompt's time, read in the first activation: after the setup (a local activity) the workflow's clock is
   // the next workflow task's start when it runs, but the local activity's recorded end when it replays (a run
   // whose first workflow task timed out saw 14.349 where its history replays 14.301): the model would have seen
@@ -108,19 +110,19 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   // run's input is its chain's first input, accepted then (with the fields the loop adds).
   // Typed output behind a patch asked only when the input has its fields: runs recorded before ignored them or
   // refused them as unknown, and replay that way.
-  const typed = (input.output !== undefined || input.outputRetries !== undefined) && patched(TYPED_OUTPUT_PATCH);
+  const typed = (input.output !== undefined || input.outputRetries !== undefined) && hasChange(TYPED_OUTPUT_PATCH);
   // Budgets and model chains likewise (issue #42): asked only when the input has them.
   // A continued run goes on with its chain's budget exactly when the chain carries a spend.
   const budgeted = input.continued
     ? input.continued.spend !== undefined
-    : input.budget !== undefined && patched(BUDGET_PATCH);
-  const chained = Array.isArray(input.model) && patched(MODEL_CHAIN_PATCH);
+    : input.budget !== undefined && hasChange(BUDGET_PATCH);
+  const chained = Array.isArray(input.model) && hasChange(MODEL_CHAIN_PATCH);
   const unknown = input.continued
     ? undefined
     : unknownFieldProblem(input, [], [...(typed ? [] : TYPED_OUTPUT_FIELDS), ...(budgeted ? [] : BUDGET_FIELDS)]);
   const problem =
     validateRunInput(input, { unknownFields: false, output: typed, modelChain: chained, budget: budgeted }) ??
-    (unknown && patched(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
+    (unknown && hasChange(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
   if (problem) await refuse(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
   const carried = input.continued;
   // Before the handlers: updates that arrived with the first task are validated against the carried state.
@@ -136,7 +138,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   try {
     let setup = carried ? carried.setup : await resolveSetup(input);
     // Client tools join the setup once (a continued run carries them in it); patched: see CLIENT_TOOLS_PATCH.
-    if (!carried && input.clientTools?.length && patched(CLIENT_TOOLS_PATCH)) {
+    if (!carried && input.clientTools?.length && hasChange(CLIENT_TOOLS_PATCH)) {
       const withClient = withClientTools(setup, input.clientTools);
       if (typeof withClient === "string") await refuse(`Invalid run input: ${withClient}`, FailureType.InvalidRunInput);
       else setup = withClient;
@@ -149,7 +151,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
       );
     // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
     // Since baseline v3 only where the namespace lacks the search attributes, which carry the same model, tools and outcome.
-    memo = hasChange(MEMO_PATCH) && !(setup.searchAttributes && baseline() === 3);
+    memo = hasChange(MEMO_PATCH) && !(setup.searchAttributes && baseline() >= 3);
     if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
     modelLabel = `${setup.model.provider}/${setup.model.id}`;
     if (!carried) metrics.runStarted(modelLabel);
@@ -271,7 +273,7 @@ function failBeforeLoop(message: string, type: string): never {
  * AgentStatus find it failed. Patched: runs refused before this change upserted nothing.
  */
 async function refuse(message: string, type: string): Promise<never> {
-  if (patched(REFUSED_STATUS_PATCH) && (await searchAttributesExist()))
+  if (hasChange(REFUSED_STATUS_PATCH) && (await searchAttributesExist()))
     upsertSearchAttributes([{ key: AgentStatus, value: "failed" }]);
   return failBeforeLoop(message, type);
 }
@@ -305,7 +307,7 @@ async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
       // A local activity's failure may arrive as its cause alone.
       const failure = err instanceof ActivityFailure ? err.cause : err;
       const notServed = failure instanceof ApplicationFailure && failure.type === FailureType.ModelNotServed;
-      if (!notServed || !patched(SETUP_ANY_WORKER_PATCH)) throw err;
+      if (!notServed || !hasChange(SETUP_ANY_WORKER_PATCH)) throw err;
       return resolveRunSetupOnAnyWorker.executeWithOptions({ summary: `setup · ${label} · any worker` }, [args]);
     });
   } catch (err) {

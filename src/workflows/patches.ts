@@ -3,6 +3,10 @@
  * (`patched(id)`): running runs take the new path from the next workflow task
  * on, histories recorded before it replay the old one. Add a line here when a
  * change would alter the commands of a recorded run (README, "Changing the loop").
+ *
+ * Contract: a new change's `patched(id)` is asked at the start of `runAgent`, with `startBaseline`'s, or where
+ * the run decides after a regular activity, timer or update, never in code that a local activity's result
+ * resumes (the setup, a fast tool's call): see baseline v4 for what that broke.
  */
 import { patched } from "@temporalio/workflow";
 
@@ -37,12 +41,19 @@ export const SETUP_ANY_WORKER_PATCH = "jai-setup-any-worker-v1" as const;
  * - v3: v2, and a run whose namespace has the agent search attributes writes no memo: the model, tools
  *   and outcome the memo repeated are in those attributes, and each memo upsert cost the run an event
  *   and a visibility write at its start and at its end.
+ * - v4: v3, and every change made after v3 (`LaterChange`, at the end of this file). Those were asked where they decide, some right after a
+ *   local activity: a query that came while it ran made the worker complete the task with the activity's marker
+ *   before the workflow saw its result, the patch's marker went into the next task, and the history no longer
+ *   replayed (the `patched` call, replayed in the earlier task, found no marker there). A v4 run asks one patch,
+ *   first, and no other.
  */
-export const BASELINE_PATCH = "jai-baseline-v3";
-/** The baseline before: runs recorded with it write the memo next to the search attributes. */
+export const BASELINE_PATCH = "jai-baseline-v4";
+/** The baseline before: runs recorded with it asked each later change's own patch where it decided. */
+export const BASELINE_V3_PATCH = "jai-baseline-v3";
+/** The baseline before that: runs recorded with it write the memo next to the search attributes. */
 export const BASELINE_V2_PATCH = "jai-baseline-v2";
 
-/** The changes the baselines cover: exactly those made before them. */
+/** The changes baselines v2 and v3 cover: exactly those made before them. */
 type BaselineChange =
   | typeof MEMO_PATCH
   | typeof SEARCH_ATTRIBUTES_PATCH
@@ -51,26 +62,7 @@ type BaselineChange =
   | typeof LOCAL_ACTIVITIES_PATCH;
 
 /**
- * The newest baseline this run recorded: 3, 2, or 0 for a run recorded before both. Like `patched`, a
- * running run takes the newest at its next new workflow task.
- */
-export function baseline(): 0 | 2 | 3 {
-  return patched(BASELINE_PATCH) ? 3 : patched(BASELINE_V2_PATCH) ? 2 : 0;
-}
-
-/**
- * Whether this run takes the path of `change` from here on: any run that recorded a baseline does; an
- * older run when it recorded that change's own marker.
- * Contract: only for the changes the baselines cover. A later change is a plain `patched(itsId)`: runs
- * recorded with a baseline did not take it.
- */
-export function hasChange(change: BaselineChange): boolean {
-  return baseline() >= 2 || patched(change);
-}
-
-/**
- * After the baselines (a plain `patched`): a run refused before its loop (invalid input, or a setup that
- * refuses it) asks a local activity whether the namespace has the agent search attributes, then upserts
+ * After baseline v3 (covered by v4): a run refused before its loop (invalid input, or a setup that refuses it) asks a local activity whether the namespace has the agent search attributes, then upserts
  * AgentStatus "failed". Asked only when refused: other runs record no marker.
  */
 export const REFUSED_STATUS_PATCH = "jai-refused-status-v1" as const;
@@ -93,7 +85,7 @@ export const CLIENT_TOOLS_PATCH = "jai-client-tools-v1" as const;
 export const CLIENT_WAIT_STATUS_PATCH = "jai-client-wait-status-v1" as const;
 
 /**
- * After the baselines (a plain `patched`): typed results (run input `output`, docs/typed-results.md). Asked
+ * After baseline v3 (covered by v4): typed results (run input `output`, docs/typed-results.md). Asked
  * only when the input has `output` or `outputRetries`: runs recorded before ignored those fields (or refused
  * them as unknown), and replay that way; other runs record no marker.
  */
@@ -110,3 +102,68 @@ export const BUDGET_PATCH = "jai-budget-v1" as const;
  * such an input, and replay that way.
  */
 export const MODEL_CHAIN_PATCH = "jai-model-chain-v1" as const;
+
+/** The changes made after baseline v3, which v4 covers. */
+type LaterChange =
+  | typeof UNKNOWN_FIELDS_PATCH
+  | typeof SETUP_ANY_WORKER_PATCH
+  | typeof REFUSED_STATUS_PATCH
+  | typeof APPROVAL_POLICY_PATCH
+  | typeof CLIENT_TOOLS_PATCH
+  | typeof CLIENT_WAIT_STATUS_PATCH
+  | typeof TYPED_OUTPUT_PATCH
+  | typeof BUDGET_PATCH
+  | typeof MODEL_CHAIN_PATCH;
+
+const LATER_CHANGES: ReadonlySet<string> = new Set<LaterChange>([
+  UNKNOWN_FIELDS_PATCH,
+  SETUP_ANY_WORKER_PATCH,
+  REFUSED_STATUS_PATCH,
+  APPROVAL_POLICY_PATCH,
+  CLIENT_TOOLS_PATCH,
+  CLIENT_WAIT_STATUS_PATCH,
+  TYPED_OUTPUT_PATCH,
+  BUDGET_PATCH,
+  MODEL_CHAIN_PATCH,
+]);
+
+/**
+ * Whether this run started with baseline v4: asked once, by `startBaseline`, in the run's first activation
+ * (module state is the run's own: each workflow has its own globals). Never asked again, so a run recorded before
+ * v4 never records it later, at a point that may follow a local activity.
+ */
+let startedWithV4: boolean | undefined;
+
+/**
+ * Asks baseline v4, before the run's first command.
+ * Contract: the first thing a run does, before any other patch, activity or upsert.
+ */
+export function startBaseline(): void {
+  startedWithV4 = patched(BASELINE_PATCH);
+}
+
+/**
+ * The newest baseline this run recorded: 4, 3, 2, or 0 for a run recorded before them all. A run takes v4 only
+ * from its start; like `patched`, a running run recorded before v3 takes v3 at its next new workflow task.
+ */
+export function baseline(): 0 | 2 | 3 | 4 {
+  if (hasBaselineV4()) return 4;
+  return patched(BASELINE_V3_PATCH) ? 3 : patched(BASELINE_V2_PATCH) ? 2 : 0;
+}
+/** Whether the run started with baseline v4 (`startBaseline` asked it). */
+function hasBaselineV4(): boolean {
+  if (startedWithV4 === undefined) throw new Error("baseline asked before startBaseline()");
+  return startedWithV4;
+}
+
+/**
+ * Whether this run takes the path of `change` from here on: a run with baseline v4 does, without a marker; a
+ * run recorded with v2 or v3 does for the changes they cover; otherwise when `patched(change)` says so (the change's
+ * own marker, asked where the change decides, as runs recorded before v4 asked it). A later change does not ask
+ * v3 first: runs recorded with v3 asked the later change's patch before their baseline's, and replay in that order.
+ */
+export function hasChange(change: BaselineChange | LaterChange): boolean {
+  if (hasBaselineV4()) return true;
+  if (LATER_CHANGES.has(change)) return patched(change);
+  return baseline() >= 2 || patched(change);
+}

@@ -8,7 +8,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  patched,
   proxySinks,
   TimeoutFailure,
   type ActivityOptions,
@@ -21,7 +20,6 @@ import type { AgentEvent, ClientToolDeclaration, ToolExecutionMode } from "../co
 import type { AgentSinks } from "./definitions.js";
 import { policyDenial, policyVerdict } from "./approval-policy.js";
 import { clientToolSpecs } from "./client-tools.js";
-import { CLIENT_WAIT_STATUS_PATCH } from "./patches.js";
 import type { ExecuteToolInput, ExecuteToolOutput, RunSetup, ToolSpec } from "./wire.js";
 import type { Conversation } from "./conversation.js";
 import type { RunContext } from "./run-context.js";
@@ -31,7 +29,7 @@ import { errorOutput } from "./tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";
-import { APPROVAL_POLICY_PATCH, LOCAL_ACTIVITIES_PATCH, hasChange } from "./patches.js";
+import { APPROVAL_POLICY_PATCH, CLIENT_WAIT_STATUS_PATCH, LOCAL_ACTIVITIES_PATCH, hasChange } from "./patches.js";
 
 const { agent } = proxySinks<AgentSinks>();
 
@@ -156,7 +154,7 @@ function processCall(
   if (!spec) return Promise.resolve(errorOutput(`Tool ${call.name} not found`));
   const tools = run.state.tools;
   // Only a run with a policy or a remembered tool asks the patch (see APPROVAL_POLICY_PATCH).
-  if ((tools.batchPolicy !== undefined || tools.remembered.length > 0) && patched(APPROVAL_POLICY_PATCH))
+  if ((tools.batchPolicy !== undefined || tools.remembered.length > 0) && hasChange(APPROVAL_POLICY_PATCH))
     return byPolicy(run, spec, call, index);
   if (spec.approval) return approveThenExecute(run, spec, call, index);
   return execute(run, spec, call, index);
@@ -218,7 +216,7 @@ async function awaitClientResult(
   const { state } = run;
   const timeout = spec.client?.timeout;
   // Shows "waiting_for_client" while only client calls wait; patched: see CLIENT_WAIT_STATUS_PATCH.
-  if (!state.tools.clientWaitStatus && patched(CLIENT_WAIT_STATUS_PATCH)) state.tools.showClientWaitStatus();
+  if (!state.tools.clientWaitStatus && hasChange(CLIENT_WAIT_STATUS_PATCH)) state.tools.showClientWaitStatus();
   const wait = state.tools.awaitClient(
     index,
     {

@@ -14,7 +14,17 @@ import { startAgentRun } from "../../src/client.js";
 import { readHistoryFile, replayHistory, replayOptions } from "../../src/replay.js";
 import { bundleAgentWorkflows } from "../../src/worker.js";
 import { bundleFailoverWorkflows, WORKER_PRESENCE_WORKFLOW } from "../../src/failover/index.js";
-import { BASELINE_PATCH, BASELINE_V2_PATCH, LOCAL_ACTIVITIES_PATCH, MEMO_PATCH } from "../../src/workflows/patches.js";
+import {
+  APPROVAL_POLICY_PATCH,
+  BASELINE_PATCH,
+  BASELINE_V2_PATCH,
+  BASELINE_V3_PATCH,
+  BUDGET_PATCH,
+  CLIENT_TOOLS_PATCH,
+  CLIENT_WAIT_STATUS_PATCH,
+  LOCAL_ACTIVITIES_PATCH,
+  MEMO_PATCH,
+} from "../../src/workflows/patches.js";
 import { fauxModel, testWorker, uniqueId, withServer } from "../support/helpers.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -77,6 +87,7 @@ describe("golden histories", () => {
       "max-turns",
       "approval-denied",
       "crash-recovered",
+      "later-features",
     ]) {
       expect(fixtures).toContain(`${name}.json`);
     }
@@ -127,7 +138,7 @@ describe("golden histories", () => {
     expect(await hasPatchMarker("frozen/before-baseline-fast-tools.json", LOCAL_ACTIVITIES_PATCH)).toBe(true);
   });
 
-  it(`keeps histories recorded before the "${BASELINE_PATCH}" patch (a marker per change, two first upserts) replayable`, async () => {
+  it(`keeps histories recorded before the baselines (a marker per change, two first upserts) replayable`, async () => {
     const before = fixtures.filter((f) => f.startsWith("frozen/before-baseline"));
     expect(before.length).toBe(2);
     for (const f of before) {
@@ -150,6 +161,25 @@ describe("golden histories", () => {
     expect(await memoEvents("frozen/baseline-v2-fast-tools.json")).toBe(2);
     expect(await hasPatchMarker("fast-tools.json", BASELINE_V2_PATCH)).toBe(false);
     expect(await memoEvents("fast-tools.json")).toBe(0);
+  });
+
+  it(`keeps histories recorded with "${BASELINE_V3_PATCH}" (a marker per later change, where it decided) replayable`, async () => {
+    // Replayed with the others above. The same run recorded since v4 asks one patch, before its first command.
+    const patchIds = async (file: string) =>
+      ((await readHistoryFile(path.join(fixturesDir, file))).events ?? [])
+        .filter((e) => e.markerRecordedEventAttributes?.markerName === "core_patch")
+        .map((e) =>
+          Buffer.from(e.markerRecordedEventAttributes?.details?.["patch-data"]?.payloads?.[0]?.data ?? []).toString(),
+        )
+        .map((data) => (JSON.parse(data) as { id: string }).id);
+    expect(await patchIds("frozen/baseline-v3-later-features.json")).toEqual([
+      BUDGET_PATCH,
+      BASELINE_V3_PATCH,
+      CLIENT_TOOLS_PATCH,
+      APPROVAL_POLICY_PATCH,
+      CLIENT_WAIT_STATUS_PATCH,
+    ]);
+    expect(await patchIds("later-features.json")).toEqual([BASELINE_PATCH]);
   });
 
   it("keeps a sub-agent tree recorded before the depth bound replayable (a run at depth 3 that started a child)", async () => {

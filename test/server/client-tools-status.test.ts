@@ -2,16 +2,16 @@
  * A call waiting for a client is visible (issue #41): `state().status` and the AgentStatus search attribute say
  * "waiting_for_client" while a client tool call waits and nothing else of its batch runs ("running" while a
  * worker tool beside it still runs), the console's "waiting" filter lists the run, and the status returns to
- * "running" / "completed" once the result is in. The patch marker is recorded only by runs with a client wait.
+ * "running" / "completed" once the result is in. A run records no patch of its own for it: baseline v4 covers it.
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import { listRunPage } from "../../src/http/run-list.js";
 import type { AgentRunState, ClientToolDeclaration } from "../../src/types.js";
-import { CLIENT_WAIT_STATUS_PATCH } from "../../src/workflows/patches.js";
+import { BASELINE_PATCH } from "../../src/workflows/patches.js";
 import { AgentStatus } from "../../src/workflows/search-attributes.js";
-import { fauxModel, gateTool, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
+import { fauxModel, gateTool, patchIds, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();
 
@@ -36,10 +36,8 @@ async function until<T>(what: string, attempt: () => Promise<T>, ok: (value: T) 
 const agentStatus = async (id: string) =>
   (await env.client.workflow.getHandle(id).describe()).typedSearchAttributes.get(AgentStatus);
 const stateOf = (handle: AgentRunHandle) => () => handle.state();
-const hasMarker = async (id: string) =>
-  JSON.stringify((await env.client.workflow.getHandle(id).fetchHistory()).events).includes(
-    Buffer.from(`"${CLIENT_WAIT_STATUS_PATCH}"`).toString("base64").slice(0, 16),
-  );
+/** The run's patch markers: since baseline v4, that one alone, whether the run waits for a client or not. */
+const patchesOf = async (id: string) => patchIds((await env.client.workflow.getHandle(id).fetchHistory()).events);
 
 describe("the status of a run waiting for a client", () => {
   it('is "waiting_for_client" (state, AgentStatus, the "waiting" filter) only while nothing else of the batch runs', async () => {
@@ -85,10 +83,10 @@ describe("the status of a run waiting for a client", () => {
     expect(textOf(result.messages.at(-1))).toBe('got: {"color":"red"}');
     expect((await handle.state()).status).toBe("completed");
     expect(await agentStatus(id)).toBe("completed");
-    expect(await hasMarker(id)).toBe(true);
+    expect(await patchesOf(id)).toEqual([BASELINE_PATCH]);
   }, 90_000);
 
-  it("a run without client tools never shows it nor records the marker", async () => {
+  it("a run without client tools never shows it", async () => {
     const gate = gateTool("slow_check");
     const faux = fauxModel([
       fauxAssistantMessage([fauxToolCall("slow_check", {}, { id: "g-1" })], { stopReason: "toolUse" }),
@@ -109,6 +107,6 @@ describe("the status of a run waiting for a client", () => {
       await handle.result();
     });
     expect([...seen]).toEqual(["running"]);
-    expect(await hasMarker(handle.workflowId)).toBe(false);
+    expect(await patchesOf(handle.workflowId)).toEqual([BASELINE_PATCH]);
   }, 60_000);
 });

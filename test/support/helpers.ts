@@ -41,6 +41,16 @@ export async function openTestEnv(): Promise<TestEnv> {
 
 export const uniqueId = (prefix: string) => `${prefix}-${randomUUID()}`;
 
+/** The patch ids a history's `core_patch` markers recorded, in order. */
+export function patchIds(events: { markerRecordedEventAttributes?: any }[] | null | undefined): string[] {
+  return (events ?? [])
+    .filter((e) => e.markerRecordedEventAttributes?.markerName === "core_patch")
+    .map((e) =>
+      Buffer.from(e.markerRecordedEventAttributes.details?.["patch-data"]?.payloads?.[0]?.data ?? []).toString(),
+    )
+    .map((data) => (JSON.parse(data) as { id: string }).id);
+}
+
 /** A faux model of its own for one test: scripted responses, no shared queue between tests. */
 export function fauxModel(responses: FauxResponseStep[], options: { tokensPerSecond?: number } = {}) {
   const faux = registerFauxProvider({ tokensPerSecond: options.tokensPerSecond });

@@ -5,6 +5,7 @@
  * worker process finishes the run.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -12,7 +13,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@temporalio/client";
 import { startAgentRun, type AgentRunHandle } from "../../../src/client.js";
-import { uniqueId } from "../helpers.js";
 import { sharedBundleFile } from "../bundles.js";
 import type { AgentMessage, AgentRunResult } from "../../../src/types.js";
 import { MODEL_REF, type Variant } from "./scenario.js";
@@ -113,7 +113,8 @@ export async function harnessDir(name: string, options: { failover?: boolean } =
   return {
     dir,
     config(variant = "main", extra = {}) {
-      const taskQueue = uniqueId(name);
+      // Not helpers.ts' uniqueId: that module needs jest, and scripts/record-histories.ts runs this harness without it.
+      const taskQueue = `${name}-${randomUUID()}`;
       const logFile = path.join(dir, `${taskQueue}.log`);
       return {
         address: process.env.TEMPORAL_ADDRESS!,

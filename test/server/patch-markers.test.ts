@@ -1,0 +1,145 @@
+/**
+ * A run's patch markers since baseline v4 (src/workflows/patches.ts), on the real dev server: one, before the run's
+ * first command, whatever later feature the run uses; and runs queried while their setup (a local activity) outlasts
+ * a workflow task's heartbeat replay. Before v4 the client tools' patch was asked right after the setup: a query
+ * answered while the setup's result was pending completed the task with the setup's marker alone, the patch's marker
+ * went into the next task, and the history failed to replay ("Non-deprecated patch marker encountered").
+ */
+import { describe, expect, it } from "@jest/globals";
+import { Worker } from "@temporalio/worker";
+import type { ActivityInterceptorsFactory } from "@temporalio/worker";
+import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
+import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
+import type { AgentTool, ClientToolDeclaration } from "../../src/types.js";
+import { BASELINE_PATCH } from "../../src/workflows/patches.js";
+import { fauxModel, patchIds, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
+
+const env = withServer();
+
+const pickColor: ClientToolDeclaration = {
+  name: "pick_color",
+  description: "Asks the user to pick a color",
+  parameters: { type: "object", properties: { hint: { type: "string" } } },
+};
+const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] });
+const lookup: AgentTool = {
+  name: "lookup",
+  description: "lookup",
+  parameters: Type.Object({}),
+  fast: true,
+  execute: async () => text("looked up"),
+};
+const read: AgentTool = {
+  name: "read",
+  description: "read",
+  parameters: Type.Object({}),
+  execute: async () => text("read"),
+};
+
+async function stateWhen(handle: AgentRunHandle, ok: (s: Awaited<ReturnType<AgentRunHandle["state"]>>) => boolean) {
+  const poll = async () => {
+    for (;;) {
+      if (ok(await handle.state())) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  return within(poll(), 30_000, "the run's state");
+}
+
+type HistoryEvents = NonNullable<Awaited<ReturnType<AgentRunHandle["workflow"]["fetchHistory"]>>["events"]>;
+
+/** Whether a workflow task completed between the setup's local-activity marker and the next event (a split). */
+function setupSplit(events: HistoryEvents): boolean {
+  const at = events.findIndex((e) => e.markerRecordedEventAttributes?.markerName === "core_local_activity");
+  return at >= 0 && !!events[at + 1]?.workflowTaskScheduledEventAttributes;
+}
+
+describe("patch markers", () => {
+  it("a run started now records one, the baseline, before its first command, whatever later features it uses", async () => {
+    const faux = fauxModel([
+      fauxAssistantMessage(
+        [
+          fauxToolCall("lookup", {}, { id: "l1" }),
+          fauxToolCall("read", {}, { id: "r1" }),
+          fauxToolCall("pick_color", { hint: "warm" }, { id: "c1" }),
+        ],
+        { stopReason: "toolUse" },
+      ),
+      fauxAssistantMessage("done"),
+    ]);
+    const { worker, taskQueue } = await testWorker(env, [lookup, read]);
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId: uniqueId("one-patch"),
+      model: faux.getModel(),
+      prompt: "go",
+      budget: { maxToolCalls: 10 },
+      approvalPolicy: { rules: [{ match: "read", action: "ask" }] },
+      clientTools: [pickColor],
+    });
+    await worker.runUntil(async () => {
+      await stateWhen(handle, (s) => s.pendingApprovals.some((a) => a.toolCallId === "r1"));
+      await handle.approve("r1");
+      await stateWhen(handle, (s) => (s.pendingClientResults ?? []).some((p) => p.toolCallId === "c1"));
+      await handle.submitToolResult("c1", { color: "red" });
+      return within(handle.result(), 30_000, "the run");
+    });
+    const events = (await handle.workflow.fetchHistory()).events ?? [];
+    // Recorded before v4, the same run asked five: budget, baseline v3, client tools, approval policy, client wait.
+    expect(patchIds(events)).toEqual([BASELINE_PATCH]);
+    // The first command of the first workflow task (events 1-4: started, task scheduled, started, completed).
+    expect(events[4]?.markerRecordedEventAttributes?.markerName).toBe("core_patch");
+  });
+
+  it("runs queried while their setup outlasts a workflow task's heartbeat replay", async () => {
+    // The worker completes a task early (a heartbeat) at 80 % of the task timeout while a local activity runs.
+    // Setups that end around that moment, under queries every 5 ms, are what split the old histories.
+    const runs = 16;
+    const delays = new Map<string, number>();
+    const slowSetup: ActivityInterceptorsFactory = (ctx) => ({
+      inbound: {
+        async execute(input, next) {
+          const delay = delays.get(ctx.info.workflowExecution?.workflowId ?? "");
+          if (ctx.info.activityType === "resolveRunSetup" && delay) await new Promise((r) => setTimeout(r, delay));
+          return next(input);
+        },
+      },
+    });
+    const faux = fauxModel(Array.from({ length: runs }, () => fauxAssistantMessage("done")));
+    const { worker, taskQueue } = await testWorker(env, [], {
+      workerOptions: { interceptors: { activity: [slowSetup] } },
+    });
+    const outcomes = await worker.runUntil(
+      Promise.all(
+        Array.from({ length: runs }, async (_, i) => {
+          const workflowId = uniqueId("queried-setup");
+          delays.set(workflowId, 1550 + i * 20);
+          const handle = await startAgentRun(env.client, {
+            taskQueue,
+            workflowId,
+            model: faux.getModel(),
+            prompt: "go",
+            clientTools: [pickColor],
+            workflowTaskTimeout: "2s",
+          });
+          let ended = false;
+          const result = within(handle.result(), 60_000, "the run").finally(() => (ended = true));
+          const problems: string[] = [];
+          while (!ended) {
+            await handle.workflow.query("state").catch((err: unknown) => problems.push(`query: ${String(err)}`));
+            await new Promise((r) => setTimeout(r, 5));
+          }
+          await result;
+          const history = await handle.workflow.fetchHistory();
+          await Worker.runReplayHistory({ workflowBundle: env.bundle }, history, workflowId).catch((err: unknown) =>
+            problems.push(`replay: ${String(err)}`),
+          );
+          return { split: setupSplit(history.events ?? []), problems: [...new Set(problems)] };
+        }),
+      ),
+    );
+    // How many ran into the split is timing: printed, not asserted (one in eight did on a quiet machine).
+    console.log(`setups split from their run's next command: ${outcomes.filter((o) => o.split).length} of ${runs}`);
+    expect(outcomes.flatMap((o) => o.problems)).toEqual([]);
+  }, 120_000);
+});
