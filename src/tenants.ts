@@ -166,24 +166,40 @@ export class TenantLimiter {
     const recent = this.recentOf(tenant);
     try {
       if (recent.size === 0) return (await this.client.workflow.count(query)).count;
-      // Some starts of this process may not be visible yet: what visibility lists, plus those of them it does not
-      // list that are still running (describe reads the run itself, not visibility).
-      const ids = new Set<string>();
+      // Visibility lags both ways for the starts of this process: a new run may not be listed yet, and a run that
+      // just ended may still be listed as running. For those runs describe (which reads the run, not visibility)
+      // has the last word; the others are counted as visibility lists them.
+      const listed = new Set<string>();
       for await (const run of this.client.workflow.list({ query, pageSize: Math.min(1000, max + recent.size) })) {
-        ids.add(run.workflowId);
-        if (ids.size >= max) return ids.size;
+        listed.add(run.workflowId);
+        if (listed.size >= max + recent.size) break;
       }
-      for (const id of recent.keys()) {
-        if (ids.has(id)) continue;
-        const status = await this.client.workflow
+      let others = 0;
+      for (const id of listed) if (!recent.has(id)) others++;
+      if (others >= max) return others;
+      const isRunning = (id: string) =>
+        this.client.workflow
           .getHandle(id)
           .describe()
-          .then((d) => d.status.name)
-          .catch(() => "UNKNOWN");
-        if (status === "RUNNING") ids.add(id);
-        else recent.delete(id);
+          .then((d) => d.status.name === "RUNNING")
+          .catch(() => false);
+      // The unlisted ones always (a start visibility has not recorded yet); the listed ones only when they would
+      // make a refusal (an end visibility has not recorded yet), so a start under the limit costs no describe.
+      const mine = [...recent.keys()];
+      const unlisted = mine.filter((id) => !listed.has(id));
+      const running = new Set(mine.filter((id) => listed.has(id)));
+      for (const [i, up] of (await Promise.all(unlisted.map(isRunning))).entries())
+        if (up) running.add(unlisted[i]);
+        else recent.delete(unlisted[i]);
+      if (others + running.size >= max) {
+        const listedMine = mine.filter((id) => listed.has(id));
+        for (const [i, up] of (await Promise.all(listedMine.map(isRunning))).entries())
+          if (!up) {
+            running.delete(listedMine[i]);
+            recent.delete(listedMine[i]);
+          }
       }
-      return ids.size;
+      return others + running.size;
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
       throw new Error(

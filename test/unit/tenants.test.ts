@@ -102,12 +102,18 @@ describe("tenants config", () => {
 });
 
 describe("TenantLimiter", () => {
-  /** Visibility shows a started run `lagMs` after its start; describe sees it at once. */
-  function fakeClient(lagMs: number) {
-    const runs = new Map<string, { tenant: string; at: number; running: boolean }>();
+  /**
+   * Visibility shows a started run `lagMs` after its start, and an ended one as running until `closeLagMs` after
+   * its end; describe sees both at once.
+   */
+  function fakeClient(lagMs: number, closeLagMs = 0) {
+    const runs = new Map<string, { tenant: string; at: number; running: boolean; endedAt?: number }>();
+    const describes: string[] = [];
     const visible = (query: string) => {
       const tenant = /AgentTenant = "([^"]+)"/.exec(query)![1];
-      return [...runs].filter(([, r]) => r.tenant === tenant && r.running && Date.now() - r.at >= lagMs);
+      const listedRunning = (r: { running: boolean; endedAt?: number }) =>
+        r.running || (r.endedAt !== undefined && Date.now() - r.endedAt < closeLagMs);
+      return [...runs].filter(([, r]) => r.tenant === tenant && listedRunning(r) && Date.now() - r.at >= lagMs);
     };
     const client = {
       workflow: {
@@ -117,7 +123,10 @@ describe("TenantLimiter", () => {
             for (const [workflowId] of visible(query)) yield { workflowId };
           })(),
         getHandle: (id: string) => ({
-          describe: async () => ({ status: { name: runs.get(id)?.running ? "RUNNING" : "COMPLETED" } }),
+          describe: async () => {
+            describes.push(id);
+            return { status: { name: runs.get(id)?.running ? "RUNNING" : "COMPLETED" } };
+          },
         }),
       },
     } as unknown as Client;
@@ -128,7 +137,8 @@ describe("TenantLimiter", () => {
       runs.set(workflowId, { tenant, at: Date.now(), running: true });
       return { workflowId };
     };
-    return { client, runs, start };
+    const end = (id: string) => Object.assign(runs.get(id)!, { running: false, endedAt: Date.now() });
+    return { client, runs, start, end, describes };
   }
 
   it("a burst of 20 starts against a limit of 5 starts exactly 5, though visibility lags behind them", async () => {
@@ -152,6 +162,21 @@ describe("TenantLimiter", () => {
     await expect(limiter.guard("acme", 1, start("acme"))).rejects.toThrow(TenantLimitError);
     runs.get(first.workflowId)!.running = false;
     await expect(limiter.guard("acme", 1, start("acme"))).resolves.toBeTruthy();
+  });
+
+  it("a run this process started that ended a moment ago frees its place though visibility still lists it", async () => {
+    const { client, start, end, describes } = fakeClient(0, 60_000);
+    const limiter = new TenantLimiter(client);
+    const runs = [];
+    for (let i = 0; i < 3; i++) runs.push(await limiter.guard("acme", 3, start("acme")));
+    // Under the limit, the runs visibility lists cost no describe.
+    expect(describes).toEqual([]);
+    await expect(limiter.guard("acme", 3, start("acme"))).rejects.toThrow(TenantLimitError);
+    end(runs[0].workflowId);
+    await expect(limiter.guard("acme", 3, start("acme"))).resolves.toBeTruthy();
+    // A run visibility still lists that this process did not start (or started long ago) is counted as listed.
+    const other = new TenantLimiter(client);
+    await expect(other.guard("acme", 3, start("acme"))).rejects.toThrow(/maxConcurrentRuns 3 \(4 running\)/);
   });
 
   it("forgets a tenant once its starts are older than the visibility grace: any number of names cannot grow it", async () => {
