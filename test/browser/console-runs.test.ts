@@ -95,7 +95,8 @@ describe("console: runs and agents", () => {
           })(),
         );
         await chainRun.result();
-        const doneRun = await start("done", done);
+        const tenant = `t-${word}`;
+        const doneRun = await start("done", done, { tenant });
         await doneRun.result();
 
         // The list and the settings are API (token); the shell is a page with a strict CSP; an agent is not widened.
@@ -168,6 +169,40 @@ describe("console: runs and agents", () => {
           { timeout: 30_000 },
         );
         expect(page.url()).toBe(`${service.server.url}/?status=completed&text=${word}`);
+        // By tenant: the one run started for it, which names its tenant; the filter joins the others in the URL.
+        await page.locator("#tenant-filter").fill(tenant);
+        await page.locator("#filter-form button[type=submit]").click();
+        await page.waitForFunction(
+          (id) => {
+            const trs = [...(globalThis as any).document.querySelectorAll("#runs-body tr[data-workflow-id]")];
+            return trs.length === 1 && trs[0].dataset.workflowId === id;
+          },
+          doneRun.workflowId,
+          { timeout: 30_000 },
+        );
+        await expect(rows.first().getAttribute("data-tenant")).resolves.toBe(tenant);
+        await expect(rows.first().locator(".id").textContent()).resolves.toBe(
+          `tenant ${tenant} · ${doneRun.workflowId}`,
+        );
+        expect(page.url()).toBe(`${service.server.url}/?status=completed&tenant=${tenant}&text=${word}`);
+        // A tenant that would close the query's quotes: the browser will not send it, and the server refuses it
+        // (400, no list) when a link puts it in the URL.
+        await page.locator("#tenant-filter").fill(`${tenant}" OR AgentTenant != "x`);
+        await page.locator("#filter-form button[type=submit]").click();
+        expect(page.url()).toBe(`${service.server.url}/?status=completed&tenant=${tenant}&text=${word}`);
+        const hostile = encodeURIComponent(`x" OR WorkflowType != "y`);
+        const refused = await fetch(`${url}/runs?tenant=${hostile}`, {
+          headers: { authorization: "Bearer s3cret-console-token" },
+        });
+        expect(refused.status).toBe(400);
+        await page.goto(`${service.server.url}/?tenant=${hostile}`);
+        await page.waitForFunction(
+          () => /Could not list runs/.test((globalThis as any).document.body.textContent),
+          undefined,
+          { timeout: 30_000 },
+        );
+        expect(await rows.count()).toBe(0);
+        await page.goto(`${service.server.url}/`);
 
         // New run: the configured agent, by name.
         await page.locator("#agent").selectOption("greeter");

@@ -12,19 +12,20 @@ function runsView(settings) {
   main.textContent = "";
   main.append(newRunForm(settings.agents || []), runsSection());
   const params = new URLSearchParams(location.search);
-  const view = { status: params.get("status") || "", model: params.get("model") || "", text: params.get("text") || "", pages: [undefined], busy: false };
+  const view = { status: params.get("status") || "", model: params.get("model") || "", tenant: params.get("tenant") || "", text: params.get("text") || "", pages: [undefined], busy: false };
   $("model-filter").value = view.model;
+  $("tenant-filter").value = view.tenant;
   $("text-filter").value = view.text;
   const show = () => {
     for (const b of document.querySelectorAll("#filters button")) b.setAttribute("aria-pressed", String(b.dataset.status === view.status));
     // The filters live in the query string (no token there, ever), so a view can be bookmarked and shared.
     const q = new URLSearchParams();
-    for (const k of ["status", "model", "text"]) if (view[k]) q.set(k, view[k]);
+    for (const k of ["status", "model", "tenant", "text"]) if (view[k]) q.set(k, view[k]);
     history.replaceState(null, "", "/" + (q.toString() ? "?" + q : ""));
     return load(view);
   };
   for (const b of document.querySelectorAll("#filters button")) b.onclick = () => { view.status = b.dataset.status; view.pages = [undefined]; show(); };
-  $("filter-form").onsubmit = (ev) => { ev.preventDefault(); view.model = $("model-filter").value.trim(); view.text = $("text-filter").value.trim(); view.pages = [undefined]; show(); };
+  $("filter-form").onsubmit = (ev) => { ev.preventDefault(); view.model = $("model-filter").value.trim(); view.tenant = $("tenant-filter").value.trim(); view.text = $("text-filter").value.trim(); view.pages = [undefined]; show(); };
   $("next").onclick = () => { if (view.next) { view.pages.push(view.next); show(); } };
   $("prev").onclick = () => { if (view.pages.length > 1) { view.pages.pop(); show(); } };
   show();
@@ -39,12 +40,14 @@ function runsSection() {
   const form = el("form", "filter-form"); form.id = "filter-form";
   const model = el("input"); model.id = "model-filter"; model.placeholder = "model, e.g. anthropic/claude-sonnet-4-5"; model.setAttribute("list", "models");
   const models = el("datalist"); models.id = "models";
+  // The same rule as the server's (it refuses any other name with a 400): the browser says so before asking.
+  const tenant = el("input"); tenant.id = "tenant-filter"; tenant.placeholder = "tenant"; tenant.pattern = "[A-Za-z0-9._\\-]{1,64}"; tenant.maxLength = 64;
   const text = el("input"); text.id = "text-filter"; text.placeholder = "words of the summary";
   const live = el("input"); live.type = "checkbox"; live.id = "live"; live.checked = true;
   const liveLabel = el("label", "live"); liveLabel.append(live, " live");
   const filter = button("Filter");
   filter.type = "submit";
-  form.append(model, models, text, filter, liveLabel);
+  form.append(model, models, tenant, text, filter, liveLabel);
   const table = el("table", "runs-table"); table.id = "runs-table";
   const head = el("tr");
   for (const h of ["Status", "Summary", "Model", "Turns", "Tokens", "Cost", "Started", "Ended"]) head.append(el("th", "", h));
@@ -62,9 +65,10 @@ function runRow(r, pinned) {
   const tr = el("tr", pinned ? "pinned" : "");
   tr.dataset.workflowId = r.workflowId;
   tr.dataset.status = r.status;
+  if (r.tenant) tr.dataset.tenant = r.tenant;
   const summary = el("td", "summary");
   const a = el("a", "", r.summary || r.workflowId); a.href = runPath(r.workflowId);
-  summary.append(a, el("div", "muted id", r.workflowId));
+  summary.append(a, el("div", "muted id", (r.tenant ? "tenant " + r.tenant + " · " : "") + r.workflowId));
   const status = el("td"); status.append(statusBadge(r.status));
   if (r.stopReason && ENDED.has(r.status) && r.stopReason !== "stop") status.append(el("div", "muted", r.stopReason));
   tr.append(status, summary, el("td", "", r.model || ""), el("td", "num", count(r.turns)), el("td", "num", count(r.totalTokens)), el("td", "num", money(r.costUsd)), el("td", "", when(r.startTime)), el("td", "", when(r.closeTime)));
@@ -78,6 +82,7 @@ async function load(view) {
   const q = new URLSearchParams();
   if (view.status) q.set("status", view.status);
   if (view.model) q.set("model", view.model);
+  if (view.tenant) q.set("tenant", view.tenant);
   if (view.text) q.set("text", view.text);
   const pageToken = view.pages[view.pages.length - 1];
   if (pageToken) q.set("pageToken", pageToken);
