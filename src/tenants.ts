@@ -177,29 +177,27 @@ export class TenantLimiter {
       let others = 0;
       for (const id of listed) if (!recent.has(id)) others++;
       if (others >= max) return others;
-      const isRunning = (id: string) =>
-        this.client.workflow
-          .getHandle(id)
-          .describe()
-          .then((d) => d.status.name === "RUNNING")
-          .catch(() => false);
+      // Which of `ids` still run (describe reads the run, not visibility); the ended ones are forgotten.
+      const stillRunning = async (ids: string[]) => {
+        const up = await Promise.all(
+          ids.map((id) =>
+            this.client.workflow
+              .getHandle(id)
+              .describe()
+              .then((d) => d.status.name === "RUNNING")
+              .catch(() => false),
+          ),
+        );
+        for (const [i, id] of ids.entries()) if (!up[i]) recent.delete(id);
+        return ids.filter((_, i) => up[i]).length;
+      };
       // The unlisted ones always (a start visibility has not recorded yet); the listed ones only when they would
       // make a refusal (an end visibility has not recorded yet), so a start under the limit costs no describe.
       const mine = [...recent.keys()];
-      const unlisted = mine.filter((id) => !listed.has(id));
-      const running = new Set(mine.filter((id) => listed.has(id)));
-      for (const [i, up] of (await Promise.all(unlisted.map(isRunning))).entries())
-        if (up) running.add(unlisted[i]);
-        else recent.delete(unlisted[i]);
-      if (others + running.size >= max) {
-        const listedMine = mine.filter((id) => listed.has(id));
-        for (const [i, up] of (await Promise.all(listedMine.map(isRunning))).entries())
-          if (!up) {
-            running.delete(listedMine[i]);
-            recent.delete(listedMine[i]);
-          }
-      }
-      return others + running.size;
+      const listedMine = mine.filter((id) => listed.has(id));
+      const unlistedUp = await stillRunning(mine.filter((id) => !listed.has(id)));
+      if (others + listedMine.length + unlistedUp < max) return others + listedMine.length + unlistedUp;
+      return others + (await stillRunning(listedMine)) + unlistedUp;
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
       throw new Error(
