@@ -104,6 +104,7 @@ export function createActivities(deps: ActivityDeps) {
       encrypted: deps.encrypted,
       policy: modelPolicy,
       workerIdentity: deps.workerIdentity,
+      ownTaskQueue: deps.ownTaskQueue,
       listMore: mcp
         ? async (names) => {
             // A native tool's name wins: an MCP tool named like one is left out (with a warning).

@@ -61,6 +61,8 @@ export function createSetupActivity(
     policy?: ModelPolicy;
     /** The worker's identity, named when it lacks a run's model. */
     workerIdentity?: () => string | undefined;
+    /** The worker's own queue while it polls it: a regular setup names it (`RunSetup.taskQueue`). */
+    ownTaskQueue?: () => string | undefined;
   } = {},
 ) {
   const listMore = options.listMore;
@@ -117,13 +119,17 @@ export function createSetupActivity(
           FailureType.InvalidToolConfig,
         );
     }
-    const searchAttributes = await hasSearchAttributes(Context.current().info.workflowNamespace ?? "default");
+    const info = Context.current().info;
+    const searchAttributes = await hasSearchAttributes(info.workflowNamespace ?? "default");
+    // A regular setup is the one taken to any worker (this one serves the model): the first call comes here.
+    const ownQueue = info.isLocal ? undefined : options.ownTaskQueue?.();
     return {
       model,
       ...(chain ? { fallbacks } : {}),
       tools: selected.map(toToolSpec),
       searchAttributes,
       ...(options.encrypted ? { private: true } : {}),
+      ...(ownQueue ? { taskQueue: ownQueue } : {}),
     };
   };
 }

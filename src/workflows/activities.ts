@@ -47,11 +47,14 @@ export const { resolveRunSetup: resolveRunSetupLocally } = proxyLocalActivities<
 /**
  * The setup again after the local one found its worker lacking the run's model (ModelNotServed): a regular
  * activity, so each attempt may reach another worker of the queue. About a minute of attempts, then the run
- * ends with the last worker's words (every worker of a queue should serve the same models).
+ * ends with the last worker's words (every worker of a queue should serve the same models). Many short
+ * attempts rather than few long ones: each goes to whichever worker polls first, so once a worker that serves
+ * the model is up, a lacking one still takes about half the attempts (with 10 attempts 10 s apart, a run
+ * started before the serving worker came up used its 9th and 10th under load).
  */
 export const { resolveRunSetup: resolveRunSetupOnAnyWorker } = proxyActivities<Activities>({
   startToCloseTimeout: "1m",
-  retry: { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "10s", maximumAttempts: 10 },
+  retry: { initialInterval: "1s", backoffCoefficient: 1.5, maximumInterval: "2s", maximumAttempts: 30 },
 });
 /** A run refused before its setup asks whether it may upsert its AgentStatus: quick, local, a few attempts. */
 export const { agentSearchAttributesExist } = proxyLocalActivities<Activities>({

@@ -143,6 +143,8 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
       if (typeof withClient === "string") await refuse(`Invalid run input: ${withClient}`, FailureType.InvalidRunInput);
       else setup = withClient;
     }
+    // A setup another worker of the queue answered: that worker serves the model (recorded, so replays agree).
+    if (!carried && setup.taskQueue) state.route.setUpBy(setup.taskQueue);
     const run: RunContext = { input, setup, state, ...(typed && input.output ? { output: input.output } : {}) };
     if (run.output && setup.tools.some((t) => t.name === OUTPUT_TOOL))
       await refuse(

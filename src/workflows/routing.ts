@@ -100,6 +100,11 @@ export class ModelRoute {
   /** How late the workflow task that took the run's last activity output started (see `noteTaskLag`). */
   taskLagMs?: number;
 
+  /** The worker that answered the run's setup on any worker serves its model: the first call goes to its queue. */
+  setUpBy(queue: string): void {
+    this.queue = queue;
+  }
+
   /** A routed call's answer: its worker holds the context now, and the next call goes to its queue. */
   answered(reply: ModelReply): void {
     this.queue = reply.taskQueue;

@@ -174,6 +174,13 @@ export interface RunSetup {
    * prompt's first line) out of search attributes, which Temporal stores in plain text.
    */
   private?: boolean;
+  /**
+   * The own queue of the worker that answered a setup run as a regular activity: the one taken to any worker of
+   * the queue after the local setup's worker lacked the run's model. That worker serves the model, so the run's
+   * first model call goes to its queue rather than to whichever worker of the shared queue polls first. Absent
+   * from local setups and from histories recorded before it existed.
+   */
+  taskQueue?: string;
 }
 
 /** Input of the model activity. */

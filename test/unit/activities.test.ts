@@ -120,6 +120,20 @@ describe("resolveRunSetup", () => {
       nonRetryable: true,
     });
   });
+
+  it("a regular setup (taken to any worker) names the worker's own queue; a local one does not", async () => {
+    const { resolveRunSetup } = createActivities({ tools: [], ownTaskQueue: () => "q@host-1-abc" });
+    const input = { model: "anthropic/claude-sonnet-4-5" };
+    expect(await new MockActivityEnvironment({ isLocal: false }).run(resolveRunSetup, input)).toMatchObject({
+      taskQueue: "q@host-1-abc",
+    });
+    expect(await new MockActivityEnvironment({ isLocal: true }).run(resolveRunSetup, input)).not.toHaveProperty(
+      "taskQueue",
+    );
+    // A worker whose own-queue poller is not running names none: the first call goes to the shared queue.
+    const { resolveRunSetup: stopped } = createActivities({ tools: [], ownTaskQueue: () => undefined });
+    expect(await new MockActivityEnvironment({ isLocal: false }).run(stopped, input)).not.toHaveProperty("taskQueue");
+  });
 });
 
 describe("executeTool", () => {
