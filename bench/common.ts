@@ -180,16 +180,7 @@ export function pageScript(
 export const eventBytes = (e: proto.temporal.api.history.v1.IHistoryEvent) =>
   proto.temporal.api.history.v1.HistoryEvent.encode(e).finish().length;
 
-export function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-
-/** Quantile `q` (0-1) of `values` by nearest rank; NaN when there are none. */
-export function quantile(values: number[], q: number): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
-}
+export { median, quantile } from "./stats.js";
 
 export function table(headers: string[], rows: (string | number)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map(String))];

@@ -34,6 +34,7 @@ import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/support/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/support/cluster/temporal-server.js";
 import { mb, replayMsEach, serverConfig, table, taskQueueStats, type Bench } from "./common.js";
+import { quantile } from "./stats.js";
 import { stallMs } from "./kill-stall.js";
 import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
 
@@ -135,11 +136,8 @@ async function poll(workers: Worker[]): Promise<void> {
 
 const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-const percentile = (values: number[], p: number) => {
-  if (values.length === 0) return 0;
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
+/** Percentile `p` (0-100) by the benches' rank rule; 0 when there are none. */
+const percentile = (values: number[], p: number) => (values.length ? quantile(values, p / 100) : 0);
 
 interface Row {
   workers: number;

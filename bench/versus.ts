@@ -51,6 +51,10 @@ const VS_CONTENDERS = process.argv
 const wantContender = (c: number) => !VS_CONTENDERS || VS_CONTENDERS.includes(c);
 /** `--vs-sticky=10s`: our workers' sticky queue timeout (default: the product's). */
 const VS_STICKY = process.argv.find((a) => a.startsWith("--vs-sticky="))?.slice("--vs-sticky=".length);
+/** `--vs-worker-options='{"maxConcurrentWorkflowTaskPolls":20}'`: more of our workers' options (to try a tuning). */
+const VS_WORKER_OPTIONS = JSON.parse(
+  process.argv.find((a) => a.startsWith("--vs-worker-options="))?.slice("--vs-worker-options=".length) ?? "{}",
+) as Record<string, unknown>;
 
 interface Contender {
   name: string;
@@ -180,7 +184,10 @@ export async function versus(bench: Bench): Promise<{ markdown: string; goals: s
       tools: [tool],
       models: [model],
       workflowBundle: bench.bundle,
-      ...(VS_STICKY ? { workerOptions: { stickyQueueScheduleToStartTimeout: VS_STICKY } } : {}),
+      workerOptions: {
+        ...VS_WORKER_OPTIONS,
+        ...(VS_STICKY ? { stickyQueueScheduleToStartTimeout: VS_STICKY } : {}),
+      },
     });
   const phaseWorkers = async (label: "small" | "big" | "tp", set: ReturnType<typeof scripts>) => [
     await agentWorker(`bench-vs-${label}-regular`, set.regular.tool, set.regular.model),

@@ -25,6 +25,7 @@ import ts from "typescript";
 import { Client, Connection } from "@temporalio/client";
 import { historyToJSON } from "@temporalio/common/lib/proto-utils.js";
 import { ensureTemporalServer } from "./tools.js";
+import { quantile } from "../bench/stats.js";
 import { startPostgres, type Postgres } from "../test/support/cluster/postgres.js";
 import {
   createTemporalServer,
@@ -182,11 +183,8 @@ function rssMb(pid: number): number | undefined {
 }
 
 const jitter = (ms: number, share = 0.3) => ms * (1 - share + Math.random() * 2 * share);
-const percentile = (xs: number[], p: number) => {
-  if (xs.length === 0) return undefined;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
+/** Percentile `p` (0-100) by the benches' rank rule; none in a window without turns. */
+const percentile = (xs: number[], p: number) => (xs.length ? quantile(xs, p / 100) : undefined);
 
 async function main(): Promise<number> {
   log(`output in ${out}`);
