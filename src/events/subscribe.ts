@@ -180,6 +180,8 @@ async function* overSse(
   let rebuild = partialRebuilder();
   let failures = 0;
   let given = 0;
+  /** After a restart: transcript-derived events below this index were given already. */
+  let skip = 0;
   const token = withToken ? (options.token ?? process.env.JAI_HTTP_TOKEN) : undefined;
   const fallback = (reason?: string) => {
     if (reason) process.emitWarning(`events of ${workflowId}: ${reason}; following the run from its history instead`);
@@ -237,8 +239,18 @@ async function* overSse(
             rebuild({ type: "message_start", message: partial });
             continue;
           }
+          if (frame.event === "restart") {
+            // The server lost events this reader had not read and starts over from the run's first one (h0).
+            // Begun at the start, the reader skips the `given` it gave (the same sequence, deltas aside); resumed
+            // from a tap cursor, it cannot place them and gives them again, as the fallback does.
+            skip = options.from === undefined ? given : 0;
+            rebuild = partialRebuilder();
+            continue;
+          }
           if (frame.event !== "agent" || !frame.id) continue;
           cursor = frame.id;
+          const h = /^h(\d+)$/.exec(frame.id);
+          if (h && Number(h[1]) < skip) continue;
           const event = rebuild(JSON.parse(frame.data) as WireEvent);
           if (!LIVE_ONLY.has(event.type)) given++;
           yield { cursor, event };

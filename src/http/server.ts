@@ -45,6 +45,7 @@ import { AgentRequestError, agentRunOptions, describeAgent, type AgentDefinition
 import { TenantLimitError, type TenantsConfig } from "../tenants.js";
 import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_SHELL, CONSOLE_SHELL_HASH } from "./console/assets.js";
 import { listRunPage, RUN_FILTERS } from "./run-list.js";
+import type { RunReader } from "../events/subscribe.js";
 import { streamRunEvents } from "./sse.js";
 
 export interface RunServerOptions {
@@ -408,8 +409,14 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   app.get<{ Params: { id: string }; Querystring: { from?: string } }>("/runs/:id/events", async (req, reply) => {
     const id = req.params.id;
     const from = (req.headers["last-event-id"] as string | undefined) ?? req.query.from;
+    let run: RunReader;
     try {
-      await agentRun(id);
+      const handle = await agentRun(id);
+      // Closed once its chain's newest run is (describe answers for it), as the live stream ends.
+      run = {
+        transcript: () => handle.transcript(),
+        closed: async () => (await handle.workflow.describe()).status.name !== "RUNNING",
+      };
     } catch (err) {
       return sendError(reply, err);
     }
@@ -438,7 +445,7 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     reply.raw.once("close", release);
     reply.hijack();
     try {
-      await streamRunEvents(reply.raw, client, tap, id, from).catch(() => reply.raw.destroy());
+      await streamRunEvents(reply.raw, run, tap, id, from).catch(() => reply.raw.destroy());
     } finally {
       release();
     }

@@ -1,8 +1,7 @@
 /** Server-Sent Events for one run: from the worker's event tap when it holds the run, else rebuilt from the transcript. */
 import type { ServerResponse } from "node:http";
-import type { Client } from "@temporalio/client";
-import { getAgentRun } from "../client.js";
 import type { EventTap } from "../events/tap.js";
+import type { RunReader } from "../events/subscribe.js";
 import { transcriptEvents } from "../events/from-history.js";
 import { partialRebuilder, type WireEvent } from "../events/wire.js";
 import type { AssistantMessage } from "@jai/ai";
@@ -34,10 +33,12 @@ async function write(res: ServerResponse, chunk: string): Promise<boolean> {
 }
 
 const frame = (id: string, event: WireEvent) => `id: ${id}\nevent: agent\ndata: ${JSON.stringify(event)}\n\n`;
-
-async function closed(client: Client, workflowId: string): Promise<boolean> {
-  return (await getAgentRun(client, workflowId).workflow.describe()).status.name !== "RUNNING";
-}
+/**
+ * Sent before the transcript-derived events (`h0` on) when the tap lost events this reader had not read: a `t`
+ * cursor it cannot place, or a reader that fell behind while the tap evicted. What follows starts over from the
+ * run's first event: a reader clears what it shows (or skips what it already gave) instead of missing the gap.
+ */
+const RESTART = "event: restart\ndata: {}\n\n";
 
 /** The partial message of the stream in progress at `after`, so a reader resuming mid-stream can rebuild the next deltas. */
 function primer(tap: EventTap, workflowId: string, after: number): AssistantMessage | undefined {
@@ -69,7 +70,7 @@ function primer(tap: EventTap, workflowId: string, after: number): AssistantMess
 /** Streams the run's events after `from` to `res` until the run closes or the reader goes away. */
 export async function streamRunEvents(
   res: ServerResponse,
-  client: Client,
+  run: RunReader,
   tap: EventTap | undefined,
   workflowId: string,
   from: string | undefined,
@@ -84,7 +85,9 @@ export async function streamRunEvents(
   res.write(": jai-agent run events\n\n");
   // A `t` cursor whose later events the tap evicted cannot resume truthfully there: it starts over on the transcript.
   const resumable = cursor === undefined || (cursor.source === "t" && tap?.complete(workflowId, cursor.seq) === true);
-  if (tap && resumable && (tap.has(workflowId) || !(await closed(client, workflowId)))) {
+  let restart = cursor?.source === "t" && !resumable;
+  const live = tap !== undefined && resumable && (tap.has(workflowId) || !(await run.closed()));
+  if (live) {
     let after = cursor ? cursor.seq : -1;
     if (cursor) {
       const partial = primer(tap, workflowId, after);
@@ -93,6 +96,13 @@ export async function streamRunEvents(
     let ended = false;
     for (;;) {
       const batch = tap.since(workflowId, after);
+      // The tap evicted events after this reader's position while it was behind (a slow socket): going on
+      // here would skip them silently.
+      // (A run the tap holds nothing of yet has lost nothing.)
+      if (tap.has(workflowId) && !tap.complete(workflowId, after)) {
+        restart = true;
+        break;
+      }
       for (const { seq, event } of batch) {
         if (!(await write(res, frame(`t${seq}`, event)))) return;
         after = seq;
@@ -102,22 +112,23 @@ export async function streamRunEvents(
       // agent_end (or a quiet spell): is the chain over? describe answers for its newest run.
       if (ended || !tap.has(workflowId)) {
         ended = false;
-        if (await closed(client, workflowId)) break;
+        if (await run.closed()) break;
       }
       const before = tap.head(workflowId);
       await tap.wait(workflowId, IDLE_MS);
       if (res.destroyed) return;
       if (tap.head(workflowId) === before) {
         if (!(await write(res, ": idle\n\n"))) return;
-        if (await closed(client, workflowId)) break;
+        if (await run.closed()) break;
       }
     }
-  } else {
-    const handle = getAgentRun(client, workflowId);
-    let sent = cursor?.source === "h" ? cursor.seq + 1 : 0;
+  }
+  if (!live || restart) {
+    if (restart && !(await write(res, RESTART))) return;
+    let sent = cursor?.source === "h" && !restart ? cursor.seq + 1 : 0;
     for (;;) {
-      const ended = await closed(client, workflowId);
-      const events = transcriptEvents(await handle.transcript(), ended);
+      const ended = await run.closed();
+      const events = transcriptEvents(await run.transcript(), ended);
       for (; sent < events.length; sent++)
         if (!(await write(res, frame(`h${sent}`, events[sent] as WireEvent)))) return;
       if (ended) break;

@@ -227,6 +227,12 @@ function settleLastStep(nextTimestamp) {
   last.meta.textContent = stepMeta(last.step, last.message, last.ms);
 }
 
+/** The events start over from the run's first (the server's log dropped some this page had not read). */
+function restartView() {
+  $("log").replaceChildren();
+  Object.assign(run, { tools: {}, current: undefined, step: 0, lastAssistant: undefined });
+}
+
 function onEvent(e) {
   const log = $("log");
   switch (e.type) {
@@ -331,7 +337,8 @@ async function stream(id) {
             if (field === "id") eventId = text; else if (field === "event") event = text; else if (field === "data") data += (data ? "\n" : "") + text;
           }
           if (eventId !== undefined) last = eventId;
-          if (event === "agent") onEvent(JSON.parse(data));
+          if (event === "restart") restartView(); // the server lost events we had not read: it starts over
+          else if (event === "agent") onEvent(JSON.parse(data));
           else if (event === "end") { await refreshState(); document.body.dataset.ended = "1"; return; }
         }
       }
