@@ -97,9 +97,10 @@ export async function streamRunEvents(
     for (;;) {
       const batch = tap.since(workflowId, after);
       // The tap evicted events after this reader's position while it was behind (a slow socket): going on
-      // here would skip them silently.
-      // (A run the tap holds nothing of yet has lost nothing.)
-      if (tap.has(workflowId) && !tap.complete(workflowId, after)) {
+      // here would skip them silently. Only a reader that holds a position: a new one (-1) is served what the tap
+      // holds, as ever (a big run's log is trimmed from its start; the transcript has it all), and a run the tap
+      // holds nothing of yet has lost nothing.
+      if (after >= 0 && tap.has(workflowId) && !tap.complete(workflowId, after)) {
         restart = true;
         break;
       }

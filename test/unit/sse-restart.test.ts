@@ -96,6 +96,18 @@ describe("a live reader behind the tap's evictions", () => {
     expect(ids(res.body)).toEqual(events.map((_, i) => `t${i}`));
     expect(res.body).not.toContain("event: restart");
   });
+
+  it("that is new, on a log trimmed from its start, is served what the tap holds and no restart", async () => {
+    const tap = new EventTap({ maxRunBytes: 20_000 });
+    const ref = { workflowId: "w", runId: "r" };
+    for (const event of events) tap.append(ref, event);
+    expect(tap.complete("w", -1)).toBe(false);
+    const kept = tap.since("w", -1).map((e) => `t${e.seq}`);
+    const res = new SlowResponse();
+    await streamRunEvents(res as unknown as ServerResponse, closedRun, tap, "w", undefined);
+    expect(ids(res.body)).toEqual(kept);
+    expect(res.body).not.toContain("event: restart");
+  });
 });
 
 describe("runEvents across a restart", () => {
