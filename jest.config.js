@@ -20,7 +20,7 @@ export default {
   globalSetup: "<rootDir>/test/support/global-setup.js",
   globalTeardown: "<rootDir>/test/support/global-teardown.js",
   testTimeout: 60000,
-  maxWorkers: 2,
+  maxWorkers: 3,
   // Tests marked `it.concurrent` (independent scenarios that mostly wait on timers and child processes) run up to
   // this many at a time within their file.
   maxConcurrency: 4,

@@ -84,34 +84,37 @@ describe("kill -9 of the worker", () => {
     );
   });
 
-  it("while the model is streaming: the cut stream is requested again on the new worker", async () => {
+  it.concurrent("while the model is streaming: the cut stream is requested again on the new worker", async () => {
     const run = await runScenario(env.client, config(), (log) => has(log, "streaming"));
     expectRecovered("model streaming", run);
     const firstCalls = run.log.filter((e) => e.event === "model_call" && e.results === 0);
     expect(new Set(firstCalls.map((e) => e.pid))).toEqual(new Set([run.firstPid, run.secondPid]));
   });
 
-  it("while a parallel batch has some tools finished and one running: only the running one runs again", async () => {
-    // "Finished" as the server knows it: their completions are in history.
-    const run = await runScenario(
-      env.client,
-      config(),
-      async (log, handle) => has(log, "tool_start", "t1-c") && (await completedToolCalls(handle)).length >= 2,
-    );
-    expectRecovered("parallel batch, partly done", run);
-    expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b"]));
-    expect(starts(run.log, "t1-a")).toHaveLength(1);
-    expect(starts(run.log, "t1-b")).toHaveLength(1);
-    expect(starts(run.log, "t1-c").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
-  });
+  it.concurrent(
+    "while a parallel batch has some tools finished and one running: only the running one runs again",
+    async () => {
+      // "Finished" as the server knows it: their completions are in history.
+      const run = await runScenario(
+        env.client,
+        config(),
+        async (log, handle) => has(log, "tool_start", "t1-c") && (await completedToolCalls(handle)).length >= 2,
+      );
+      expectRecovered("parallel batch, partly done", run);
+      expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b"]));
+      expect(starts(run.log, "t1-a")).toHaveLength(1);
+      expect(starts(run.log, "t1-b")).toHaveLength(1);
+      expect(starts(run.log, "t1-c").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
+    },
+  );
 
-  it("while a sequential tool runs: it is retried per its retry policy", async () => {
+  it.concurrent("while a sequential tool runs: it is retried per its retry policy", async () => {
     const run = await runScenario(env.client, config(), (log) => has(log, "tool_start", "t2-d"));
     expectRecovered("sequential tool running", run);
     expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
   });
 
-  it("between turns: nothing that completed runs again", async () => {
+  it.concurrent("between turns: nothing that completed runs again", async () => {
     const run = await runScenario(env.client, config(), (log) =>
       log.some((e) => e.event === "turn_end" && e.turn === 2),
     );
@@ -119,42 +122,53 @@ describe("kill -9 of the worker", () => {
     for (const id of ["t1-a", "t1-b", "t1-c", "t2-d"]) expect(starts(run.log, id)).toHaveLength(1);
   });
 
-  it("right after the last tool result, before the final answer: the answer comes from the new worker", async () => {
-    const run = await runScenario(env.client, config(), async (_log, handle) =>
-      (await completedToolCalls(handle)).includes("t3-e"),
-    );
-    expectRecovered("after the last tool result", run);
-    expect(starts(run.log, "t3-e")).toHaveLength(1);
-    const finalCalls = run.log.filter((e) => e.event === "model_call" && e.results === 5);
-    expect(finalCalls.map((e) => e.pid)).toContain(run.secondPid);
-  });
+  it.concurrent(
+    "right after the last tool result, before the final answer: the answer comes from the new worker",
+    async () => {
+      const run = await runScenario(env.client, config(), async (_log, handle) =>
+        (await completedToolCalls(handle)).includes("t3-e"),
+      );
+      expectRecovered("after the last tool result", run);
+      expect(starts(run.log, "t3-e")).toHaveLength(1);
+      const finalCalls = run.log.filter((e) => e.event === "model_call" && e.results === 5);
+      expect(finalCalls.map((e) => e.pid)).toContain(run.secondPid);
+    },
+  );
 
-  it("tools marked fast (local activities): a killed local tool runs again on the new worker, recorded ones do not", async () => {
-    const run = await runScenario(env.client, config("main", { localTools: true }), (log) =>
-      has(log, "tool_start", "t2-d"),
-    );
-    expectRecovered("fast (local) tool running", run);
-    expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b", "t1-c"]));
-    expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
-    const events = (await run.handle.workflow.fetchHistory()).events ?? [];
-    expect(events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "executeTool")).toBe(
-      false,
-    );
-  });
+  it.concurrent(
+    "tools marked fast (local activities): a killed local tool runs again on the new worker, recorded ones do not",
+    async () => {
+      const run = await runScenario(env.client, config("main", { localTools: true }), (log) =>
+        has(log, "tool_start", "t2-d"),
+      );
+      expectRecovered("fast (local) tool running", run);
+      expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b", "t1-c"]));
+      expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
+      const events = (await run.handle.workflow.fetchHistory()).events ?? [];
+      expect(events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "executeTool")).toBe(
+        false,
+      );
+    },
+  );
 
-  it("a non-idempotent tool that was running is not run again: its result says it was interrupted", async () => {
-    const run = await runScenario(env.client, config("non-idempotent"), (log) => has(log, "tool_start", "t1-pay"));
-    expect(run.result.stopReason).toBe("stop");
-    expect(starts(run.log, "t1-pay")).toHaveLength(1);
-    const result = run.result.messages.find((m) => m.role === "toolResult");
-    expect(result).toMatchObject({ role: "toolResult", toolCallId: "t1-pay", isError: true });
-    expect(textOf(result)).toMatch(/^Tool charge_card was interrupted .*it is not idempotent, so it was not run again/);
-    expect(textOf(run.result.messages.at(-1))).toContain("charge_card:error");
-    expect(run.progressMs!).toBeLessThan(HEARTBEAT_MS + 5000);
-    report.push(
-      `non-idempotent tool running: completed=yes executions=1 seconds-new-worker-to-first-progress=${(run.progressMs! / 1000).toFixed(1)} seconds-new-worker-to-done=${(run.recoveryMs! / 1000).toFixed(1)}`,
-    );
-  });
+  it.concurrent(
+    "a non-idempotent tool that was running is not run again: its result says it was interrupted",
+    async () => {
+      const run = await runScenario(env.client, config("non-idempotent"), (log) => has(log, "tool_start", "t1-pay"));
+      expect(run.result.stopReason).toBe("stop");
+      expect(starts(run.log, "t1-pay")).toHaveLength(1);
+      const result = run.result.messages.find((m) => m.role === "toolResult");
+      expect(result).toMatchObject({ role: "toolResult", toolCallId: "t1-pay", isError: true });
+      expect(textOf(result)).toMatch(
+        /^Tool charge_card was interrupted .*it is not idempotent, so it was not run again/,
+      );
+      expect(textOf(run.result.messages.at(-1))).toContain("charge_card:error");
+      expect(run.progressMs!).toBeLessThan(HEARTBEAT_MS + 5000);
+      report.push(
+        `non-idempotent tool running: completed=yes executions=1 seconds-new-worker-to-first-progress=${(run.progressMs! / 1000).toFixed(1)} seconds-new-worker-to-done=${(run.recoveryMs! / 1000).toFixed(1)}`,
+      );
+    },
+  );
 });
 
 describe("recovery with a 1 s sticky queue timeout (issue 9, row 10)", () => {

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { startAgentRun } from "../../src/client.js";
 import { openTestEnv, uniqueId, within, type TestEnv } from "../support/helpers.js";
-import { repoRoot } from "../support/service/processes.js";
+import { repoRoot, withSharedBundle } from "../support/service/processes.js";
 
 let env: TestEnv;
 let child: ChildProcess | undefined;
@@ -38,7 +38,11 @@ it("serves Temporal's runtime metrics and the agent's on /metrics, matching the 
     ["--import", "tsx", path.join(repoRoot, "src/cli/worker-main.ts"), "--task-queue", taskQueue, "--health-port", "0"],
     {
       cwd: repoRoot,
-      env: { ...process.env, NODE_OPTIONS: "", TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS },
+      env: {
+        ...process.env,
+        NODE_OPTIONS: "",
+        ...(await withSharedBundle({ TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS })),
+      },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );

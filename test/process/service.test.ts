@@ -19,7 +19,7 @@ import { AgentPlugin } from "../../src/plugin.js";
 import { temporalTarget } from "../../src/worker-process/connection.js";
 import type { AgentTool } from "../../src/types.js";
 import { fauxModel, openTestEnv, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
-import { repoRoot } from "../support/service/processes.js";
+import { repoRoot, withSharedBundle } from "../support/service/processes.js";
 import { waitFor } from "../support/crash/harness.js";
 import { fleetTaskQueue, presenceMemoMac, WORKER_PRESENCE_WORKFLOW } from "../../src/failover/presence.js";
 
@@ -46,7 +46,7 @@ interface Proc {
 async function startWorker(args: string[], extraEnv: Record<string, string | undefined>): Promise<Proc> {
   const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/cli/worker-main.ts"), ...args], {
     cwd: repoRoot,
-    env: { ...process.env, NODE_OPTIONS: "", ...extraEnv },
+    env: { ...process.env, NODE_OPTIONS: "", ...(await withSharedBundle(extraEnv)) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);

@@ -80,8 +80,26 @@ export async function startSourceWorker(
   return spawnWorker(
     ["--import", "tsx", ...preload, path.join(repoRoot, "src/cli/worker-main.ts"), ...args],
     repoRoot,
-    env,
+    await withSharedBundle(env),
   );
+}
+
+/**
+ * `env` with the run's shared workflow bundle as the worker's prebuilt one (`JAI_WORKFLOW_BUNDLE`, what the
+ * image's `dist/workflow-bundle.js` is to a deployed worker), so a source worker does not bundle at start: that
+ * costs ~4 s of CPU a process, and a suite starts dozens. The bundle with encrypted failures when the worker has
+ * keys (one without would be refused and bundled again). Not when `env` names the variable: set to undefined, the
+ * worker bundles at start, as a test of that wants. A worker with traces on bundles at start whatever it is given.
+ */
+export async function withSharedBundle(
+  env: Record<string, string | undefined>,
+): Promise<Record<string, string | undefined>> {
+  if ("JAI_WORKFLOW_BUNDLE" in env) return env;
+  const keys = "JAI_CODEC_KEYS" in env ? env.JAI_CODEC_KEYS : process.env.JAI_CODEC_KEYS;
+  const file = "JAI_CODEC_KEY_FILE" in env ? env.JAI_CODEC_KEY_FILE : process.env.JAI_CODEC_KEY_FILE;
+  // Imported here: bundles.ts loads the worker, which most importers of this file never need.
+  const { sharedBundleFile } = await import("../bundles.js");
+  return { ...env, JAI_WORKFLOW_BUNDLE: await sharedBundleFile(keys || file ? "encrypted-failures" : "default") };
 }
 
 /** Every worker process a test file started: `killAll()` in its afterAll. */
