@@ -123,6 +123,12 @@ export interface DevServerOptions {
   dynamicConfig?: Record<string, string | number | boolean>;
   /** Port of the server's Prometheus `/metrics` listener (`--metrics-port`), e.g. persistence requests by operation. Default: none. */
   metricsPort?: number;
+  /**
+   * SQLite pragmas (`--sqlite-pragma name=value`), e.g. `{ journal_mode: "wal", synchronous: "off" }` for a
+   * throwaway server (a test run's): commits stop waiting for the disk; a machine crash can lose the file, a
+   * server crash cannot (WAL). Default: none, SQLite's own (every commit synced).
+   */
+  sqlitePragmas?: Record<string, string>;
 }
 
 export interface DevServer {
@@ -241,6 +247,8 @@ async function startDevServerOnce(options: DevServerOptions): Promise<DevServer>
   else args.push("--ui-port", String(uiPort));
   if (options.uiCodecEndpoint && uiPort !== undefined) args.push("--ui-codec-endpoint", options.uiCodecEndpoint);
   if (options.metricsPort !== undefined) args.push("--metrics-port", String(options.metricsPort));
+  for (const [name, value] of Object.entries(options.sqlitePragmas ?? {}))
+    args.push("--sqlite-pragma", `${name}=${value}`);
   const child = spawn(cli, args, { stdio: ["ignore", "ignore", "pipe"] });
   // The head says why it failed (a panic's first line), the tail where.
   let head = "";

@@ -59,20 +59,27 @@ export function findConfigFile(named: string | undefined, cwd: string): string |
   return CANDIDATES.map((c) => path.join(cwd, c)).find((f) => existsSync(f));
 }
 
+/** tsx's loader, once registered for this process (a .ts config under plain node). */
+let tsxRegistered: unknown;
+
 async function importModule(file: string): Promise<Record<string, unknown>> {
   try {
     return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ERR_UNKNOWN_FILE_EXTENSION") throw err;
-    // A .ts config under plain node: load it through tsx when the project has it.
+    // A .ts config under plain node (the built worker): load it through tsx when the project has it. tsx's loader
+    // is registered for the process, not in a namespace (tsImport): a namespaced import would load its own copy of
+    // every package the config imports, and a provider it registers (registerApiProvider) would land in that copy
+    // of @jai/ai's registry, not the one the worker streams from. Registered once; the query is a fresh URL,
+    // since Node keeps the failed import.
+    let register: () => unknown;
     try {
-      const { tsImport } = (await import("tsx/esm/api")) as {
-        tsImport: (f: string, from: string) => Promise<Record<string, unknown>>;
-      };
-      return await tsImport(pathToFileURL(file).href, import.meta.url);
+      ({ register } = (await import("tsx/esm/api")) as { register: () => unknown });
     } catch {
       throw new Error(`Cannot load ${file}: compile it to .js, or install tsx so a .ts config can be loaded`);
     }
+    tsxRegistered ??= register();
+    return (await import(`${pathToFileURL(file).href}?tsx`)) as Record<string, unknown>;
   }
 }
 

@@ -9,6 +9,7 @@ import { startRunEventsService } from "../../src/events/serve.js";
 import type { AgentTool } from "../../src/types.js";
 import { createAgentWorker } from "../../src/worker.js";
 import { fauxModel, uniqueId, within, withServer } from "../support/helpers.js";
+import { nodeEntry } from "../support/entry.js";
 
 const env = withServer();
 
@@ -27,7 +28,7 @@ function watch(workflowId: string, token: string): Promise<string> & { printed(t
   let out = "";
   const waiting: { text: string; resolve: () => void }[] = [];
   const done = new Promise<string>((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/watch.ts", workflowId], {
+    const proc = spawn(process.execPath, [...nodeEntry("src/cli/watch.ts"), workflowId], {
       // The token the run server minted; watch sends it to the server found in history only on a trusted host.
       env: { ...process.env, JAI_HTTP_TOKEN: token, JAI_EVENTS_TRUSTED_HOSTS: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],

@@ -14,6 +14,7 @@ import { dataConverterFromEnv } from "../../src/codec/config.js";
 import { freePort } from "../../src/dev-server.js";
 import { openTestEnv, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { repoRoot } from "../support/service/processes.js";
+import { nodeEntry } from "../support/entry.js";
 
 const KEY_A = "A:" + Buffer.alloc(32, 11).toString("base64");
 const KEY_B = "B:" + Buffer.alloc(32, 12).toString("base64");
@@ -27,9 +28,9 @@ afterAll(async () => {
   await env?.close();
 });
 
-/** Starts a CLI through tsx; resolves once `ready` matches its output. */
+/** Starts a CLI from the sources (test/support/entry.ts); resolves once `ready` matches its output. */
 async function start(script: string, args: string[], extraEnv: Record<string, string>, ready: RegExp) {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/cli", script), ...args], {
+  const child = spawn(process.execPath, [...nodeEntry(path.join(repoRoot, "src/cli", script)), ...args], {
     cwd: repoRoot,
     env: { ...process.env, NODE_OPTIONS: "", ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"],

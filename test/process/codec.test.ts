@@ -23,6 +23,7 @@ import { closedRunView } from "../../src/history-view.js";
 import type { AgentTool } from "../../src/types.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
+import { nodeEntry } from "../support/entry.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -110,7 +111,7 @@ async function untilApprovalPending(handle: AgentRunHandle, toolCallId: string) 
 }
 
 function cli(script: string, args: string[], keys: string) {
-  const run = spawnSync(process.execPath, ["--import", "tsx", path.join(root, "src/cli", script), ...args], {
+  const run = spawnSync(process.execPath, [...nodeEntry(path.join(root, "src/cli", script)), ...args], {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: "", JAI_CODEC_KEYS: keys },
     encoding: "utf8",

@@ -33,7 +33,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-/** `src/cli/worker-main.ts` (tsx) on `taskQueue`, resolved once it prints "ready". */
+/** `src/cli/worker-main.ts` on `taskQueue`, resolved once it prints "ready". */
 function workerProcess(
   taskQueue: string,
   options: { args?: string[]; env?: Record<string, string | undefined>; preload?: string } = {},

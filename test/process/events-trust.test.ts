@@ -13,6 +13,7 @@ import { fauxAssistantMessage } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentEvent } from "../../src/types.js";
 import { fauxModel, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
+import { nodeEntry } from "../support/entry.js";
 
 const env = withServer();
 
@@ -61,7 +62,7 @@ async function collect(events: AsyncIterable<{ event: AgentEvent }>): Promise<Ag
 /** `npm run watch -- <id>` in its own process with `extraEnv`; resolves with what it printed. */
 function watch(workflowId: string, extraEnv: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/watch.ts", workflowId], {
+    const proc = spawn(process.execPath, [...nodeEntry("src/cli/watch.ts"), workflowId], {
       env: { ...process.env, JAI_EVENTS_URL: "", JAI_EVENTS_TRUSTED_HOSTS: "", ...extraEnv },
       stdio: ["ignore", "pipe", "pipe"],
     });

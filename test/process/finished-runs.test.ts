@@ -14,6 +14,7 @@ import type { AgentMessage, AgentRunState, AgentTool } from "../../src/types.js"
 import { stateQuery } from "../../src/workflows/definitions.js";
 import { contextMismatches, SeenContexts } from "../support/context-check.js";
 import { fauxModel, gateTool, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
+import { nodeEntry } from "../support/entry.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -236,7 +237,7 @@ describe("finished runs answer from history alone", () => {
         continueAsNew: { afterTurns: 1 },
       });
       await worker.runUntil(handle.result());
-      const show = spawnSync(process.execPath, ["--import", "tsx", path.join(root, "src/cli/show.ts"), workflowId], {
+      const show = spawnSync(process.execPath, [...nodeEntry(path.join(root, "src/cli/show.ts")), workflowId], {
         cwd: root,
         env: { ...process.env, NODE_OPTIONS: "" },
         encoding: "utf8",

@@ -14,6 +14,7 @@ import { discoverEventsUrl } from "../../src/events/subscribe.js";
 import type { AgentEvent } from "../../src/types.js";
 import { repoRoot } from "../support/service/processes.js";
 import { uniqueId, within } from "../support/helpers.js";
+import { nodeEntry } from "../support/entry.js";
 
 let connection: Connection;
 let client: Client;
@@ -31,7 +32,7 @@ afterAll(async () => {
 async function libraryWorker(kind: "createAgentWorker" | "plugin", taskQueue: string, token: string) {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", path.join(repoRoot, "test/fixtures/library-worker.ts"), kind, taskQueue],
+    [...nodeEntry(path.join(repoRoot, "test/fixtures/library-worker.ts")), kind, taskQueue],
     // The token the worker's run server asks for; nothing else about events is configured.
     {
       cwd: repoRoot,

@@ -18,6 +18,7 @@ import type { McpServerConfig } from "../../src/mcp/config.js";
 import { McpServerUnavailable, McpToolSource } from "../../src/mcp/source.js";
 import type { AgentTool, AgentToolResult } from "../../src/types.js";
 import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { nodeEntry } from "../support/entry.js";
 
 let env: TestEnv;
 let folder: string;
@@ -40,7 +41,7 @@ function badServer(name: string, mode: string, ...args: string[]): McpServerConf
     transport: {
       type: "stdio",
       command: process.execPath,
-      args: ["--import", "tsx", fixture, mode, ...args],
+      args: [...nodeEntry(fixture), mode, ...args],
       cwd: root,
     },
   };

@@ -8,6 +8,7 @@ import path from "node:path";
 import { startAgentRun } from "../../src/client.js";
 import { openTestEnv, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { repoRoot, withSharedBundle } from "../support/service/processes.js";
+import { nodeEntry } from "../support/entry.js";
 
 let env: TestEnv;
 let child: ChildProcess | undefined;
@@ -35,7 +36,7 @@ it("serves Temporal's runtime metrics and the agent's on /metrics, matching the 
   const taskQueue = uniqueId("metrics");
   child = spawn(
     process.execPath,
-    ["--import", "tsx", path.join(repoRoot, "src/cli/worker-main.ts"), "--task-queue", taskQueue, "--health-port", "0"],
+    [...nodeEntry(path.join(repoRoot, "src/cli/worker-main.ts")), "--task-queue", taskQueue, "--health-port", "0"],
     {
       cwd: repoRoot,
       env: {

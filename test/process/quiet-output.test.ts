@@ -10,6 +10,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { killAllWorkers, repoRoot, startSourceWorker } from "../support/service/processes.js";
 import { uniqueId, within } from "../support/helpers.js";
+import { nodeEntry } from "../support/entry.js";
 
 afterAll(() => killAllWorkers());
 
@@ -51,13 +52,7 @@ describe("a worker built with createAgentWorker", () => {
     // test/fixtures/library-worker.ts connects first and installs no Runtime, as the README's snippet does.
     const child = spawn(
       process.execPath,
-      [
-        "--import",
-        "tsx",
-        path.join(repoRoot, "test/fixtures/library-worker.ts"),
-        "createAgentWorker",
-        uniqueId("quiet"),
-      ],
+      [...nodeEntry(path.join(repoRoot, "test/fixtures/library-worker.ts")), "createAgentWorker", uniqueId("quiet")],
       {
         cwd: repoRoot,
         env: { ...process.env, NODE_OPTIONS: "", JAI_LOG_LEVEL: "" },

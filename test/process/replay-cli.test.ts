@@ -9,13 +9,14 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { nodeEntry } from "../support/entry.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const fixture = path.join(root, "test/fixtures/histories/text-only.json");
 const dir = mkdtempSync(path.join(os.tmpdir(), "replay-cli-"));
 
 function replay(args: string[]) {
-  const run = spawnSync(process.execPath, ["--import", "tsx", path.join(root, "src/cli/replay.ts"), ...args], {
+  const run = spawnSync(process.execPath, [...nodeEntry(path.join(root, "src/cli/replay.ts")), ...args], {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: "" },
     encoding: "utf8",

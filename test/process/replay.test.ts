@@ -26,6 +26,7 @@ import {
   MEMO_PATCH,
 } from "../../src/workflows/patches.js";
 import { fauxModel, testWorker, uniqueId, withServer } from "../support/helpers.js";
+import { nodeEntry } from "../support/entry.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const fixturesDir = path.join(root, "test/fixtures/histories");
@@ -36,9 +37,9 @@ const fixtures = [
 
 const env = withServer();
 
-/** Runs one of the project's commands the way a user would (tsx, no jest). */
+/** Runs one of the project's commands the way a user would (its entry point, no jest). */
 function cli(script: string, args: string[]) {
-  const run = spawnSync(process.execPath, ["--import", "tsx", path.join(root, "src/cli", script), ...args], {
+  const run = spawnSync(process.execPath, [...nodeEntry(path.join(root, "src/cli", script)), ...args], {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: "" },
     encoding: "utf8",

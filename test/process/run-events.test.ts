@@ -8,6 +8,7 @@ import { EventTap } from "../../src/events/tap.js";
 import type { AgentEvent, AgentTool } from "../../src/types.js";
 import { createAgentWorker } from "../../src/worker.js";
 import { deferred, fauxModel, uniqueId, within, withServer } from "../support/helpers.js";
+import { nodeEntry } from "../support/entry.js";
 
 const env = withServer();
 
@@ -31,7 +32,7 @@ interface Line {
 /** Runs test/support/events-child.ts in its own node process; resolves with its lines once it exits. */
 function child(args: string[], onLine?: (line: Line) => void, token?: string): Promise<Line[]> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", "test/support/events-child.ts", ...args], {
+    const proc = spawn(process.execPath, [...nodeEntry("test/support/events-child.ts"), ...args], {
       // handle.events() sends it as a bearer token to a run server found in history only on a trusted host.
       env: { ...process.env, ...(token ? { JAI_HTTP_TOKEN: token, JAI_EVENTS_TRUSTED_HOSTS: "127.0.0.1" } : {}) },
       stdio: ["ignore", "pipe", "pipe"],

@@ -12,6 +12,7 @@ import {
   scheduleAgentRun,
 } from "../../src/schedules.js";
 import { fauxModel, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
+import { nodeEntry } from "../support/entry.js";
 
 const env = withServer();
 
@@ -142,9 +143,7 @@ describe("scheduled runs", () => {
     const cli = spawnSync(
       process.execPath,
       [
-        "--import",
-        "tsx",
-        "src/cli/schedule.ts",
+        ...nodeEntry("src/cli/schedule.ts"),
         "create",
         scheduleId,
         "--model",

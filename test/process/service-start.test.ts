@@ -7,6 +7,7 @@ import path from "node:path";
 import type { AgentRunResult } from "../../src/types.js";
 import { openTestEnv, within, type TestEnv } from "../support/helpers.js";
 import { repoRoot } from "../support/service/processes.js";
+import { nodeEntry } from "../support/entry.js";
 
 let env: TestEnv;
 let workspace: string;
@@ -24,9 +25,7 @@ it("Ctrl-C during `npm start --address …` cancels the run, which closes as abo
   const child = spawn(
     process.execPath,
     [
-      "--import",
-      "tsx",
-      path.join(repoRoot, "src/cli/start.ts"),
+      ...nodeEntry(path.join(repoRoot, "src/cli/start.ts")),
       "--address",
       process.env.TEMPORAL_ADDRESS!,
       "What is here?",

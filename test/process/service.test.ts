@@ -20,6 +20,7 @@ import { temporalTarget } from "../../src/worker-process/connection.js";
 import type { AgentTool } from "../../src/types.js";
 import { fauxModel, openTestEnv, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { repoRoot, withSharedBundle } from "../support/service/processes.js";
+import { nodeEntry } from "../support/entry.js";
 import { waitFor } from "../support/crash/harness.js";
 import { fleetTaskQueue, presenceMemoMac, WORKER_PRESENCE_WORKFLOW } from "../../src/failover/presence.js";
 
@@ -42,9 +43,9 @@ interface Proc {
   exited: Promise<number | null>;
 }
 
-/** `npm run worker` without npm in between: the same entry point through tsx. */
+/** `npm run worker` without npm in between: the same entry point (test/support/entry.ts). */
 async function startWorker(args: string[], extraEnv: Record<string, string | undefined>): Promise<Proc> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/cli/worker-main.ts"), ...args], {
+  const child = spawn(process.execPath, [...nodeEntry(path.join(repoRoot, "src/cli/worker-main.ts")), ...args], {
     cwd: repoRoot,
     env: { ...process.env, NODE_OPTIONS: "", ...(await withSharedBundle(extraEnv)) },
     stdio: ["ignore", "pipe", "pipe"],

@@ -13,6 +13,7 @@ import { getAgentRun } from "../../src/client.js";
 import type { AgentRunState } from "../../src/types.js";
 import { openTestEnv, textOf, within, type TestEnv } from "../support/helpers.js";
 import { repoRoot } from "../support/service/processes.js";
+import { nodeEntry } from "../support/entry.js";
 
 let env: TestEnv;
 let workspace: string;
@@ -31,7 +32,7 @@ it("walks a person through parallel tools, an approval, steering, a sub-agent, a
   const address = process.env.TEMPORAL_ADDRESS!;
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", path.join(repoRoot, "src/cli/start.ts"), "--address", address, "--tour"],
+    [...nodeEntry(path.join(repoRoot, "src/cli/start.ts")), "--address", address, "--tour"],
     {
       cwd: repoRoot,
       env: { ...process.env, NODE_OPTIONS: "", JAI_WORKSPACE: workspace, JAI_MODEL: "", TEMPORAL_ADDRESS: "" },

@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { NativeConnection } from "@temporalio/worker";
@@ -68,7 +69,14 @@ describe("server restart", () => {
     const result = await worker.runUntil(async () => {
       await within(entered.promise, 30000, "the tool to start");
       await server!.stop();
-      server = await startDevServer({ dbFile, port, uiPort: false });
+      // Started again with pragmas (what the test run's own server uses): the kept file goes on in WAL mode.
+      expect(existsSync(`${dbFile}-wal`)).toBe(false);
+      server = await startDevServer({
+        dbFile,
+        port,
+        uiPort: false,
+        sqlitePragmas: { journal_mode: "wal", synchronous: "off" },
+      });
       release.resolve();
       return handle.result();
     });
@@ -79,5 +87,6 @@ describe("server restart", () => {
     expect(result.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
     expect(textOf(result.messages[2])).toBe("gate passed");
     expect(textOf(result.messages[3])).toBe("all done");
+    expect(existsSync(`${dbFile}-wal`)).toBe(true);
   }, 120000);
 });

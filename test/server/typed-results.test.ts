@@ -24,6 +24,7 @@ import {
   type TestEnv,
 } from "../support/helpers.js";
 import { ProviderServer } from "../support/provider-server.js";
+import { nodeEntry } from "../support/entry.js";
 
 let env: TestEnv;
 let server: ProviderServer;
@@ -46,7 +47,7 @@ const plain = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown;
 /** `npm run watch -- <id>` in its own process, on a finished run; resolves with what it printed. */
 function watch(workflowId: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/watch.ts", workflowId], {
+    const proc = spawn(process.execPath, [...nodeEntry("src/cli/watch.ts"), workflowId], {
       env: { ...process.env, JAI_EVENTS_URL: "", JAI_EVENTS_TRUSTED_HOSTS: "" },
       stdio: ["ignore", "pipe", "pipe"],
     });

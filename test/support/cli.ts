@@ -2,6 +2,7 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { repoRoot } from "./service/processes.js";
+import { nodeEntry } from "./entry.js";
 
 export interface ProgramOutput {
   /** The exit code; null when the program was killed (e.g. by the 2-minute timeout). */
@@ -33,6 +34,6 @@ export function runProgram(
   });
 }
 
-/** `jai-agent <args>` through tsx, as the installed bin runs it; the server from TEMPORAL_ADDRESS. */
+/** `jai-agent <args>` from the sources (test/support/entry.ts), as the installed bin runs it; the server from TEMPORAL_ADDRESS. */
 export const jaiAgent = (args: string[], extraEnv: Record<string, string | undefined> = {}) =>
-  runProgram(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/cli/jai-agent.ts"), ...args], extraEnv);
+  runProgram(process.execPath, [...nodeEntry(path.join(repoRoot, "src/cli/jai-agent.ts")), ...args], extraEnv);

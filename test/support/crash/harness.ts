@@ -16,6 +16,7 @@ import { startAgentRun, type AgentRunHandle } from "../../../src/client.js";
 import { sharedBundleFile } from "../bundles.js";
 import type { AgentMessage, AgentRunResult } from "../../../src/types.js";
 import { MODEL_REF, type Variant } from "./scenario.js";
+import { nodeEntry } from "../entry.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../../..");
@@ -138,7 +139,7 @@ function exited(child: ChildProcess): Promise<void> {
 
 /** Starts `test/support/crash/worker-main.ts` in a new Node process and waits until it polls. */
 export async function startChildWorker(config: HarnessConfig): Promise<ChildWorker> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(here, "worker-main.ts")], {
+  const child = spawn(process.execPath, [...nodeEntry(path.join(here, "worker-main.ts"))], {
     cwd: root,
     env: {
       ...process.env,

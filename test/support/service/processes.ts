@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { nodeEntry } from "../entry.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 
@@ -68,7 +69,7 @@ export async function startWorkerProcess(
 }
 
 /**
- * `jai-agent worker` from the sources (tsx), as `npm run worker` runs it, with `env` over this process's
+ * `jai-agent worker` from the sources (test/support/entry.ts), as `npm run worker` runs it, with `env` over this process's
  * (an undefined value removes a variable) and an optional `--import` preload; waits for its "ready" line.
  */
 export async function startSourceWorker(
@@ -78,7 +79,7 @@ export async function startSourceWorker(
 ): Promise<WorkerProcess> {
   const preload = options.preload ? ["--import", pathToFileURL(options.preload).href] : [];
   return spawnWorker(
-    ["--import", "tsx", ...preload, path.join(repoRoot, "src/cli/worker-main.ts"), ...args],
+    [...preload, ...nodeEntry(path.join(repoRoot, "src/cli/worker-main.ts")), ...args],
     repoRoot,
     await withSharedBundle(env),
   );
