@@ -3,10 +3,11 @@
  * 36, row 12), and resuming from a cursor stays truthful after eviction. Pure.
  */
 import { describe, expect, it } from "@jest/globals";
-import type { AssistantMessage, ToolResultMessage } from "@jai/ai";
+import type { ToolResultMessage } from "@jai/ai";
 import { EventTap } from "../../src/events/tap.js";
 import { partialRebuilder, type SequencedEvent } from "../../src/events/wire.js";
 import type { AgentEvent } from "../../src/types.js";
+import { assistantText } from "../support/messages.js";
 
 const run = { workflowId: "w", runId: "r" };
 const stored = (events: SequencedEvent[]) =>
@@ -30,14 +31,6 @@ function toolCall(i: number, size: number): AgentEvent[] {
     { type: "message_end", message },
   ];
 }
-
-const assistant = (text: string) =>
-  ({
-    role: "assistant",
-    content: [{ type: "text", text }],
-    usage: {},
-    stopReason: "stop",
-  }) as unknown as AssistantMessage;
 
 describe("event tap byte cap", () => {
   it("one run with 4,000 large tool results stays within maxRunBytes, newest kept", () => {
@@ -95,7 +88,7 @@ describe("event tap byte cap", () => {
   it("a stream bigger than the cap: no delta is kept without its message_start, and the next stream is whole", () => {
     const tap = new EventTap({ maxRunBytes: 20_000 });
     const stream = (text: string, deltas: number) => {
-      const partial = assistant("");
+      const partial = assistantText("");
       tap.append(run, { type: "message_start", message: partial });
       for (let i = 0; i < deltas; i++)
         tap.append(run, {
@@ -103,7 +96,7 @@ describe("event tap byte cap", () => {
           message: partial,
           assistantEvent: { type: "text_delta", contentIndex: 0, delta: text, partial },
         });
-      tap.append(run, { type: "message_end", message: assistant(text.repeat(deltas)) });
+      tap.append(run, { type: "message_end", message: assistantText(text.repeat(deltas)) });
     };
     stream("x".repeat(100), 1000); // ~150 KB of deltas
     expect(tap.bytes("w")).toBeLessThanOrEqual(20_000);

@@ -10,24 +10,18 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "@jest/globals";
 import type { Client } from "@temporalio/client";
 import type { AgentMessage } from "../../src/types.js";
-import type { AssistantMessage, UserMessage } from "@jai/ai";
+import type { UserMessage } from "@jai/ai";
 import { EventTap } from "../../src/events/tap.js";
 import { transcriptEvents } from "../../src/events/from-history.js";
 import { runEvents, type RunReader } from "../../src/events/subscribe.js";
 import { streamRunEvents } from "../../src/http/sse.js";
+import { assistantText } from "../support/messages.js";
 
 const user = (text: string): UserMessage => ({ role: "user", content: text, timestamp: 1 });
-const assistant = (text: string) =>
-  ({
-    role: "assistant",
-    content: [{ type: "text", text }],
-    usage: {},
-    stopReason: "stop",
-  }) as unknown as AssistantMessage;
 /** A run of 12 prompts and answers (~600 bytes each), closed: its transcript and the events it makes. */
 const messages: AgentMessage[] = Array.from({ length: 12 }, (_, i) => [
   user(`prompt ${i} `.padEnd(600, "p")),
-  assistant(`answer ${i} `.padEnd(600, "a")),
+  assistantText(`answer ${i} `.padEnd(600, "a")),
 ]).flat();
 const events = transcriptEvents(messages, true);
 const closedRun: RunReader = { transcript: async () => messages, closed: async () => true };
