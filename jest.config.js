@@ -19,8 +19,11 @@ export default {
   reporters: ["default", "<rootDir>/test/support/slowest-files.js"],
   globalSetup: "<rootDir>/test/support/global-setup.js",
   globalTeardown: "<rootDir>/test/support/global-teardown.js",
+  // In-process workers run workflow code on the worker's thread: test/support/in-thread-workflows.ts.
+  setupFilesAfterEnv: ["<rootDir>/test/support/in-thread-workflows.ts"],
   testTimeout: 60000,
-  maxWorkers: 3,
+  // Four files at a time: process files mostly wait on timeouts and child processes (docs/testing.md).
+  maxWorkers: 4,
   // Tests marked `it.concurrent` (independent scenarios that mostly wait on timers and child processes) run up to
   // this many at a time within their file.
   maxConcurrency: 4,

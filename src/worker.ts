@@ -22,8 +22,9 @@ import { checkProviderLimits, ContextCache, createActivities, type ContextCacheS
 import type { AgentWorkerServeOptions } from "./serving.js";
 import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metrics.js";
 import { providerLimitMetrics } from "./telemetry/provider-limit-metrics.js";
-import { workflowTracingModule, type AgentTracing } from "./telemetry/tracing.js";
-import { McpToolSource } from "./mcp/source.js";
+import type { AgentTracing } from "./telemetry/tracing.js";
+import { workflowTracingModule } from "./telemetry/tracing-module.js";
+import type { McpToolSource } from "./mcp/source.js";
 import { replayCap, replayCappedOptions } from "./replay-cap.js";
 import {
   extensionSinks,
@@ -301,7 +302,10 @@ async function connectAgent(options: AgentWorkerOptions): Promise<Agent> {
   // Unique per process start: a restarted worker has an empty cache, so it must not inherit the old queue's calls.
   const ownTaskQueue = options.routeModelCalls === false ? undefined : `${taskQueue}@${workerName()}`;
   const onEvent = metrics ? metrics.wrapEvents(options.onEvent) : options.onEvent;
-  const mcp = options.mcpServers?.length ? new McpToolSource(options.mcpServers) : undefined;
+  // The MCP client (and its schema libraries) is loaded only by a worker that has MCP servers.
+  const mcp = options.mcpServers?.length
+    ? new (await import("./mcp/source.js")).McpToolSource(options.mcpServers)
+    : undefined;
   return {
     options,
     connection,

@@ -8,7 +8,6 @@
  * AgentTracing; the worker process turns it on from the standard OTEL_*
  * environment (OTLP over HTTP).
  */
-import { createRequire } from "node:module";
 import {
   context,
   propagation,
@@ -40,14 +39,10 @@ import type {
 import type { AssistantMessage } from "@jai/ai";
 import type { ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "../types.js";
 import { replyMessage } from "../activities/model.js";
+import { tracingWanted } from "./tracing-module.js";
 
 /** Name of the tracer the agent's own spans come from. */
 export const TRACER_NAME = "jai-agent";
-
-/** The workflow interceptors module to bundle with the workflows (see bundleAgentWorkflows's `tracing`). */
-export function workflowTracingModule(): string {
-  return createRequire(import.meta.url).resolve("@temporalio/interceptors-opentelemetry/lib/workflow-interceptors");
-}
 
 export interface AgentTracing {
   /** The tracer provider (registered as the global one). */
@@ -107,11 +102,7 @@ export function createAgentTracing(options: AgentTracingOptions): AgentTracing {
  * off when OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none.
  */
 export async function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<AgentTracing | undefined> {
-  if (env.OTEL_SDK_DISABLED === "true" || env.OTEL_TRACES_EXPORTER === "none") return undefined;
-  const wanted =
-    env.OTEL_TRACES_EXPORTER === "otlp" ||
-    Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
-  if (!wanted) return undefined;
+  if (!tracingWanted(env)) return undefined;
   const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
   return createAgentTracing({ spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter()) });
 }

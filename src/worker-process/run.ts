@@ -42,7 +42,7 @@ import { serveHealth } from "./health.js";
 import { failoverExtensions } from "./failover-flags.js";
 import { freePort } from "../dev-server.js";
 import { createAgentMetrics, type AgentMetrics } from "../telemetry/metrics.js";
-import { tracingFromEnv } from "../telemetry/tracing.js";
+import { tracingWanted } from "../telemetry/tracing-module.js";
 import { parseBaseUrlList } from "../activities/model-policy.js";
 import { parseProviderLimits, type ProviderLimits } from "../activities/provider-limits.js";
 
@@ -358,8 +358,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const withMetrics = plan.healthPort !== undefined && settings.get("no-metrics") !== "off";
   const runtime = await installRuntime(withMetrics, env);
   // Traces when the standard OTEL_* environment asks for them (OTLP over HTTP); the shipped bundle has no tracing
-  // interceptors, so the workflows are bundled here then.
-  const tracing = await tracingFromEnv(env);
+  // interceptors, so the workflows are bundled here then. OpenTelemetry is loaded only then.
+  const tracing = tracingWanted(env) ? await (await import("../telemetry/tracing.js")).tracingFromEnv(env) : undefined;
   const connection = await NativeConnection.connect(plan.target.connectionOptions);
   let health: Server | undefined;
   try {

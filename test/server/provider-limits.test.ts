@@ -35,6 +35,9 @@ async function runMany(count: number, providerLimits: ProviderLimits, model: Mod
     getApiKey: () => "sk-test-limits",
     providerLimits,
     metrics,
+    // The requests' timing is what these tests measure: the workflows of many runs run off the thread that sends
+    // them, as in a deployed worker (test/support/in-thread-workflows.ts).
+    workerOptions: { debugMode: false },
   });
   const results = await worker.runUntil(async () => {
     const handles = await Promise.all(

@@ -6,7 +6,7 @@
  * some other way) each call builds its own.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, rename, writeFile } from "node:fs/promises";
+import { mkdtemp, open, rename, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
@@ -29,11 +29,24 @@ export async function sharedBundleFile(kind: BundleKind = "default"): Promise<st
   const dir = process.env.JAI_TEST_BUNDLES || (await mkdtemp(path.join(os.tmpdir(), "jai-bundle-")));
   const file = path.join(dir, `${kind}.js`);
   if (existsSync(file)) return file;
-  // Two files may build the same kind at once: each writes its own file and renames it into place (atomic).
+  // The files jest starts together often want the same kind first: one builds it (it made the lock file), the
+  // others wait for it, and build their own only if it never comes.
+  const builder = await open(`${file}.lock`, "wx").then(
+    (lock) => lock.close().then(() => true),
+    () => false,
+  );
+  if (!builder && (await appears(file, 60000))) return file;
+  // Written aside and renamed into place (atomic): a reader never sees half a bundle.
   const tmp = `${file}.${randomUUID()}.tmp`;
   await writeFile(tmp, (await build(kind)).code);
   await rename(tmp, file);
   return file;
+}
+
+async function appears(file: string, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100)))
+    if (existsSync(file)) return true;
+  return false;
 }
 
 /** The bundle of `kind` as code, for in-process workers (`workflowBundle: { code }`). */
