@@ -138,6 +138,15 @@ async function modelCalls(handle: AgentRunHandle) {
     });
 }
 
+/** One of the run's model calls failed as `worker`'s: the fail-over's message names it. The calls print when not. */
+function expectCallFailedAsWorkers(calls: Awaited<ReturnType<typeof modelCalls>>, worker: ChildWorker): void {
+  expect(calls).toContainEqual(
+    expect.objectContaining({
+      failure: expect.objectContaining({ message: `worker ${worker.ownQueue} stopped heartbeating` }),
+    }),
+  );
+}
+
 const presenceOf = (worker: ChildWorker, attempt = 1) =>
   env.client.workflow.getHandle(`jai-presence-${worker.ownQueue}-${attempt}`);
 
@@ -197,13 +206,8 @@ describe("fast failover", () => {
       const result = await handle.result();
       expect(result.stopReason).toBe("stop");
       expect(textOf(result.messages.at(-1))).toBe(FINAL);
-      const calls = await modelCalls(handle);
-      // Its call failed as its worker's (by the fail-over, or by a survivor's link); the list is printed when not.
-      expect(calls).toContainEqual(
-        expect.objectContaining({
-          failure: expect.objectContaining({ message: `worker ${first.ownQueue} stopped heartbeating` }),
-        }),
-      );
+      // Its call failed as its worker's (by the fail-over, or by a survivor's link).
+      expectCallFailedAsWorkers(await modelCalls(handle), first);
       // A worker that shuts down ends its presence (the survivor runs the workflow's last task): no failover.
       await first.stop();
       expect(((await presenceOf(first, 2).result()) as PresenceOutcome).worker).toBe("stopped");
@@ -218,13 +222,7 @@ describe("fast failover: links", () => {
     "kill -9: the survivor's link closes and nothing listens at the dead worker's address: it is failed over at once, not after its presence timeout",
     async () => {
       // A presence timeout longer than the test: only the link can tell in time.
-      const c = files.config(undefined, { presenceTimeout: "60s", tokensPerSecond: 10 });
-      const first = await child({ ...c, tokensPerSecond: SLOW_FIRST });
-      const handle = await startRun(c);
-      await waitFor(() => readLog(c.logFile).some((e) => e.event === "tool_start"), 30000, "turn 1's tools");
-      const second = await child({ ...c, tokensPerSecond: FAST_SURVIVOR });
-      await waitFor(() => turn2On(readLog(c.logFile), first.pid), 30000, "turn 2's model call on the first worker");
-      await reported(first, handle.workflowId);
+      const { first, second, handle } = await firstWorkerInTurn2({ presenceTimeout: "60s" });
       await waitFor(
         async () => ((await reportOf(second))?.links ?? []).includes(first.ownQueue),
         30000,
@@ -235,14 +233,9 @@ describe("fast failover: links", () => {
       expect(outcome).toMatchObject({ worker: "lost", lostBy: "link" });
       const result = await handle.result();
       expect(textOf(result.messages.at(-1))).toBe(FINAL);
-      const calls = await modelCalls(handle);
       // The report came from the server (no timeout carried it): the call it named failed as its worker's, by the
-      // survivor the link told or by the presence's fail-over; the list is printed when not.
-      expect(calls).toContainEqual(
-        expect.objectContaining({
-          failure: expect.objectContaining({ message: `worker ${first.ownQueue} stopped heartbeating` }),
-        }),
-      );
+      // survivor the link told or by the presence's fail-over.
+      expectCallFailedAsWorkers(await modelCalls(handle), first);
       await second.stop();
     },
     90000,
