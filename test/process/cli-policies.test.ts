@@ -7,23 +7,12 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
+import { startAgentRun } from "../../src/client.js";
 import type { AgentRunState, AgentTool, ClientToolDeclaration } from "../../src/types.js";
-import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
+import { fauxModel, stateWhen, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 import { jaiAgent } from "../support/cli.js";
 
 const env = withServer();
-
-async function until(handle: AgentRunHandle, ok: (s: AgentRunState) => boolean, what: string) {
-  const poll = async () => {
-    for (;;) {
-      const s = await handle.state();
-      if (ok(s)) return s;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
-  return within(poll(), 30000, what);
-}
 
 function approvalTool(name: string, ran: string[]): AgentTool {
   return {
@@ -70,7 +59,7 @@ describe("jai-agent: approval policies and client tools", () => {
     });
     const id = handle.workflowId;
     const result = await worker.runUntil(async () => {
-      await until(handle, (s) => s.pendingApprovals.length === 1, "del-1 waiting for approval");
+      await stateWhen(handle, (s) => s.pendingApprovals.length === 1, "del-1 waiting for approval");
 
       const [badPolicy, badJson] = await Promise.all([
         jaiAgent(["policy", id, '{"default":"maybe"}']),
@@ -126,7 +115,7 @@ describe("jai-agent: approval policies and client tools", () => {
     const waitsFor = (callId: string) => (s: AgentRunState) =>
       (s.pendingClientResults ?? []).some((p) => p.toolCallId === callId);
     const result = await worker.runUntil(async () => {
-      await until(handle, waitsFor("p-1"), "p-1 waiting for the client");
+      await stateWhen(handle, waitsFor("p-1"), "p-1 waiting for the client");
       const [refused, badJson, unknownCall] = await Promise.all([
         jaiAgent(["tool-result", id, "p-1", '{"color":"green"}']),
         jaiAgent(["tool-result", id, "p-1", "{nope"]),
@@ -147,7 +136,7 @@ describe("jai-agent: approval policies and client tools", () => {
       expect(ok.stdout.trim()).toBe("result submitted for p-1");
       expect(ok.code).toBe(0);
 
-      await until(handle, waitsFor("p-2"), "p-2 waiting for the client");
+      await stateWhen(handle, waitsFor("p-2"), "p-2 waiting for the client");
       const failed = await jaiAgent(["tool-result", id, "p-2", '"no screen attached"', "--error"]);
       expect(failed.code).toBe(0);
       return handle.result();

@@ -21,7 +21,16 @@ import { parseCodecKeys } from "../../src/codec/config.js";
 import { decodeHistory } from "../../src/codec/history.js";
 import { closedRunView } from "../../src/history-view.js";
 import type { AgentTool } from "../../src/types.js";
-import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import {
+  deferred,
+  fauxModel,
+  openTestEnv,
+  stateWhen,
+  testWorker,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
 import { nodeEntry } from "../support/entry.js";
 
@@ -74,14 +83,18 @@ function keyIds(events: Event[]): Set<string> {
   return ids;
 }
 
-/** A tool gated by approval that echoes a secret in its result and details. */
-function secretTool(sentinel: string): AgentTool {
+/**
+ * A tool gated by approval that echoes a secret in its result and details; it returns once `after` resolves
+ * (a test sends an update while the call runs, when the loop neither skips the call nor has asked the model yet).
+ */
+function secretTool(sentinel: string, after?: Promise<void>): AgentTool {
   return {
     name: "lookup",
     description: "looks a secret up",
     parameters: Type.Object({ q: Type.String() }),
     requiresApproval: true,
     async execute(_id, args: any) {
+      await after;
       return {
         content: [{ type: "text", text: `${sentinel}-result for ${args.q}` }],
         details: { found: `${sentinel}-details` },
@@ -102,13 +115,8 @@ function secretModel(sentinel: string) {
   return fauxModel(Array.from({ length: 12 }, () => answer));
 }
 
-async function untilApprovalPending(handle: AgentRunHandle, toolCallId: string) {
-  for (;;) {
-    const state = await handle.state();
-    if (state.pendingApprovals.some((a) => a.toolCallId === toolCallId)) return;
-    await new Promise((r) => setImmediate(r));
-  }
-}
+const untilApprovalPending = (handle: AgentRunHandle, toolCallId: string) =>
+  stateWhen(handle, (s) => s.pendingApprovals.some((a) => a.toolCallId === toolCallId), `${toolCallId} to ask`, 60_000);
 
 function cli(script: string, args: string[], keys: string) {
   const run = spawnSync(process.execPath, [...nodeEntry(path.join(root, "src/cli", script)), ...args], {
@@ -123,7 +131,10 @@ function cli(script: string, args: string[], keys: string) {
 describe("the codec end to end", () => {
   it("tools, approvals, steering, continue-as-new and a second worker's cache miss: no plaintext in history, the run and the readers work", async () => {
     const sentinel = `SNTL${Date.now().toString(36)}`;
-    const tool = secretTool(sentinel);
+    // The steer lands while the approved call runs: sent while the model is asked instead, it would (rightly) skip
+    // the call that answer asks for, and there would be no second call to deny.
+    const steered = deferred();
+    const tool = secretTool(sentinel, steered.promise);
     const faux = secretModel(sentinel);
     const dataConverter = converter(KEY_A);
     const first = await testWorker(env, [tool], { dataConverter });
@@ -142,6 +153,7 @@ describe("the codec end to end", () => {
     const result = await second.worker.runUntil(async () => {
       await handle.approve("l0");
       await handle.steer(`${sentinel}-steer`);
+      steered.resolve();
       await untilApprovalPending(handle, "l1");
       await handle.deny("l1", `${sentinel}-deny-reason`).catch(() => undefined);
       return within(handle.result(), 60000, "result");

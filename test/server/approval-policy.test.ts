@@ -14,6 +14,7 @@ import {
   gateTool,
   patchIds,
   rejection,
+  stateWhen,
   testWorker,
   textOf,
   uniqueId,
@@ -37,18 +38,6 @@ function counted(name: string, requiresApproval?: boolean) {
     },
   };
   return { tool, ran };
-}
-
-/** Resolves with the state once `ok` holds (polling the state query; no fixed sleep decides the test). */
-async function stateWhen(handle: { state(): Promise<any> }, ok: (s: any) => boolean, what: string) {
-  const poll = async () => {
-    for (;;) {
-      const s = await handle.state();
-      if (ok(s)) return s;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  return within(poll(), 20_000, what);
 }
 
 const resultText = (messages: any[], id: string) => {

@@ -17,6 +17,7 @@ import {
   outcome,
   patchIds,
   rejection,
+  stateWhen,
   testWorker,
   textOf,
   toolEventProblems,
@@ -45,17 +46,6 @@ const script = (id = "p-1") => [
   (context: Context) => fauxAssistantMessage(`got: ${textOf(context.messages.at(-1))}`),
 ];
 
-async function stateWhen(handle: AgentRunHandle, ok: (s: Awaited<ReturnType<AgentRunHandle["state"]>>) => boolean) {
-  const poll = async () => {
-    for (;;) {
-      const s = await handle.state();
-      if (ok(s)) return s;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  return within(poll(), 20_000, "the run's state");
-}
-
 const waitingFor = (id: string) => (s: Awaited<ReturnType<AgentRunHandle["state"]>>) =>
   (s.pendingClientResults ?? []).some((p) => p.toolCallId === id);
 
@@ -71,7 +61,7 @@ describe("client tools", () => {
       prompt: "pick one",
       clientTools: [pickColor],
     });
-    const waiting = await first.worker.runUntil(stateWhen(handle, waitingFor("p-1")));
+    const waiting = await first.worker.runUntil(stateWhen(handle, waitingFor("p-1"), "p-1 to wait for the client"));
     // state() and the events say what waits for whom.
     expect(waiting.pendingClientResults).toEqual([
       { toolCallId: "p-1", toolName: "pick_color", args: { hint: "warm" }, since: expect.stringMatching(/^\d{4}-/) },
@@ -151,7 +141,7 @@ describe("client tools", () => {
         prompt: "pick one",
         clientTools: [pickColor],
       });
-      await stateWhen(steered, waitingFor("s-1"));
+      await stateWhen(steered, waitingFor("s-1"), "s-1 to wait for the client");
       await steered.steer("never mind");
       const r1 = await within(steered.result(), 20_000, "the steered run");
       expect(textOf(r1.messages.find((m) => m.role === "toolResult"))).toBe(SKIPPED_BY_STEERING);
@@ -163,7 +153,7 @@ describe("client tools", () => {
         prompt: "pick one",
         clientTools: [pickColor],
       });
-      await stateWhen(cancelled, waitingFor("c-1"));
+      await stateWhen(cancelled, waitingFor("c-1"), "c-1 to wait for the client");
       await cancelled.cancel();
       const r2 = await within(cancelled.result(), 20_000, "the cancelled run");
       expect(r2.stopReason).toBe("aborted");
@@ -194,10 +184,14 @@ describe("client tools", () => {
     });
     const result = await worker.runUntil(async () => {
       // The call is in the second run of the chain, and asks a person first (the policy's "ask" rule).
-      const asking = await stateWhen(handle, (s) => s.pendingApprovals.some((a) => a.toolCallId === "n-1"));
+      const asking = await stateWhen(
+        handle,
+        (s) => s.pendingApprovals.some((a) => a.toolCallId === "n-1"),
+        "n-1 to ask",
+      );
       expect(asking.previousRunId).toBeDefined();
       await handle.approve("n-1");
-      await stateWhen(handle, waitingFor("n-1"));
+      await stateWhen(handle, waitingFor("n-1"), "n-1 to wait for the client");
       await handle.submitToolResult("n-1", "not an object, but an error needs no schema", { isError: true });
       return within(handle.result(), 20_000, "the run");
     });

@@ -12,7 +12,7 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentTool, ClientToolDeclaration } from "../../src/types.js";
 import { BASELINE_PATCH } from "../../src/workflows/patches.js";
-import { fauxModel, patchIds, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
+import { fauxModel, patchIds, stateWhen, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();
 
@@ -35,16 +35,6 @@ const read: AgentTool = {
   parameters: Type.Object({}),
   execute: async () => text("read"),
 };
-
-async function stateWhen(handle: AgentRunHandle, ok: (s: Awaited<ReturnType<AgentRunHandle["state"]>>) => boolean) {
-  const poll = async () => {
-    for (;;) {
-      if (ok(await handle.state())) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  return within(poll(), 30_000, "the run's state");
-}
 
 type HistoryEvents = NonNullable<Awaited<ReturnType<AgentRunHandle["workflow"]["fetchHistory"]>>["events"]>;
 
@@ -78,9 +68,13 @@ describe("patch markers", () => {
       clientTools: [pickColor],
     });
     await worker.runUntil(async () => {
-      await stateWhen(handle, (s) => s.pendingApprovals.some((a) => a.toolCallId === "r1"));
+      await stateWhen(handle, (s) => s.pendingApprovals.some((a) => a.toolCallId === "r1"), "r1 to ask");
       await handle.approve("r1");
-      await stateWhen(handle, (s) => (s.pendingClientResults ?? []).some((p) => p.toolCallId === "c1"));
+      await stateWhen(
+        handle,
+        (s) => (s.pendingClientResults ?? []).some((p) => p.toolCallId === "c1"),
+        "c1 to wait for the client",
+      );
       await handle.submitToolResult("c1", { color: "red" });
       return within(handle.result(), 30_000, "the run");
     });

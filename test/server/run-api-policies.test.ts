@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
+import { startAgentRun } from "../../src/client.js";
 import { startRunServer, type RunServer } from "../../src/http/server.js";
-import type { AgentRunState, AgentTool } from "../../src/types.js";
-import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
+import type { AgentTool } from "../../src/types.js";
+import { fauxModel, stateWhen, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 
 const env = withServer();
 const TOKEN = "policies-test-token-0123456789";
@@ -35,17 +35,6 @@ const toolResults = (context: Context) =>
     .filter((m) => m.role === "toolResult")
     .map((m) => textOf(m))
     .join(" | ");
-
-async function until(handle: AgentRunHandle, ok: (s: AgentRunState) => boolean, what: string) {
-  const poll = async () => {
-    for (;;) {
-      const s = await handle.state();
-      if (ok(s)) return s;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
-  return within(poll(), 30000, what);
-}
 
 const api = (path: string, body: unknown) =>
   fetch(`${server.url}${path}`, {
@@ -80,7 +69,7 @@ describe("the run API: policies and client tools", () => {
       prompt: "clean",
     });
     const id = handle.workflowId;
-    await until(handle, (s) => s.pendingApprovals.length === 1, "d-1 waiting for approval");
+    await stateWhen(handle, (s) => s.pendingApprovals.length === 1, "d-1 waiting for approval");
 
     const bad = await api(`/runs/${id}/policy`, { policy: { rules: [{ match: "x", action: "maybe" }] } });
     expect(bad.status).toBe(400);
@@ -122,7 +111,7 @@ describe("the run API: policies and client tools", () => {
       ],
     });
     const id = handle.workflowId;
-    await until(handle, (s) => (s.pendingClientResults ?? []).length === 1, "c-1 waiting for the client");
+    await stateWhen(handle, (s) => (s.pendingClientResults ?? []).length === 1, "c-1 waiting for the client");
 
     const refused = await api(`/runs/${id}/tool-result`, { toolCallId: "c-1", result: { color: "green" } });
     expect(refused.status).toBe(409);

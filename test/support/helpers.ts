@@ -100,6 +100,29 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * Resolves with a run's state once `ok` holds, polling its state query (no fixed sleep decides a test);
+ * fails naming `what` after `ms`, and stops polling then, so a run that went another way fails the test
+ * instead of hanging it and loading the server for the rest of the file.
+ */
+export async function stateWhen<S>(
+  handle: { state(): Promise<S> },
+  ok: (state: S) => boolean,
+  what: string,
+  ms = 30_000,
+): Promise<S> {
+  let stopped = false;
+  const poll = async () => {
+    while (!stopped) {
+      const state = await handle.state();
+      if (ok(state)) return state;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`stopped waiting for ${what}`);
+  };
+  return within(poll(), ms, what).finally(() => (stopped = true));
+}
+
 /** The text of an assistant or tool result message. */
 export function textOf(message: { content: unknown } | undefined): string {
   const content = message?.content;
