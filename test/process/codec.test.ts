@@ -252,12 +252,13 @@ describe("the codec end to end", () => {
       workflowTaskTimeout: "2s",
     });
     const failure = await lacking.worker.runUntil(async () => {
-      for (;;) {
+      for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
         const events = (await env.client.workflow.getHandle(handle.workflowId).fetchHistory()).events ?? [];
         const failed = events.find((e) => e.workflowTaskFailedEventAttributes);
         if (failed) return failed.workflowTaskFailedEventAttributes!.failure!;
-        await new Promise((r) => setImmediate(r));
+        await new Promise((r) => setTimeout(r, 50));
       }
+      throw new Error("timed out waiting for the failed workflow task");
     });
     // The failure went through the worker's codec (key B, which it has): sealed in history, readable with B.
     expect(failure.message).toBe("Encoded failure");

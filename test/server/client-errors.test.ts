@@ -15,7 +15,17 @@ import {
   startAgentRun,
 } from "../../src/index.js";
 import type { AgentTool } from "../../src/types.js";
-import { deferred, fauxModel, gateTool, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
+import {
+  deferred,
+  fauxModel,
+  gateTool,
+  stateWhen,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  withServer,
+} from "../support/helpers.js";
 
 const env = withServer();
 
@@ -199,13 +209,7 @@ describe("typed client errors", () => {
       prompt: "go",
     });
     // Wait for the approval, then stop the worker: cancel and approve reach the run in the same workflow task.
-    await first.worker.runUntil(async () => {
-      for (;;) {
-        const state = await handle.state();
-        if (state.pendingApprovals.length > 0) break;
-        await new Promise((r) => setImmediate(r));
-      }
-    });
+    await first.worker.runUntil(stateWhen(handle, (s) => s.pendingApprovals.length > 0, "g1 to ask"));
     await handle.cancel();
     const approve = handle.approve("g1").then(
       () => "accepted",
