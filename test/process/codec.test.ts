@@ -33,6 +33,7 @@ import {
 } from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
 import { nodeEntry } from "../support/entry.js";
+import { waitFor } from "../support/crash/harness.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -251,15 +252,17 @@ describe("the codec end to end", () => {
       prompt: `${sentinel}-prompt`,
       workflowTaskTimeout: "2s",
     });
-    const failure = await lacking.worker.runUntil(async () => {
-      for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
-        const events = (await env.client.workflow.getHandle(handle.workflowId).fetchHistory()).events ?? [];
-        const failed = events.find((e) => e.workflowTaskFailedEventAttributes);
-        if (failed) return failed.workflowTaskFailedEventAttributes!.failure!;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error("timed out waiting for the failed workflow task");
-    });
+    let failed: Event | undefined;
+    const history = env.client.workflow.getHandle(handle.workflowId);
+    await lacking.worker.runUntil(
+      waitFor(
+        async () =>
+          !!(failed = (await history.fetchHistory()).events?.find((e) => e.workflowTaskFailedEventAttributes)),
+        60_000,
+        "the failed workflow task",
+      ),
+    );
+    const failure = failed!.workflowTaskFailedEventAttributes!.failure!;
     // The failure went through the worker's codec (key B, which it has): sealed in history, readable with B.
     expect(failure.message).toBe("Encoded failure");
     const [opened] = (

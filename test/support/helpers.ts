@@ -7,6 +7,7 @@ import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { registerFauxProvider, Type, type FauxResponseStep } from "@jai/ai";
 import { createAgentWorker, type AgentWorkerOptions } from "../../src/worker.js";
 import { sharedBundle } from "./bundles.js";
+import { waitFor } from "./crash/harness.js";
 import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/types.js";
 
 export interface TestEnv {
@@ -101,9 +102,9 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
 }
 
 /**
- * Resolves with a run's state once `ok` holds, polling its state query (no fixed sleep decides a test);
- * fails naming `what` after `ms`, and stops polling then, so a run that went another way fails the test
- * instead of hanging it and loading the server for the rest of the file.
+ * Resolves with a run's state once `ok` holds, polling its state query with `waitFor` (which stops polling at its
+ * deadline, so a run that went another way fails the test instead of hanging it and loading the server for the
+ * rest of the file); `within` bounds a single query that never answers as well.
  */
 export async function stateWhen<S>(
   handle: { state(): Promise<S> },
@@ -111,16 +112,13 @@ export async function stateWhen<S>(
   what: string,
   ms = 30_000,
 ): Promise<S> {
-  let stopped = false;
-  const poll = async () => {
-    while (!stopped) {
-      const state = await handle.state();
-      if (ok(state)) return state;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`stopped waiting for ${what}`);
-  };
-  return within(poll(), ms, what).finally(() => (stopped = true));
+  let state!: S;
+  await within(
+    waitFor(async () => ok((state = await handle.state())), ms, what),
+    ms,
+    what,
+  );
+  return state;
 }
 
 /** The text of an assistant or tool result message. */
