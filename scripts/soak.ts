@@ -13,7 +13,8 @@
  * Options: --minutes N, --rate runs-per-minute (default 30), --window seconds (latency/memory windows; default
  * 60, 300 from 10 minutes on), --kill-every seconds (default 30), --out dir (default .jai/soak/<time>),
  * --report file|none, --no-build (reuse .jai/soak-dist), --no-pg-restart, --sabotage (one tool call in ~15 records
- * its effect twice: the soak must then fail with ledger violations, proof that the check bites).
+ * its effect twice: the soak must then fail with ledger violations, proof that the check bites; it prints how many
+ * duplicates were injected and how many the check counted).
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
@@ -34,7 +35,7 @@ import {
   type TemporalServer,
 } from "../test/support/cluster/temporal-server.js";
 import { buildDist, repoRoot, startWorkerProcess, type WorkerProcess } from "../test/support/service/processes.js";
-import { checkContexts, checkLedger } from "./soak/ledger.js";
+import { checkContexts, checkLedger, type Fault } from "./soak/ledger.js";
 import { Workload, type RunRecord } from "./soak/workload.js";
 import { checkMcp, startSoakMcpServer, type SoakMcpServer } from "./soak/mcp-server.js";
 import {
@@ -262,6 +263,8 @@ async function main(): Promise<number> {
   const faults: FaultRecord[] = [];
   const faultedPids = new Set<number>();
   const faultWindows: [number, number][] = [];
+  /** The fault log the ledger check reads: when each signal was sent, each freeze ended, each restart was over. */
+  const faultLog: Fault[] = [];
   const stopped = new Set<number>();
   const start = Date.now();
   const end = start + durationMs;
@@ -285,6 +288,7 @@ async function main(): Promise<number> {
         await server!.stop();
         await sleep(2000);
         await server!.start();
+        faultLog.push({ kind: "restart", what: "server", at, until: Date.now() });
         faultWindows.push([at - 1000, Date.now() + HEARTBEAT_S * 1000 + 5000]);
         faults.push({
           at: at - start,
@@ -296,6 +300,7 @@ async function main(): Promise<number> {
         pgRestarted = true;
         const at = Date.now();
         pg!.restart();
+        faultLog.push({ kind: "restart", what: "database", at, until: Date.now() });
         faultWindows.push([at - 1000, Date.now() + HEARTBEAT_S * 1000 + 10000]);
         faults.push({
           at: at - start,
@@ -308,6 +313,7 @@ async function main(): Promise<number> {
         const victim = live()[Math.floor(Math.random() * live().length)];
         if (victim && live().length > 1) {
           faultedPids.add(victim.pid);
+          faultLog.push({ kind: "kill", pid: victim.pid, at: Date.now() });
           await victim.kill();
           workers.splice(workers.indexOf(victim), 1);
           faults.push({ at: Date.now() - start, kind: "worker SIGKILL", detail: `pid ${victim.pid}` });
@@ -327,6 +333,8 @@ async function main(): Promise<number> {
           const forMs = HEARTBEAT_S * 1000 + jitter(4000);
           faultedPids.add(victim.pid);
           stopped.add(victim.pid);
+          const freeze: Fault = { kind: "stop", pid: victim.pid, at: Date.now(), until: Infinity };
+          faultLog.push(freeze);
           process.kill(victim.pid, "SIGSTOP");
           faults.push({
             at: Date.now() - start,
@@ -336,6 +344,7 @@ async function main(): Promise<number> {
           log(`SIGSTOP worker ${victim.pid} for ${(forMs / 1000).toFixed(1)} s`);
           setTimeout(() => {
             stopped.delete(victim.pid);
+            freeze.until = Date.now();
             try {
               process.kill(victim.pid, "SIGCONT");
               log(`SIGCONT worker ${victim.pid}`);
@@ -378,7 +387,15 @@ async function main(): Promise<number> {
   await Promise.all(saving);
 
   // ---- the end: ledger, windows, report ----
-  const ledger = checkLedger(ledgerFile, workload.runs, { pids: faultedPids, windows: faultWindows });
+  const ledger = checkLedger(ledgerFile, workload.runs, faultLog);
+  if (opts.sabotage)
+    log(
+      `sabotage: ${ledger.injected ?? 0} duplicate effects injected, ${ledger.unexplained} second effects counted as violations` +
+        ` (${ledger.violations.length} calls), ${ledger.faultRetries} excused as retries after faults` +
+        ((ledger.injected ?? 0) > ledger.unexplained
+          ? `: the check missed ${(ledger.injected ?? 0) - ledger.unexplained}`
+          : ""),
+    );
   const contexts = checkContexts(path.join(out, "contexts.jsonl"), workload.runs);
   const mcp = checkMcp(mcpServer.calls, workload.runs, { pids: faultedPids, windows: faultWindows });
   const webhooks = checkWebhooks(receiver, workload.runs);
@@ -456,6 +473,7 @@ async function main(): Promise<number> {
       violations: r.violations,
     })),
     faults,
+    faultLog,
     ledger,
     contexts,
     mcp,

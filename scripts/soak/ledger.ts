@@ -2,58 +2,224 @@
  * The ledger check: each completed tool call's effect happened exactly once.
  *
  * A completed call's result carries the token of the execution whose result history recorded; that execution's
- * ledger line must exist. Another line for the same run and call is a second effect. It is what Temporal
- * documents (at-least-once for idempotent tools) when the process that wrote it was SIGKILLed or SIGSTOPped
- * (its completion never reached the server, or came after the heartbeat timeout), or when it was written while
- * the server or the database restarted (the completion was lost on the way): those are counted as retries after
- * a fault. Any other second effect, and any second effect of an `idempotent: false` tool, is a violation; so is
- * an effect of a call that must never have run (the approval gate of a cancelled run).
+ * ledger line must exist. Another line for the same run and call is a second effect. Temporal promises an
+ * idempotent tool at-least-once, so a second effect is excused only when a retry could have produced it, decided
+ * from the ledger's own records and the fault log's times (`judgeLedger`, a pure function):
+ *
+ * - it was written by another execution of the call than the recorded one (each `execute` has its own `exec` id),
+ *   and an earlier attempt than the recorded one (a regular activity's retries number up; a local activity's
+ *   attempts start at 1 again when its workflow task is retried, so for one it is enough that the execution
+ *   differs);
+ * - that execution was cut short by a fault: its worker was SIGKILLed, or SIGSTOPped, while it held the call
+ *   (from when the attempt was scheduled to its completion record, written as `execute` returns, plus
+ *   COMPLETION_SLACK_MS for the result to leave the process), or the server or the database restarted then;
+ * - and the recorded execution started after that fault began (a retry follows the fault that caused it).
+ *
+ * Two effects of one execution are never excused: no retry writes twice (that is what `--sabotage` injects). An
+ * `idempotent: false` tool must never have two effects, and a cancelled run's gate none. A call whose result the
+ * soak does not see (a sub-agent's, or one with no result in its run's transcript) is judged as if the
+ * execution that best explains the others were the recorded one.
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { canonical, withoutDetails } from "./script-model.js";
 import type { RunRecord } from "./workload.js";
 
-interface Entry {
+/** One effect, as a ledger tool appends it when its effect happens (scripts/soak/worker-config.ts). */
+export interface LedgerEffect {
+  kind?: "effect";
   wf: string;
   call: string;
   tool: string;
   key: string;
+  /** The activity attempt (Temporal's numbering: 1, 2, …). */
   attempt: number;
   pid: number;
+  /** The token this execution returns in its result's details. */
   token: string;
+  /** When the effect was written (ms since the epoch). */
+  t: number;
+  /** This execution of the call: one id per `execute`, so a retry has another. */
+  exec?: string;
+  /** When this attempt was scheduled (the activity's currentAttemptScheduledTimestampMs). */
+  scheduled?: number;
+  /** When `execute` began. */
+  started?: number;
+  /** Whether the call ran as a local activity (a `fast` tool). */
+  local?: boolean;
+}
+
+/** The completion record: written by an execution as its `execute` returns, after its effect. */
+export interface LedgerDone {
+  kind: "done";
+  wf: string;
+  call: string;
+  exec: string;
+  attempt: number;
+  pid: number;
   t: number;
 }
 
+export type LedgerLine = LedgerEffect | LedgerDone;
+
+/** The fault log, in ms since the epoch: when each signal was sent, each freeze ended, each restart was over. */
+export type Fault =
+  | { kind: "kill"; pid: number; at: number }
+  | { kind: "stop"; pid: number; at: number; until: number }
+  | { kind: "restart"; what: string; at: number; until: number };
+
+/** Time for a result to leave the worker after `execute` returned (the codec, the completion call). */
+export const COMPLETION_SLACK_MS = 2000;
+/** Around a server or database restart: it starts when the stop is sent; calls fail for a while after it is back. */
+export const RESTART_LEAD_MS = 1000;
+export const RESTART_SETTLE_MS = 10000;
+
 export interface LedgerReport {
+  /** Effect lines in the ledger. */
   effects: number;
   completedCalls: number;
-  /** Second effects explained by a fault (killed/frozen writer, server or database restart). */
+  /** Second effects a retry after a fault explains. */
   faultRetries: number;
+  /** Second effects nothing explains (each is in a violation). */
+  unexplained: number;
+  /** Duplicates `--sabotage` injected (marked in the ledger for this count only; the check never reads the mark). */
+  injected?: number;
   violations: { run: string; what: string }[];
 }
 
-export function checkLedger(
-  file: string,
-  runs: RunRecord[],
-  faulted: { pids: Set<number>; windows: [number, number][] },
-): LedgerReport {
-  const lines = existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
-  const byCall = new Map<string, Entry[]>();
-  for (const line of lines) {
-    const e = JSON.parse(line) as Entry;
-    const k = `${e.wf}\u0000${e.call}`;
-    byCall.set(k, [...(byCall.get(k) ?? []), e]);
+/** What the check needs of a run: its id (the workflow id) and its transcript, once fetched. */
+export type LedgerRun = Pick<RunRecord, "id" | "messages">;
+
+/** One execution of a call: what it wrote and when it held the call. */
+interface Execution {
+  id: string;
+  pid: number;
+  attempt: number;
+  local: boolean;
+  /** From when it may have held the call: its attempt's scheduling (or its start, or its first effect). */
+  from: number;
+  /** When it began running (or its first effect). */
+  started: number;
+  /** Its completion record, if it wrote one. */
+  done?: number;
+  effects: LedgerEffect[];
+}
+
+const show = (x: Execution) =>
+  `pid ${x.pid} attempt ${x.attempt}${x.done === undefined ? ", no completion record" : ""} (${x.effects
+    .map((e) => new Date(e.t).toISOString())
+    .join(", ")})`;
+
+/** The fault that cut `lost` short and that `retry` followed, if there is one. */
+function faultBehind(lost: Execution, retry: Execution, faults: Fault[]): Fault | undefined {
+  const held: [number, number] = [lost.from, lost.done === undefined ? Infinity : lost.done + COMPLETION_SLACK_MS];
+  const overlaps = (a: number, b: number) => a <= held[1] && b >= held[0];
+  return faults.find((f) => {
+    switch (f.kind) {
+      case "kill":
+        return f.pid === lost.pid && overlaps(f.at, f.at) && retry.started >= f.at;
+      case "stop":
+        return f.pid === lost.pid && overlaps(f.at, f.until) && retry.started >= f.at;
+      case "restart":
+        return overlaps(f.at - RESTART_LEAD_MS, f.until + RESTART_SETTLE_MS) && retry.started >= f.at - RESTART_LEAD_MS;
+    }
+  });
+}
+
+/** Why `lost`'s effect is not explained as a retry that `retry` (the recorded execution) made, or undefined. */
+function unexcused(lost: Execution, retry: Execution, faults: Fault[]): string | undefined {
+  if (lost.id === retry.id) return "the same execution wrote it";
+  if (!retry.local && retry.attempt <= lost.attempt)
+    return `attempt ${lost.attempt} is not earlier than the recorded attempt ${retry.attempt}`;
+  if (!faultBehind(lost, retry, faults))
+    return "no SIGKILL, SIGSTOP or restart cut that execution short before the recorded one started";
+  return undefined;
+}
+
+interface Verdict {
+  excused: number;
+  unexplained: string[];
+}
+
+/** Judges a call's executions against the recorded one; more than one effect of one execution is never excused. */
+function judgeCall(execs: Execution[], recorded: Execution, faults: Fault[], once: boolean): Verdict {
+  const verdict: Verdict = { excused: 0, unexplained: [] };
+  for (const x of execs) {
+    for (let i = 1; i < x.effects.length; i++)
+      verdict.unexplained.push(`${show(x)}: ${x.effects.length} effects of one execution`);
+    if (x === recorded) continue;
+    const why = once ? "an idempotent: false tool ran again" : unexcused(x, recorded, faults);
+    if (why) verdict.unexplained.push(`${show(x)}: ${why}`);
+    else verdict.excused++;
   }
-  const report: LedgerReport = { effects: lines.length, completedCalls: 0, faultRetries: 0, violations: [] };
-  const explained = (e: Entry) => faulted.pids.has(e.pid) || faulted.windows.some(([a, b]) => e.t >= a && e.t <= b);
+  return verdict;
+}
+
+/** A call whose recorded execution the soak does not know: the one that explains the most others stands for it. */
+function judgeUnknown(execs: Execution[], faults: Fault[], once: boolean): Verdict {
+  let best: Verdict | undefined;
+  for (const r of execs) {
+    const v = judgeCall(execs, r, faults, once);
+    if (!best || v.unexplained.length < best.unexplained.length) best = v;
+  }
+  return best ?? { excused: 0, unexplained: [] };
+}
+
+function executionsOf(effects: LedgerEffect[], dones: Map<string, number>): Execution[] {
+  const byId = new Map<string, Execution>();
+  for (const e of effects) {
+    const id = e.exec ?? `pid ${e.pid} attempt ${e.attempt}`;
+    let x = byId.get(id);
+    if (!x) {
+      const started = e.started ?? e.t;
+      x = {
+        id,
+        pid: e.pid,
+        attempt: e.attempt,
+        local: e.local === true || e.tool === "ledger_fast",
+        started,
+        from: Math.min(e.scheduled ?? started, started),
+        done: e.exec !== undefined ? dones.get(`${e.wf}\u0000${e.call}\u0000${e.exec}`) : undefined,
+        effects: [],
+      };
+      byId.set(id, x);
+    }
+    x.effects.push(e);
+  }
+  return [...byId.values()];
+}
+
+/** The exactly-once check over the ledger's lines, the runs' transcripts and the fault log: a pure function. */
+export function judgeLedger(lines: LedgerLine[], runs: LedgerRun[], faults: Fault[]): LedgerReport {
+  const byCall = new Map<string, LedgerEffect[]>();
+  const dones = new Map<string, number>();
+  let effects = 0;
+  for (const line of lines) {
+    if (line.kind === "done") {
+      dones.set(`${line.wf}\u0000${line.call}\u0000${line.exec}`, line.t);
+      continue;
+    }
+    effects++;
+    const k = `${line.wf}\u0000${line.call}`;
+    byCall.set(k, [...(byCall.get(k) ?? []), line]);
+  }
+  const report: LedgerReport = { effects, completedCalls: 0, faultRetries: 0, unexplained: 0, violations: [] };
+  const judged = new Set<string>();
+  const count = (run: string, call: string, entries: LedgerEffect[], v: Verdict) => {
+    report.faultRetries += v.excused;
+    if (v.unexplained.length === 0) return;
+    report.unexplained += v.unexplained.length;
+    report.violations.push({
+      run,
+      what: `${call}: ${entries.length} effects, ${v.unexplained.length} no retry explains: ${v.unexplained.join("; ")}`,
+    });
+  };
   for (const run of runs) {
     if (!run.messages) continue;
-    const seen = new Set<string>();
     for (const m of run.messages) {
       if (m.role !== "toolResult" || !m.toolName.startsWith("ledger_")) continue;
       const k = `${run.id}\u0000${m.toolCallId}`;
-      seen.add(k);
+      judged.add(k);
       const entries = byCall.get(k) ?? [];
       const token = (m.details as { token?: string } | undefined)?.token;
       if (m.isError) {
@@ -63,58 +229,62 @@ export function checkLedger(
             run: run.id,
             what: `${m.toolCallId}: the cancelled gate ran (${entries.length} effects)`,
           });
-        else if (entries.length > 1)
+        else if (entries.length > 1) {
+          report.unexplained += entries.length - 1;
           report.violations.push({
             run: run.id,
             what: `${m.toolCallId}: ${entries.length} effects of an interrupted call`,
           });
+        }
         continue;
       }
       report.completedCalls++;
-      if (!entries.some((e) => e.token === token))
+      const recorded = entries.find((e) => e.token === token);
+      if (!recorded)
         report.violations.push({
           run: run.id,
           what: `${m.toolCallId}: completed, but its effect (token ${token}) is not in the ledger`,
         });
-      const others = entries.filter((e) => e.token !== token);
-      if (others.length === 0) continue;
-      if (m.toolName === "ledger_once")
-        report.violations.push({
-          run: run.id,
-          what: `${m.toolCallId}: idempotent: false tool ran ${entries.length} times`,
-        });
-      else if (others.every(explained)) report.faultRetries += others.length;
-      else
-        report.violations.push({
-          run: run.id,
-          what: `${m.toolCallId}: ${entries.length} effects, ${others.filter((e) => !explained(e)).length} by a worker no fault touched: ${JSON.stringify(others)}`,
-        });
-    }
-    // Effects of calls with no result in the transcript: a cancelled run's gate must have none.
-    for (const [k, entries] of byCall) {
-      if (!k.startsWith(`${run.id}\u0000`) || seen.has(k)) continue;
-      if (entries.some((e) => e.tool === "ledger_guarded"))
-        report.violations.push({
-          run: run.id,
-          what: `${entries[0].call}: the gate ran without a result in the transcript`,
-        });
+      if (entries.length < 2) continue;
+      const execs = executionsOf(entries, dones);
+      const once = m.toolName === "ledger_once";
+      const r = recorded && execs.find((x) => x.effects.includes(recorded));
+      count(run.id, m.toolCallId, entries, r ? judgeCall(execs, r, faults, once) : judgeUnknown(execs, faults, once));
     }
   }
-  // Sub-agents' calls (child workflows, whose transcripts the soak does not fetch): no second effect unexplained.
+  // Every other call: a sub-agent's (a child workflow, whose transcript the soak does not fetch), or one with no
+  // result in its run's transcript. A cancelled run's gate must have no effect; any other second effect is judged
+  // against the execution that best explains the rest.
   const parents = new Set(runs.map((r) => r.id));
   for (const [k, entries] of byCall) {
+    if (judged.has(k)) continue;
     const wf = k.split("\u0000")[0];
-    if (parents.has(wf) || entries.length < 2) continue;
-    // one effect is the recorded one; every other must have been written by a faulted worker or in a restart
-    const unexplained = entries.filter((e) => !explained(e)).length;
-    if (unexplained <= 1 && entries[0].tool !== "ledger_once") report.faultRetries += entries.length - 1;
-    else
-      report.violations.push({
-        run: wf,
-        what: `${entries[0].call}: ${entries.length} effects: ${JSON.stringify(entries)}`,
-      });
+    if (parents.has(wf) && entries.some((e) => e.tool === "ledger_guarded")) {
+      if (runs.find((r) => r.id === wf)?.messages)
+        report.violations.push({
+          run: wf,
+          what: `${entries[0].call}: the gate ran without a result in the transcript`,
+        });
+      continue;
+    }
+    if (entries.length < 2) continue;
+    const once = entries[0].tool === "ledger_once";
+    count(wf, entries[0].call, entries, judgeUnknown(executionsOf(entries, dones), faults, once));
   }
   return report;
+}
+
+/** Reads the ledger file and judges it (`judgeLedger`); counts the duplicates `--sabotage` marked. */
+export function checkLedger(file: string, runs: LedgerRun[], faults: Fault[]): LedgerReport {
+  const raw = existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+  const lines = raw.map((l) => JSON.parse(l) as LedgerLine & { sabotage?: boolean });
+  const injected = lines.filter((l) => l.sabotage).length;
+  const report = judgeLedger(
+    lines.map(({ sabotage: _, ...l }) => l as LedgerLine),
+    runs,
+    faults,
+  );
+  return injected ? { ...report, injected } : report;
 }
 
 /**

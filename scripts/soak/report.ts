@@ -1,6 +1,6 @@
 /** The soak's report (docs/soak.md): counts, faults, invariants with their violations, latency and memory. */
 import { writeFileSync } from "node:fs";
-import type { LedgerReport } from "./ledger.js";
+import type { Fault, LedgerReport } from "./ledger.js";
 import type { McpReport } from "./mcp-server.js";
 import type { WebhookReport } from "./webhook-receiver.js";
 import type { EncryptionReport } from "./encryption.js";
@@ -44,6 +44,8 @@ export interface SoakSummary {
     violations: string[];
   }[];
   faults: FaultRecord[];
+  /** The faults as the ledger check reads them (ms since the epoch). */
+  faultLog: Fault[];
   ledger: LedgerReport;
   contexts: { calls: number; violations: { run: string; what: string }[] };
   mcp: McpReport;
@@ -133,12 +135,21 @@ export function writeReport(file: string, s: SoakSummary): void {
     ...(other ? [`| other | ${other} |`] : []),
     `| **runs with a violation** | ${s.runsWithViolations} |`,
     "",
-    "A second effect counts as explained when its writer was SIGKILLed or SIGSTOPped, or when it was written",
-    "while the server or the database restarted: at-least-once is what Temporal promises for an idempotent tool",
-    "whose completion was lost; an `idempotent: false` tool must never have two, and a cancelled run's gate none.",
-    "The check bites: `npm run soak -- --minutes 1 --sabotage` makes one tool call in ~15 record its effect twice",
-    "and must fail (exit 1), naming each doubled call and saving its run's histories. Its blind spot: a doubled",
-    "effect written by a faulted worker or during a restart counts as explained, as a genuine retry would.",
+    "A second effect is excused only when a retry could have written it, as the ledger's own records (each",
+    "execution's id, pid, attempt, when its attempt was scheduled, its effect, its completion record) and the fault",
+    "log's times say: it comes from another execution of the call than the recorded one, an earlier attempt (a local",
+    "activity's attempts start at 1 again when its workflow task is retried, so for `ledger_fast` another execution",
+    "is enough); that execution's worker was SIGKILLed or SIGSTOPped while it held the call (from its attempt's",
+    "scheduling to its completion record, written as `execute` returns, plus 2 s for the result to leave the",
+    "process), or the server or the database restarted then; and the recorded execution started after that fault",
+    "began. That is the at-least-once Temporal promises an idempotent tool whose completion was lost. Two effects",
+    "of one execution are never excused, an `idempotent: false` tool must never have two, and a cancelled run's",
+    "gate none; a call whose result the soak does not see (a sub-agent's) is judged against the execution that",
+    "best explains the others. The check bites: `npm run soak -- --minutes 1 --sabotage` makes one tool call in",
+    "~15 record its effect twice (one execution, a few ms apart) and must fail (exit 1), naming each doubled call,",
+    "saving its run's histories and printing how many duplicates were injected and how many the check counted.",
+    "Its blind spot: an earlier attempt's effect whose worker a fault cut short before the recorded attempt started",
+    "counts as explained whether or not that fault caused the retry, as a genuine retry would.",
     "",
     "## Latency and memory over time",
     "",

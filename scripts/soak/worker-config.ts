@@ -7,9 +7,14 @@
  * `@jai/ai` and `@temporalio/activity`.
  *
  * Every ledger tool appends one line to the ledger file (SOAK_LEDGER) when its effect happens: the run, the
- * call, the attempt, this process's pid and a token that only this execution returns (in `details`, which the
- * transcript checks leave out). One `appendFileSync` of a short line is one write(2) on an O_APPEND file: a
- * SIGKILL leaves the line whole or absent, never half, so the ledger cannot invent a duplicate.
+ * call, the activity attempt, whether it is a local one, this process's pid, an id of this execution (one per
+ * `execute`: a retry has another), when the attempt was scheduled and when `execute` began, when the effect was
+ * written, and a token that only this execution returns (in `details`, which the transcript checks leave out).
+ * As `execute` returns it appends the execution's completion record (`kind: "done"`): an execution killed or
+ * frozen between its effect and its completion has none, or a late one. The ledger check (ledger.ts) excuses a
+ * second effect only when these records and the fault log say a retry could have written it. One
+ * `appendFileSync` of a short line is one write(2) on an O_APPEND file: a SIGKILL leaves the line whole or
+ * absent, never half, so the ledger cannot invent a duplicate.
  */
 import { appendFileSync } from "node:fs";
 import { createHash, randomUUID } from "node:crypto";
@@ -32,7 +37,11 @@ const ledgerFile = process.env.SOAK_LEDGER;
 const contextsFile = process.env.SOAK_CONTEXTS;
 const toolMs = Number(process.env.SOAK_TOOL_MS ?? "300");
 const heartbeatTimeout = process.env.SOAK_HEARTBEAT_TIMEOUT ?? "5s";
-/** `npm run soak -- --sabotage`: one call in ~15 records its effect twice, to show the ledger check bites. */
+/**
+ * `npm run soak -- --sabotage`: one call in ~15 records its effect twice (the same execution, a few ms apart), to
+ * show the ledger check bites. The injected line is marked `sabotage` so the soak can count them; the check
+ * never reads the mark.
+ */
 const sabotage = process.env.SOAK_SABOTAGE === "1";
 
 function ledgerTool(name: string, extra: Partial<AgentTool>): AgentTool {
@@ -45,24 +54,37 @@ function ledgerTool(name: string, extra: Partial<AgentTool>): AgentTool {
     ...extra,
     async execute(toolCallId, args) {
       const { key } = args as { key: string };
-      let info: { workflowId: string; runId: string; attempt: number } = { workflowId: "?", runId: "?", attempt: 0 };
+      const started = Date.now();
+      const exec = randomUUID();
+      let info = { workflowId: "?", runId: "?", attempt: 0, scheduled: started, local: false };
       try {
         const i = ActivityContext.current().info;
         info = {
           workflowId: i.workflowExecution?.workflowId ?? "?",
           runId: i.workflowExecution?.runId ?? "?",
           attempt: i.attempt,
+          scheduled: i.currentAttemptScheduledTimestampMs,
+          local: i.isLocal,
         };
       } catch {
         // not in an activity (never in the soak)
       }
+      const execution = {
+        wf: info.workflowId,
+        run: info.runId,
+        call: toolCallId,
+        exec,
+        attempt: info.attempt,
+        pid: process.pid,
+      };
       await sleep(Math.round(toolMs * (0.5 + Math.random())));
       const token = randomUUID();
-      const line = (t: string) =>
-        `${JSON.stringify({ wf: info.workflowId, run: info.runId, call: toolCallId, tool: name, key, attempt: info.attempt, pid: process.pid, token: t, t: Date.now() })}\n`;
+      const effect = (t: string, mark: { sabotage?: true } = {}) =>
+        `${JSON.stringify({ ...execution, tool: name, key, local: info.local, scheduled: info.scheduled, started, token: t, t: Date.now(), ...mark })}\n`;
       if (ledgerFile) {
-        appendFileSync(ledgerFile, line(token));
-        if (sabotage && Math.random() < 1 / 15) appendFileSync(ledgerFile, line(randomUUID()));
+        appendFileSync(ledgerFile, effect(token));
+        if (sabotage && Math.random() < 1 / 15) appendFileSync(ledgerFile, effect(randomUUID(), { sabotage: true }));
+        appendFileSync(ledgerFile, `${JSON.stringify({ kind: "done", ...execution, t: Date.now() })}\n`);
       }
       return {
         content: [{ type: "text", text: toolAnswer(key) }],
