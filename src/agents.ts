@@ -1,8 +1,9 @@
 /**
  * Named agents: a config module declares them once (`agents: [...]` in jai.config), and every way of starting a
  * run accepts them by name: the console's "New run" form, `POST /runs { agent, prompt }`, and code
- * (`agentRunOptions`). An agent fixes what a run may do (model, system prompt, tools, session or one-shot);
- * a caller adds the prompt and only the overrides the agent allows, so a person at the console cannot widen it.
+ * (`agentRunOptions`). An agent fixes what a run may do (model, system prompt, tools, session or one-shot,
+ * approval policy); a caller adds the prompt and only the overrides the agent allows, so a person at the console
+ * cannot widen it, at start or later (the policy is the run's floor).
  */
 import type { Duration } from "@temporalio/common";
 import type { AgentBudget, AgentRunInput, ApprovalPolicy } from "./contracts.js";
@@ -25,8 +26,10 @@ export interface AgentDefinition {
   tools?: string[];
   /**
    * The default approval policy of the agent's runs (docs/policies.md): rules on tool names (globs, MCP names
-   * included) that allow, ask, deny or leave it to the tool. A caller starting the agent by name cannot replace it;
-   * an operator may change a running run's with `setApprovalPolicy`.
+   * included) that allow, ask, deny or leave it to the tool. A caller starting the agent by name cannot replace it,
+   * and it is the floor of the agent's runs (`approvalPolicyFloor`): `setApprovalPolicy` on a running run may only
+   * add restrictions, `remember` never runs a call it denies, and its runs' sub-agents inherit it. Without one, the
+   * floor is `{ default: "tool" }`: no one switches off a tool's own `requiresApproval`.
    * @default none: each tool's own `requiresApproval` decides
    */
   approvalPolicy?: ApprovalPolicy;
@@ -75,6 +78,9 @@ export interface AgentRunRequest {
 export class AgentRequestError extends Error {}
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** The floor of an agent without a policy: each tool's own `requiresApproval`, which a caller cannot switch off. */
+const AGENT_DEFAULT_FLOOR: ApprovalPolicy = { default: "tool" };
 
 /** Checks a config's agents; a wrong field is named (the worker then refuses to start, not the first caller). */
 export function checkAgents(agents: unknown, where = "agents"): AgentDefinition[] {
@@ -176,6 +182,8 @@ export function agentRunOptions(
     budget: agent.budget,
     approvalTimeout: agent.approvalTimeout,
     approvalPolicy: agent.approvalPolicy,
+    // The agent's policy is a floor: the run judges every call by it too, whatever policy it is given later.
+    approvalPolicyFloor: [agent.approvalPolicy ?? AGENT_DEFAULT_FLOOR],
     taskQueue: agent.taskQueue,
     workflowId: request.workflowId,
     tenant: request.tenant,

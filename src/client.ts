@@ -304,7 +304,8 @@ export interface AgentRunHandle<TOutput = unknown> {
   approve(toolCallId: string, options?: ApproveOptions): Promise<void>;
   /**
    * Replaces the run's approval policy (validated by the run, recorded in its history); the next batch of tool
-   * calls follows it. Resolves with the policy now in force.
+   * calls follows it, judged by the run's `approvalPolicyFloor` too (a named agent's policy: the stricter verdict
+   * wins, so a change only adds restrictions to it). Resolves with the run's own policy now in force.
    */
   setApprovalPolicy(policy: ApprovalPolicy): Promise<ApprovalPolicy>;
   /**

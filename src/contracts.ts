@@ -429,11 +429,21 @@ export interface AgentRunInput {
   approvalTimeout?: Duration;
   /**
    * Which tool calls run, wait for a person or are refused: ordered rules on tool names, then a default
-   * (docs/policies.md). An operator changes it while the run runs with `handle.setApprovalPolicy()`.
+   * (docs/policies.md). An operator changes it while the run runs with `handle.setApprovalPolicy()`, never
+   * below `approvalPolicyFloor`.
    * Contract: each batch follows the policy as it stood when the batch began.
    * @default none: each tool's own `requiresApproval` decides
    */
   approvalPolicy?: ApprovalPolicy;
+  /**
+   * Policies this run can never loosen (docs/policies.md#a-floor-no-one-loosens): every call is judged by each of
+   * them and by `approvalPolicy` as it stands, and the strictest verdict wins (deny > ask > tool > allow), whatever
+   * `setApprovalPolicy` sets later; `remember` never runs a call they deny. Named agents set it to their policy
+   * (`agentRunOptions`), and a run passes its floor and its policy on to its sub-agents.
+   * Contract: 1-32 valid policies; fixed for the run's life (continue-as-new included).
+   * @default none
+   */
+  approvalPolicyFloor?: ApprovalPolicy[];
   /**
    * Tools a client runs, not a worker: the model is offered them, and a call waits durably (no worker held)
    * until a client submits its result with `handle.submitToolResult()` (docs/policies.md).
@@ -515,7 +525,7 @@ export interface ApprovalRule {
 /**
  * Which tool calls run, wait for a person or are refused. The first rule whose `match` matches the tool's name
  * decides; when none does, `default`. A tool a person approved with `remember` runs without asking for the
- * rest of the run, unless a rule denies it. Plain JSON.
+ * rest of the run, unless a rule (of the policy or of the run's floor) denies it. Plain JSON.
  */
 export interface ApprovalPolicy {
   /**
@@ -730,6 +740,8 @@ export interface AgentRunState {
   approvalPolicy?: ApprovalPolicy;
   /** Tools a person approved with `remember`: they run without asking for the rest of the run. Absent when none. */
   rememberedTools?: string[];
+  /** The policies this run can never loosen (its input's `approvalPolicyFloor`). Absent when none. */
+  approvalPolicyFloor?: ApprovalPolicy[];
   /** Client tool calls waiting for a client to submit their result. Absent when none. */
   pendingClientResults?: PendingClientResult[];
   /** What the run has spent against its `budget` and what is left; set exactly when the run has one. */

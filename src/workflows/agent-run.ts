@@ -35,6 +35,7 @@ import {
   condition,
   isCancellation,
   proxySinks,
+  patched,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
@@ -54,7 +55,13 @@ import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, shouldContinueAsNew } from "./continue-as-new.js";
 import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
 import { installHandlers } from "./handlers.js";
-import { BUDGET_FIELDS, TYPED_OUTPUT_FIELDS, unknownFieldProblem, validateRunInput } from "./input.js";
+import {
+  BUDGET_FIELDS,
+  POLICY_FLOOR_FIELDS,
+  TYPED_OUTPUT_FIELDS,
+  unknownFieldProblem,
+  validateRunInput,
+} from "./input.js";
 import { OUTPUT_TOOL } from "./output-schema.js";
 import { outputEffects } from "./typed-output.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
@@ -73,6 +80,7 @@ import {
   SETUP_ANY_WORKER_PATCH,
   UNKNOWN_FIELDS_PATCH,
   TYPED_OUTPUT_PATCH,
+  POLICY_FLOOR_PATCH,
   BUDGET_PATCH,
   MODEL_CHAIN_PATCH,
   baseline,
@@ -117,9 +125,16 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     ? input.continued.spend !== undefined
     : input.budget !== undefined && hasChange(BUDGET_PATCH);
   const chained = Array.isArray(input.model) && hasChange(MODEL_CHAIN_PATCH);
-  const unknown = input.continued
-    ? undefined
-    : unknownFieldProblem(input, [], [...(typed ? [] : TYPED_OUTPUT_FIELDS), ...(budgeted ? [] : BUDGET_FIELDS)]);
+  // A policy floor likewise (issue #53), asked only when the input has one; a continued run's input is its chain's
+  // first, whose floor was taken then.
+  const floored =
+    input.approvalPolicyFloor !== undefined && (input.continued !== undefined || patched(POLICY_FLOOR_PATCH));
+  const unknownToo = [
+    ...(typed ? [] : TYPED_OUTPUT_FIELDS),
+    ...(budgeted ? [] : BUDGET_FIELDS),
+    ...(floored ? [] : POLICY_FLOOR_FIELDS),
+  ];
+  const unknown = input.continued ? undefined : unknownFieldProblem(input, [], unknownToo);
   const problem =
     validateRunInput(input, { unknownFields: false, output: typed, modelChain: chained, budget: budgeted }) ??
     (unknown && hasChange(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
@@ -127,7 +142,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   const carried = input.continued;
   // Before the handlers: updates that arrived with the first task are validated against the carried state.
   if (carried) state.fromCarry(carried, workflowInfo().continuedFromExecutionRunId);
-  state.tools.startApprovals(carried?.approvals, input.approvalPolicy);
+  state.tools.startApprovals(carried?.approvals, input.approvalPolicy, floored ? input.approvalPolicyFloor : undefined);
   // A budget is the chain's: a continued run goes on with what the runs before it spent.
   if (budgeted) state.spend.start(input.budget, carried?.spend, Date.now());
   installHandlers(state, input);

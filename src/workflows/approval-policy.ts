@@ -1,7 +1,9 @@
 /**
  * Approval policies: ordered rules on tool names (exact or glob) that allow, ask, deny or leave a call to the
  * tool's own `requiresApproval`, then a default. Pure and deterministic: the workflow decides with it, and the
- * client, the config loader and the run's update validator check policies with the same code.
+ * client, the config loader and the run's update validator check policies with the same code. A run's floor
+ * (`approvalPolicyFloor`: a named agent's policy, a parent's for its sub-agents) is judged beside its own policy
+ * and the stricter verdict wins (`flooredVerdict`).
  */
 import type { ApprovalAction, ApprovalPolicy } from "../contracts.js";
 import { isObject } from "./plain-object.js";
@@ -63,6 +65,50 @@ export function globMatches(pattern: string, name: string): boolean {
   return p === pattern.length;
 }
 
+/** Most policies a run's floor holds (a named agent's, then one more per sub-agent level whose parent changed it). */
+export const MAX_FLOOR_POLICIES = 32;
+
+/** Why `value` is not a policy floor (a non-empty list of approval policies), or undefined. */
+export function policyFloorProblem(value: unknown, field = "approvalPolicyFloor"): string | undefined {
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_FLOOR_POLICIES)
+    return `"${field}" must be a list of 1-${MAX_FLOOR_POLICIES} approval policies`;
+  for (let i = 0; i < value.length; i++) {
+    const problem = approvalPolicyProblem(value[i], `${field}[${i}]`);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+/** How strict an action is: a deny refuses, ask waits for a person, tool leaves it to the tool, allow runs. */
+const STRICTNESS: Record<ApprovalAction, number> = { allow: 0, tool: 1, ask: 2, deny: 3 };
+
+/** A verdict, and which floor policy gave it (undefined: the run's own policy). */
+export interface Verdict {
+  action: ApprovalAction;
+  reason?: string;
+  rule?: number;
+  /** Set when a policy of the run's floor gave the verdict: its index there. */
+  floor?: number;
+}
+
+/**
+ * What a run whose floor is `floor` and whose own policy is `policy` does with a call of tool `name`: the
+ * strictest verdict of them all (deny > ask > tool > allow), so no policy change loosens what a floor decides. On
+ * a tie the run's own policy's verdict stands (its denial reads as before).
+ */
+export function flooredVerdict(
+  floor: readonly ApprovalPolicy[],
+  policy: ApprovalPolicy | undefined,
+  name: string,
+): Verdict {
+  let verdict: Verdict = policyVerdict(policy, name);
+  floor.forEach((p, i) => {
+    const v = policyVerdict(p, name);
+    if (STRICTNESS[v.action] > STRICTNESS[verdict.action]) verdict = { ...v, floor: i };
+  });
+  return verdict;
+}
+
 /** What the policy does with a call of tool `name`: the first matching rule's action (and reason), else the default. */
 export function policyVerdict(
   policy: ApprovalPolicy | undefined,
@@ -78,14 +124,21 @@ export function policyVerdict(
 }
 
 /** The error result's text for a call a policy denied: the model sees why. */
-export function policyDenial(name: string, verdict: { reason?: string; rule?: number }): string {
+export function policyDenial(name: string, verdict: { reason?: string; rule?: number; floor?: number }): string {
   const which = verdict.rule === undefined ? "its default" : `rule ${verdict.rule + 1}`;
-  return `Tool call denied by the approval policy (${which}, tool ${name})${verdict.reason ? `: ${verdict.reason}` : "."}`;
+  const policy = verdict.floor === undefined ? "the approval policy" : "the approval policy this run cannot loosen";
+  return `Tool call denied by ${policy} (${which}, tool ${name})${verdict.reason ? `: ${verdict.reason}` : "."}`;
 }
 
-/** One line for the run's details in the UI: `approval policy: 3 rules, default ask · remembered: a, b`. */
-export function policyLine(policy: ApprovalPolicy | undefined, remembered: readonly string[]): string | undefined {
+/** One line for the run's details in the UI: `approval policy: 3 rules, default ask · remembered: a, b` (the floor first). */
+export function policyLine(
+  policy: ApprovalPolicy | undefined,
+  remembered: readonly string[],
+  floor: readonly ApprovalPolicy[] = [],
+): string | undefined {
   const parts: string[] = [];
+  if (floor.length > 0)
+    parts.push(`approval floor: ${floor.length} polic${floor.length === 1 ? "y" : "ies"} (never loosened)`);
   if (policy) {
     const n = policy.rules?.length ?? 0;
     const rules = (policy.rules ?? []).map((r) => `${r.match} → ${r.action}`).join(", ");

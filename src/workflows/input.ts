@@ -6,7 +6,7 @@
 import { compileRetryPolicy, msToNumber } from "@temporalio/common";
 import { BUDGETS, jsonBytes, overBudget } from "./budgets.js";
 import { messageProblem } from "./message-schema.js";
-import { approvalPolicyProblem } from "./approval-policy.js";
+import { approvalPolicyProblem, policyFloorProblem } from "./approval-policy.js";
 import { clientToolsProblem } from "./client-tools.js";
 import { checkWebhookField } from "../webhooks/field.js";
 import { budgetProblem } from "./spend.js";
@@ -180,6 +180,10 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
     const policy = approvalPolicyProblem(input.approvalPolicy);
     if (policy) return policy;
   }
+  if (input.approvalPolicyFloor !== undefined) {
+    const floor = policyFloorProblem(input.approvalPolicyFloor);
+    if (floor) return floor;
+  }
   if (input.clientTools !== undefined) {
     const client = clientToolsProblem(input.clientTools, checkDuration);
     if (client) return client;
@@ -237,6 +241,7 @@ export const RUN_INPUT_FIELDS = [
   "session",
   "approvalTimeout",
   "approvalPolicy",
+  "approvalPolicyFloor",
   "clientTools",
   "toolResultLimits",
   "contextBudgetTokens",
@@ -250,6 +255,8 @@ export const RUN_INPUT_FIELDS = [
 export const TYPED_OUTPUT_FIELDS: readonly string[] = ["output", "outputRetries"];
 /** Budgets: runs recorded before them treat the field as unknown (see BUDGET_PATCH). */
 export const BUDGET_FIELDS: readonly string[] = ["budget"];
+/** A policy floor: runs recorded before it treat the field as unknown (see POLICY_FLOOR_PATCH). */
+export const POLICY_FLOOR_FIELDS: readonly string[] = ["approvalPolicyFloor"];
 /** Fields the loop itself sets (`AgentRunWorkflowInput`): a continued run's carry, a sub-agent's depth. */
 const INTERNAL_FIELDS = ["continued", "subAgentDepth"];
 const REQUIRED_FIELDS = ["model", "prompt"];

@@ -103,6 +103,15 @@ export const BUDGET_PATCH = "jai-budget-v1" as const;
  */
 export const MODEL_CHAIN_PATCH = "jai-model-chain-v1" as const;
 
+/**
+ * After baseline v4, so asked with `patched()` (issue #53): a run's `approvalPolicyFloor` (a named agent's policy,
+ * a parent's for its sub-agents) is judged beside its own policy, and the stricter verdict wins. Asked at the
+ * start of `runAgent`, only when the input has a floor: runs recorded before refused the field as unknown, and
+ * replay that way; other runs record no marker. A parent passing its floor and policy on to a sub-agent changes
+ * only the child's input (no command added, removed or reordered), so it asks nothing.
+ */
+export const POLICY_FLOOR_PATCH = "jai-policy-floor-v1" as const;
+
 /** The changes made after baseline v3, which v4 covers. */
 type LaterChange =
   | typeof UNKNOWN_FIELDS_PATCH

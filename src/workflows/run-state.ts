@@ -264,6 +264,7 @@ export class RunState {
       ...(inbox.dropped.length > 0 ? { dropped: [...inbox.dropped] } : {}),
       ...(this.tools.policy !== undefined ? { approvalPolicy: this.tools.policy } : {}),
       ...(this.tools.remembered.length > 0 ? { rememberedTools: [...this.tools.remembered] } : {}),
+      ...(this.tools.floor.length > 0 ? { approvalPolicyFloor: [...this.tools.floor] } : {}),
       ...(this.tools.clientWaits.size > 0 ? { pendingClientResults: this.tools.waitingClientResults() } : {}),
       ...(this.spend.active ? { spend: this.spend.report(conversation.usage, Date.now()) } : {}),
       ...(this.spend.exceeded !== undefined && this.stopReason === "budget"
@@ -300,7 +301,7 @@ export class RunState {
     );
     // Shown only when the run has them, so runs without a policy or client tools publish what they always did.
     const more = [
-      policyLine(this.tools.policy, this.tools.remembered),
+      policyLine(this.tools.policy, this.tools.remembered, this.tools.floor),
       s.pendingClientResults?.length ? clientResultDetails(s.pendingClientResults) : undefined,
     ].filter(Boolean);
     const full = s.pendingApprovals.length > 0 ? `${line}\n\n${approvalDetails(s.pendingApprovals)}` : line;

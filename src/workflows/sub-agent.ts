@@ -10,6 +10,11 @@
  * sees, and the run goes on. Histories recorded before the bound have no
  * depth in their inputs: they replay as top-level runs, whose calls the bound
  * never refuses below depth 3, so their commands are unchanged.
+ *
+ * Policy: a parent with a policy or a floor starts its child with both as the
+ * child's `approvalPolicyFloor` (docs/policies.md): the child judges every call
+ * by them too, so a tool the parent denies is denied in the child, whatever
+ * the child's tools, policy updates or remembered approvals.
  */
 import {
   CancellationScope,
@@ -90,6 +95,9 @@ export async function runSubAgent(
     ...(sub.outputRetries !== undefined ? { outputRetries: sub.outputRetries } : {}),
     subAgentDepth: depth,
   };
+  // The child can loosen nothing its parent could not: the parent's floor and policy are the child's floor.
+  const floor = run.state.tools.childFloor();
+  if (floor) input.approvalPolicyFloor = floor;
   // A budgeted run's child gets its share of what is left, held for it until it ends; its spend then counts here.
   const { spend, conversation, tools } = run.state;
   const others = tools.pending.filter(

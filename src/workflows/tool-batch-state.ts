@@ -14,6 +14,7 @@ import type {
   PendingToolCall,
 } from "../contracts.js";
 import type { ContinuedRun, ExecuteToolOutput } from "./wire.js";
+import { flooredVerdict, type Verdict } from "./approval-policy.js";
 
 /** One tool call waiting for a person. */
 export interface ApprovalWait {
@@ -53,6 +54,11 @@ export class ToolBatchState {
   batchPolicy?: ApprovalPolicy;
   /** Tools a person approved with `remember`, in the order they were. */
   remembered: string[] = [];
+  /**
+   * Policies this run can never loosen (its input's `approvalPolicyFloor`): fixed from its start, judged beside
+   * `batchPolicy` in every decision (`verdict`), passed on to its sub-agents (`childFloor`).
+   */
+  floor: readonly ApprovalPolicy[] = [];
   /** Client tool calls waiting for a client's result, by tool-call id. */
   clientWaits = new Map<string, ClientWait>();
   /** Whether the run shows "waiting_for_client" (see CLIENT_WAIT_STATUS_PATCH); set at its first client wait. */
@@ -163,10 +169,41 @@ export class ToolBatchState {
     this.policy = policy;
   }
 
-  /** A run starts: the policy and remembered tools a continued run carried, else its input's policy. */
-  startApprovals(carried: ContinuedRun["approvals"], inputPolicy: ApprovalPolicy | undefined): void {
+  /** A run starts: the policy and remembered tools a continued run carried, else its input's policy; its floor. */
+  startApprovals(
+    carried: ContinuedRun["approvals"],
+    inputPolicy: ApprovalPolicy | undefined,
+    floor: readonly ApprovalPolicy[] = [],
+  ): void {
     this.policy = carried ? carried.policy : inputPolicy;
     this.remembered = [...(carried?.remembered ?? [])];
+    this.floor = floor;
+  }
+
+  /**
+   * What the current batch does with a call of tool `name`: the stricter verdict of its policy and the run's floor
+   * (deny > ask > tool > allow). A floor's deny is final: no policy change and no `remember` runs the call.
+   */
+  verdict(name: string): Verdict {
+    return flooredVerdict(this.floor, this.batchPolicy, name);
+  }
+
+  /**
+   * The floor of a sub-agent this batch starts: this run's floor and its policy (as the batch began, and as it
+   * stands now when changed since), without repeats. A child judges each of them beside its own policy, so it can
+   * loosen nothing its parent could not; its parent's remembered tools are not passed on (it asks for itself).
+   * Undefined when the run has neither floor nor policy: the child starts as it always did.
+   */
+  childFloor(): ApprovalPolicy[] | undefined {
+    const seen = new Set<string>();
+    const floor: ApprovalPolicy[] = [];
+    for (const policy of [...this.floor, this.batchPolicy, this.policy]) {
+      const key = policy === undefined ? undefined : JSON.stringify(policy);
+      if (key === undefined || seen.has(key)) continue;
+      seen.add(key);
+      floor.push(policy!);
+    }
+    return floor.length > 0 ? floor : undefined;
   }
 
   /** What continue-as-new carries of the approvals (nothing when the run never had a policy nor remembered a tool). */

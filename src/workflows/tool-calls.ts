@@ -18,7 +18,7 @@ import { toolResultMessage } from "../common/tool-result.js";
 import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activities.js";
 import type { AgentEvent, ClientToolDeclaration, ToolExecutionMode } from "../contracts.js";
 import type { AgentSinks } from "./definitions.js";
-import { policyDenial, policyVerdict } from "./approval-policy.js";
+import { policyDenial } from "./approval-policy.js";
 import { clientToolSpecs } from "./client-tools.js";
 import type { ExecuteToolInput, ExecuteToolOutput, RunSetup, ToolSpec } from "./wire.js";
 import type { Conversation } from "./conversation.js";
@@ -153,19 +153,24 @@ function processCall(
 ): Promise<ExecuteToolOutput> {
   if (!spec) return Promise.resolve(errorOutput(`Tool ${call.name} not found`));
   const tools = run.state.tools;
-  // Only a run with a policy or a remembered tool asks the patch (see APPROVAL_POLICY_PATCH).
-  if ((tools.batchPolicy !== undefined || tools.remembered.length > 0) && hasChange(APPROVAL_POLICY_PATCH))
+  // Only a run with a policy, a floor or a remembered tool asks the patch (see APPROVAL_POLICY_PATCH); a run with a
+  // floor started after baseline v4 (POLICY_FLOOR_PATCH), so this records no marker for it.
+  if (
+    (tools.batchPolicy !== undefined || tools.floor.length > 0 || tools.remembered.length > 0) &&
+    hasChange(APPROVAL_POLICY_PATCH)
+  )
     return byPolicy(run, spec, call, index);
   if (spec.approval) return approveThenExecute(run, spec, call, index);
   return execute(run, spec, call, index);
 }
 
 /**
- * The batch's policy decides: a deny rule refuses the call (the model sees why), allow or a tool approved with
- * `remember` runs it, ask waits for a person, "tool" leaves it to the tool's `requiresApproval`.
+ * The batch's policy and the run's floor decide (the stricter verdict): a deny rule refuses the call (the model
+ * sees why), allow or a tool approved with `remember` runs it, ask waits for a person, "tool" leaves it to the
+ * tool's `requiresApproval`.
  */
 function byPolicy(run: RunContext, spec: ToolSpec, call: ToolCall, index: number): Promise<ExecuteToolOutput> {
-  const verdict = policyVerdict(run.state.tools.batchPolicy, call.name);
+  const verdict = run.state.tools.verdict(call.name);
   if (verdict.action === "deny") return Promise.resolve(errorOutput(policyDenial(call.name, verdict)));
   if (verdict.action === "allow" || run.state.tools.remembered.includes(call.name))
     return execute(run, spec, call, index);

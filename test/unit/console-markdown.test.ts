@@ -57,6 +57,8 @@ describe("agent registry", () => {
       systemPrompt: "Be brief.",
       tools: ["read_file"],
       session: true,
+      // No policy: the floor is each tool's own requiresApproval, which no later policy change switches off.
+      approvalPolicyFloor: [{ default: "tool" }],
     });
     expect(describeAgent(agents[0])).toMatchObject({
       models: ["demo/offline-scripted", "faux/other"],
