@@ -24,7 +24,6 @@ import type { AgentTool } from "../src/types.js";
 import { bundleAgentWorkflows } from "../src/worker.js";
 import type { AgentSinks } from "../src/workflows/definitions.js";
 import type { BenchActivities } from "./naive-workflows.js";
-import { extensionSinks } from "../src/extension.js";
 import { noMetricsSink } from "../src/telemetry/metrics.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -116,7 +115,6 @@ export async function benchWorker(
   const sinks: InjectedSinks<AgentSinks> = {
     agent: { emit: { fn: () => {}, callDuringReplay: false } },
     metrics: noMetricsSink(),
-    extensions: extensionSinks(),
   };
   return Worker.create({
     connection: bench.connection,

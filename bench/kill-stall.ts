@@ -1,4 +1,4 @@
-/** The scale bench's measure of a failover: how long a SIGKILL left a run standing still (issue 17). */
+/** The measure of the kill-stall and scale benches: how long a SIGKILL left a run standing still (issue 17). */
 import type proto from "@temporalio/proto";
 import { eventMs } from "../src/history-story.js";
 
@@ -10,7 +10,7 @@ type Event = proto.temporal.api.history.v1.IHistoryEvent;
  * less the time activities of the run were running on survivors then (attempts that completed or failed: a run
  * busy on a survivor was not standing still, a retried attempt of a lost call included). So it leaves out the
  * work the kill threw away (a model call streaming on the killed worker) and its redo, and keeps every wait:
- * timeouts, retry backoff, queues, replays. What the failover itself cost. Undefined when the run neither
+ * timeouts, retry backoff, queues, replays. What the recovery itself cost. Undefined when the run neither
  * scheduled an activity after the kill nor ended.
  *
  * `events` is one run's history, or (a run that continued as new across the kill) the histories of the chain's

@@ -2,6 +2,7 @@
  * `npm run bench`: every benchmark against a fresh dev server, printed and
  * written to docs/benchmarks.md. `npm run bench -- growth parallel` runs a subset
  * (and prints it without writing the report); `--scale-*` flags size the scale bench (see scale.ts);
+ * `npm run bench -- kill-stall` measures what a SIGKILLed worker costs its runs (kill-stall-bench.ts);
  * `--peers` adds the side-by-side comparison with Temporal's AI SDK integration
  * (installed on first use into ~/.cache/jai-bench-peers), `npm run bench -- --peers peers` runs only that.
  */
@@ -16,6 +17,7 @@ import { budgetOverhead } from "./budget-overhead.js";
 import { fairness } from "./fairness.js";
 import { finishedChain } from "./finished-chain.js";
 import { historyGrowth } from "./history-growth.js";
+import { killStall } from "./kill-stall-bench.js";
 import { observability } from "./observability.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
@@ -39,6 +41,7 @@ const SECTIONS = {
   codec: codecCost,
   replay: replayCost,
   scale,
+  "kill-stall": killStall,
   streaming,
   console: consoleList,
   fairness,

@@ -16,7 +16,6 @@ import {
 } from "@jai/ai";
 import type { AgentTool } from "../src/types.js";
 import { createAgentWorker } from "../src/worker.js";
-import { fastFailover } from "../src/failover/index.js";
 
 const env = (name: string) => {
   const value = process.env[name];
@@ -79,20 +78,6 @@ const worker = await createAgentWorker({
   ...(process.env.SCALE_CACHE_BYTES ? { contextCacheBytes: Number(process.env.SCALE_CACHE_BYTES) } : {}),
   routeModelCalls: process.env.SCALE_ROUTE !== "off",
   ...(process.env.SCALE_REPLAYS ? { maxConcurrentReplays: Number(process.env.SCALE_REPLAYS) } : {}),
-  // SCALE_FAILOVER: fast failover with this presence timeout (e.g. "2s"), or "default".
-  ...(process.env.SCALE_FAILOVER
-    ? {
-        extensions: [
-          fastFailover({
-            ...(process.env.SCALE_FAILOVER === "default" ? {} : { presenceTimeout: process.env.SCALE_FAILOVER }),
-            // As a fleet runs it: links and news proven by a shared secret.
-            secret: process.env.SCALE_FAILOVER_SECRET ?? "scale-bench-failover-secret-0123456789",
-            // The bench's bundle holds the presence workflow (bench/workflows.ts).
-            workflowBundle: { codePath: env("SCALE_BUNDLE") },
-          }),
-        ],
-      }
-    : {}),
   workerOptions: {
     // The bench names its workers so that it can tell, from a run's history, which one last ran its workflow task.
     identity: `scale-worker-${process.pid}`,

@@ -10,8 +10,7 @@
  * on a Temporal server on PostgreSQL (the cluster suite's, built on first use) instead of the dev server.
  * Tuning tried at saturation: `--scale-sticky=3s`, `--scale-workflow-tasks=200`, `--scale-workflow-polls=40` (or
  * `autoscaling`), `--scale-activity-polls=autoscaling`, `--scale-nonsticky-ratio=1`, `--scale-wft-timeout=10s`,
- * `--scale-failover[=1s]` (fast failover, with this presence timeout; prints each failover, a live worker taken
- * for dead included), `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two),
+ * `--scale-workflow-threads=2` (workflow threads per worker: the survivors replay a kill's victims on two),
  * `--scale-replays=10` (`maxConcurrentReplays`: workflow tasks from the shared queue a worker runs at once),
  * `--scale-can-turns=5` (runs continue as new every 5 turns: shorter replays), and
  * the server's dynamic config with `--server-config key=value` (e.g. `matching.numTaskqueueReadPartitions=1`).
@@ -28,6 +27,7 @@ import { startAgentRun, type AgentRunHandle } from "../src/client.js";
 import { Client, Connection } from "@temporalio/client";
 import proto from "@temporalio/proto";
 import { eventMs } from "../src/history-story.js";
+import { EVENTS_IDENTITY_MARK } from "../src/events/subscribe.js";
 import { msToNumber, type Duration } from "@temporalio/common";
 import type { History } from "../src/replay.js";
 import { ensureTemporalServer } from "../scripts/tools.js";
@@ -36,15 +36,13 @@ import { createTemporalServer, freeLowPort, setupSchema } from "../test/support/
 import { mb, replayMsEach, serverConfig, table, taskQueueStats, type Bench } from "./common.js";
 import { quantile } from "./stats.js";
 import { stallMs } from "./kill-stall.js";
-import { fleetTaskQueue, WORKER_PRESENCE_WORKFLOW, type PresenceOutcome } from "../src/failover/presence.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /**
- * The runs' heartbeat timeout (model and tool calls): a call in flight on the killed worker is given up after it
- * unless fast failover fails it first. 5 s, shorter than the product's 30 s, so a failover is measurable against
- * it; `--scale-heartbeat=30s` measures the product's defaults.
+ * The runs' heartbeat timeout (model and tool calls): a call in flight on the killed worker is given up after it.
+ * 5 s, shorter than the product's 30 s; `--scale-heartbeat=30s` measures the product's defaults.
  */
 const HEARTBEAT = flag("scale-heartbeat") ?? "5s";
 const HEARTBEAT_MS = msToNumber(HEARTBEAT as Duration);
@@ -64,13 +62,13 @@ const WORKFLOW_TASK_TIMEOUT = WFT_FLAG === "default" ? undefined : WFT_FLAG;
  */
 const CAN_TURNS = flag("scale-can-turns");
 
-function flag(name: string): string | undefined {
+export function flag(name: string): string | undefined {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`) || a === `--${name}`);
   return hit === undefined ? undefined : hit.includes("=") ? hit.slice(hit.indexOf("=") + 1) : "true";
 }
 const list = (value: string | undefined, fallback: number[]) => (value ? value.split(",").map(Number) : fallback);
 
-interface Worker {
+export interface Worker {
   child: ChildProcess;
   calls: [string, number, number, 0 | 1][];
   alive: boolean;
@@ -79,7 +77,7 @@ interface Worker {
   last?: { cache: ContextCacheStats; rss: number; heapUsed: number };
 }
 
-async function startWorker(env: NodeJS.ProcessEnv): Promise<Worker> {
+export async function startWorker(env: NodeJS.ProcessEnv): Promise<Worker> {
   const child = fork(path.join(here, "scale-worker.ts"), [], {
     env: { ...process.env, ...env },
     execArgv: ["--import", "tsx"],
@@ -104,7 +102,7 @@ async function startWorker(env: NodeJS.ProcessEnv): Promise<Worker> {
 }
 
 /** Asks every live worker for its stats and call log, and waits for the answers. */
-async function poll(workers: Worker[]): Promise<void> {
+export async function poll(workers: Worker[]): Promise<void> {
   await Promise.all(
     workers
       .filter((w) => w.alive)
@@ -311,43 +309,6 @@ async function victimReplayMs(client: Client, bundle: { code: string }, ids: str
 }
 
 /**
- * The workers' presence workflows that ended with a failover (`--scale-failover`): one per SIGKILLed worker; any
- * other is a live worker taken for dead (a pause past the presence timeout), which costs its runs a replay.
- */
-async function failovers(client: Client, taskQueue: string, killedAt: number | undefined): Promise<string> {
-  const lost: string[] = [];
-  let open = 0;
-  let alive = 0;
-  for await (const w of client.workflow.list({
-    query: `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${fleetTaskQueue(taskQueue)}'`,
-  })) {
-    if (w.status.name === "RUNNING") {
-      open++;
-      continue;
-    }
-    if (w.status.name !== "COMPLETED") continue;
-    const outcome = (await client.workflow.getHandle(w.workflowId, w.runId).result()) as PresenceOutcome;
-    if (outcome.worker === "alive") alive++;
-    if (outcome.worker !== "lost") continue;
-    const done = w.closeTime?.getTime() ?? 0;
-    if (killedAt !== undefined) {
-      // Where the failover's time went: the presence's events from the kill on (event type numbers; 26: a peer's
-      // link closed, 14: the presence's heartbeats stopped).
-      const events = (await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory()).events ?? [];
-      const from = events.findIndex((e) => eventMs(e) >= killedAt);
-      const trace = events
-        .slice(Math.max(0, from))
-        .map((e) => `${((eventMs(e) - killedAt) / 1000).toFixed(1)}s ${String(e.eventType)}`);
-      console.error(`  failover of ${w.workflowId}: ${trace.join(", ")}`);
-    }
-    lost.push(
-      `${outcome.failover?.callsFailed} calls failed, ${outcome.failover?.runsUnstuck} runs unstuck, done ${killedAt === undefined ? "(no kill)" : `${sec(done - killedAt)} after the kill`}`,
-    );
-  }
-  return `${lost.length} worker(s) failed over${lost.length ? `: ${lost.join("; ")}` : ""}; ${alive} late but answered their ping; ${open} presence(s) still open`;
-}
-
-/**
  * What the kill did, read from every run's history (fetched after the bench, 8 at a time): `on`, the runs whose last
  * workflow task started before `killedAt` was taken by the worker named `identity`; `waitedOnDead`, the runs with a
  * model call that, after the kill, waited out its schedule-to-start timeout on a worker's own queue; `lostActivity`, the
@@ -355,7 +316,7 @@ async function failovers(client: Client, taskQueue: string, killedAt: number | u
  * (a tool call in flight on the killed worker: Temporal retries it without an event); `stalls`, each run's `stallMs`
  * (none: the run neither scheduled an activity after the kill nor ended).
  */
-async function killFromHistories(client: Client, ids: string[], killedAt: number, identity: string) {
+export async function killFromHistories(client: Client, ids: string[], killedAt: number, identity: string) {
   const on = new Set<string>();
   const waitedOnDead = new Set<string>();
   const lostActivity = new Set<string>();
@@ -370,7 +331,8 @@ async function killFromHistories(client: Client, ids: string[], killedAt: number
         const scheduledAt = new Map<number, number>(); // event ids are per run
         for (const e of events) {
           if (e.workflowTaskStartedEventAttributes && eventMs(e) <= killedAt)
-            last = e.workflowTaskStartedEventAttributes.identity ?? undefined;
+            // The worker's identity, without the events server's address the worker appends to it.
+            last = e.workflowTaskStartedEventAttributes.identity?.split(EVENTS_IDENTITY_MARK)[0];
           const timeout = e.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType;
           if (timeout === 2 && eventMs(e) > killedAt) waitedOnDead.add(id); // SCHEDULE_TO_START: only routed calls have one
           if (e.activityTaskScheduledEventAttributes) scheduledAt.set(Number(e.eventId), eventMs(e));
@@ -422,9 +384,6 @@ async function runConfig(
     ...(flag("scale-model-ms") ? { SCALE_MODEL_MS: flag("scale-model-ms") } : {}),
     ...(flag("scale-replays") ? { SCALE_REPLAYS: flag("scale-replays") } : {}),
     ...(flag("scale-activity-polls") ? { SCALE_ACTIVITY_POLLS: flag("scale-activity-polls") } : {}),
-    ...(flag("scale-failover") !== undefined
-      ? { SCALE_FAILOVER: flag("scale-failover") === "true" ? "default" : flag("scale-failover") }
-      : {}),
   };
   const workers = await Promise.all(Array.from({ length: workersN }, () => startWorker(env)));
   await poll(workers);
@@ -581,8 +540,6 @@ async function runConfig(
     );
     console.error(`  victims whose model call waited out a dead worker's queue: ${waited.join("; ")}`);
   }
-  if (flag("scale-failover") !== undefined)
-    console.error(`  fast failover: ${await failovers(target.client, taskQueue, killedAt)}`);
   const stats = workers.flatMap((w) => (w.last ? [w.last.cache] : []));
   const sum = (f: (s: ContextCacheStats) => number) => stats.reduce((n, s) => n + f(s), 0);
   const hits = sum((s) => s.hits);
@@ -723,7 +680,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     "",
     "Query bytes: what workers read through the `modelContext` query (cache misses and tool results produced on another worker). Hit rate: model calls whose earlier context came from the cache of the worker that served them. Turn latency: one model call of a run to its next. Shared workflow queue: Temporal's approximate backlog of the workflow task queue all workers poll, sampled every 3 s once all runs have started; a workflow task that waited past its worker's sticky timeout (10 s unless `--scale-sticky`), a dead worker's runs and a run's next task after a workflow task timeout wait there, and the worker that takes one replays the run's history first." +
       (kill
-        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT ?? "10s (Temporal's default)"} workflow task timeout); its victims are the runs whose last model call or whose last workflow task before it ran there (the two counts in brackets), or whose tool call was in flight there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Stall: from the kill to the start of the run's earliest activity scheduled after it (or to its end), less the time the run's activities were running on survivors then; it leaves out the work the kill threw away and its redo and keeps every wait (timeouts, backoff, queues, replays), so it is what the failover itself cost; the goal is judged on every victim's stall (a victim without one fails it). Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
+        ? ` SIGKILL (\`--scale-kill\`): the last worker is killed halfway through (runs started with a ${HEARTBEAT} heartbeat timeout and a ${WORKFLOW_TASK_TIMEOUT ?? "10s (Temporal's default)"} workflow task timeout); its victims are the runs whose last model call or whose last workflow task before it ran there (the two counts in brackets), or whose tool call was in flight there; the cost is their turn across the kill less the other runs' turn across it (p50 against p50, ..., worst against worst): what the kill added to what load did then. Stall: from the kill to the start of the run's earliest activity scheduled after it (or to its end), less the time the run's activities were running on survivors then; it leaves out the work the kill threw away and its redo and keeps every wait (timeouts, backoff, queues, replays), so it is what the recovery itself cost; the goal is judged on every victim's stall (a victim without one fails it). Victims' replay: each victim's next workflow task goes to a worker without its state, which first replays its history up to the kill; measured on 40 victims after the bench, on the idle machine: the work the kill hands to the survivors.`
         : ""),
     "",
     table(
@@ -793,7 +750,7 @@ export async function scale(bench: Bench): Promise<{ markdown: string; goals: st
     ...rows.flatMap((r) =>
       r.kill
         ? [
-            `a SIGKILLed worker costs each of its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s, judged on every victim's stall: the failover, without the work the kill threw away and its redo (${r.workers} workers × ${r.runs} runs, ${r.kill.victims} victims${r.kill.unmeasured ? `, ${r.kill.unmeasured} without a figure` : ""}; stall p50 / p90 / worst ${sec(r.kill.stallP50)} / ${sec(r.kill.stallP90)} / ${sec(r.kill.stallMax)}; turn across the kill over the others' ${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).p90)} / ${sec(killCost(r.kill).worst)} at p50 / p90 / worst against worst): ${r.kill.victims > 0 && r.kill.unmeasured === 0 && r.kill.stallMax <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`,
+            `a SIGKILLed worker costs each of its runs ≤ heartbeat timeout (${HEARTBEAT}) + 3 s, judged on every victim's stall: the recovery, without the work the kill threw away and its redo (${r.workers} workers × ${r.runs} runs, ${r.kill.victims} victims${r.kill.unmeasured ? `, ${r.kill.unmeasured} without a figure` : ""}; stall p50 / p90 / worst ${sec(r.kill.stallP50)} / ${sec(r.kill.stallP90)} / ${sec(r.kill.stallMax)}; turn across the kill over the others' ${sec(killCost(r.kill).p50)} / ${sec(killCost(r.kill).p90)} / ${sec(killCost(r.kill).worst)} at p50 / p90 / worst against worst): ${r.kill.victims > 0 && r.kill.unmeasured === 0 && r.kill.stallMax <= HEARTBEAT_MS + 3000 ? "met" : "NOT met"}`,
           ]
         : [],
     ),

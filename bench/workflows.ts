@@ -1,4 +1,3 @@
 /** The bench worker's workflows: the real loop and the bench-only baselines. */
 export { agentRun } from "../src/workflows/agent-run.js";
-export { agentWorkerPresence } from "../src/failover/presence-workflow.js";
 export { bareTurns, naiveAgentRun } from "./naive-workflows.js";

@@ -210,7 +210,6 @@ async function main(): Promise<number> {
     TEMPORAL_ADDRESS: server.address,
     JAI_TASK_QUEUE: taskQueue,
     JAI_CONFIG: config,
-    JAI_FAST_FAILOVER: "off",
     SOAK_LEDGER: ledgerFile,
     SOAK_CONTEXTS: path.join(out, "contexts.jsonl"),
     SOAK_HEARTBEAT_TIMEOUT: `${HEARTBEAT_S}s`,

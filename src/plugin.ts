@@ -26,7 +26,6 @@ import { createActivities } from "./activities/index.js";
 import type { AgentServeOptions } from "./serving.js";
 import { agentWorkflowsPath, webpackConfigHook } from "./worker.js";
 import type { AgentSinks } from "./workflows/definitions.js";
-import { extensionSinks } from "./extension.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
 import { bundleEncryptsFailures, encryptsFailures, withEncryptedFailures } from "./codec/config.js";
 import type { RunEventsService } from "./events/serve.js";
@@ -102,7 +101,6 @@ export class AgentPlugin
         },
       },
       metrics: noMetricsSink(),
-      extensions: extensionSinks(),
     };
     const ownWorkflows = base.workflowsPath !== undefined || base.workflowBundle !== undefined;
     return {

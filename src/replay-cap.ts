@@ -5,8 +5,8 @@
  * tasks off the queue together and works through them on one workflow thread, and the last ones outlive their
  * workflow task timeout (the clock starts when the task is polled), time out, and are replayed again elsewhere:
  * the dead worker's slowest runs waited twice (docs/lab/scaling.md). Capped, the rest wait in the server's
- * queue, where no timeout runs, and every replay a worker takes finishes in time. No cap unless one is set, or an
- * extension sets a default (fast failover's: 10, docs/failover.md).
+ * queue, where no timeout runs, and every replay a worker takes finishes in time. No cap unless one is set
+ * (`maxConcurrentReplays`, the worker process's `--max-replays`).
  */
 import type {
   CustomSlotSupplier,
@@ -101,21 +101,6 @@ export class ReplayCappedSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
     if (!sticky) this.replays++;
     return { sticky };
   }
-}
-
-/**
- * The cap a worker runs with: the one set, else an extension's default (`defaultCap`), below its slots. No default
- * cap beside a tuner of the caller's, with fewer than 2 slots, or with no workflow cache (no sticky queue: every
- * task would count).
- */
-export function replayCap(
-  set: number | undefined,
-  defaultCap: number | undefined,
-  options: Partial<WorkerOptions> | undefined,
-): number | undefined {
-  if (set !== undefined || defaultCap === undefined || options?.tuner || options?.maxCachedWorkflows === 0) return set;
-  const slots = options?.maxConcurrentWorkflowTaskExecutions ?? DEFAULT_WORKFLOW_TASK_SLOTS;
-  return slots < 2 ? undefined : Math.min(defaultCap, slots - 1);
 }
 
 /**

@@ -7,7 +7,6 @@ import { historyFromJSON } from "@temporalio/common/lib/proto-utils.js";
 import type { temporal } from "@temporalio/proto";
 import { Worker, type InjectedSinks, type ReplayWorkerOptions } from "@temporalio/worker";
 import { AGENT_RUN_WORKFLOW, type AgentSinks } from "./workflows/definitions.js";
-import { extensionSinks } from "./extension.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
 import { bundleAgentWorkflows } from "./worker.js";
 
@@ -136,7 +135,6 @@ export function replayOptions(workflowBundle: { code: string }): ReplayWorkerOpt
   const sinks: InjectedSinks<AgentSinks> = {
     agent: { emit: { fn: () => {}, callDuringReplay: false } },
     metrics: noMetricsSink(),
-    extensions: extensionSinks(),
   };
   return { workflowBundle, sinks };
 }

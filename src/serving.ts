@@ -88,10 +88,8 @@ export interface AgentWorkerServeOptions extends AgentServeOptions {
    * worker dies the survivors get all its runs at once: uncapped, each takes dozens together, replays them side by
    * side on one workflow thread, and the last ones outlive their workflow task timeout (counted from when the task
    * was taken) and are replayed again elsewhere. Capped, the rest wait in the server's queue, where no timeout
-   * runs (docs/lab/scaling.md). Default: no cap, or the default an extension of the worker sets (fewer than the
-   * slots; none without a workflow cache, where every task would count). Contract: an integer from 1 to the
-   * slots - 1 (a `RangeError`), and not with `workerOptions.tuner` (a `TypeError`; with a tuner, an extension's
-   * default cap is left out).
+   * runs (docs/lab/scaling.md). Default: no cap. Contract: an integer from 1 to the slots - 1 (a `RangeError`),
+   * and not with `workerOptions.tuner` (a `TypeError`).
    */
   maxConcurrentReplays?: number;
   /** Any other Temporal worker option (concurrency limits, interceptors, tuning, ...). */

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
-import type { DataConverter, Duration } from "@temporalio/common";
+import type { DataConverter } from "@temporalio/common";
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -25,14 +25,7 @@ import { providerLimitMetrics } from "./telemetry/provider-limit-metrics.js";
 import type { AgentTracing } from "./telemetry/tracing.js";
 import { workflowTracingModule } from "./telemetry/tracing-module.js";
 import type { McpToolSource } from "./mcp/source.js";
-import { replayCap, replayCappedOptions } from "./replay-cap.js";
-import {
-  extensionSinks,
-  type AgentWorkerExtension,
-  type AgentWorkerExtensionParts,
-  type AgentWorkerHost,
-  type AgentWorkerPollers,
-} from "./extension.js";
+import { replayCappedOptions } from "./replay-cap.js";
 import {
   bundleEncryptsFailures,
   encryptsFailures,
@@ -44,14 +37,14 @@ import type { AgentEventSink } from "./types.js";
 import type { RunEventsEndpoint, RunEventsService } from "./events/serve.js";
 
 export { DEFAULT_TASK_QUEUE };
-export type { AgentWorkerExtension } from "./extension.js";
 
 /**
  * How long a run's workflow task (or query) waits for the worker that holds it cached before any worker takes it:
  * Temporal's default. A shorter one costs a saturated worker its tail (#44): a task that waits past it in a busy
  * worker's sticky queue goes to the shared queue, where Temporal's Core polls little while its sticky queue has a
  * backlog, and waited 37-50 s there (p99 turn 37-52 s against 7 s at 200 runs on one worker, docs/benchmarks.md).
- * Fast failover (an extension, which frees a dead worker's runs itself) sets its own (`defaultStickyTimeout`).
+ * A shorter one also frees a SIGKILLed worker's runs sooner: `workerOptions.stickyQueueScheduleToStartTimeout`
+ * sets it (docs/crashes-and-upgrades.md, "A killed worker's calls").
  */
 export const DEFAULT_STICKY_TIMEOUT = "10s";
 
@@ -74,11 +67,6 @@ export interface AgentWorkerOptions extends AgentWorkerServeOptions {
   tracing?: AgentTracing;
   /** Prometheus metrics of the runs this worker serves (`createAgentMetrics()`; the worker process serves them on /metrics). */
   metrics?: AgentMetrics;
-  /**
-   * Optional features, each set up once before any Temporal worker is created; none by default (src/extension.ts
-   * says what an extension may add, and which ones the package ships).
-   */
-  extensions?: AgentWorkerExtension[];
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"];
@@ -240,37 +228,31 @@ interface Agent {
 /** The agent's Temporal workers, once created; read by the activities (routing, identity) before they exist. */
 type Pollers = { worker?: Worker; ownWorker?: Worker };
 
-/** What the shared, own-queue and extensions' activity workers register: activities and activity interceptors. */
+/** What the shared and own-queue workers register: activities and activity interceptors. */
 interface ActivitySpec {
   activities: ReturnType<typeof createActivities>;
   activity: ActivityInterceptorsFactory[];
 }
 
 /**
- * A worker serving agent runs, in named steps: the connection and queues (1), each extension's setup (2), the
+ * A worker serving agent runs, in named steps: the connection and queues (1), the live events server (2), the
  * agent's activities (3), the workflows' sinks (4) and interceptors (5), the shared queue's worker (6), the own
- * queue's (7), the extensions' own workers, then all of them run and stop together (8). No extension: one Temporal
- * worker, plus the own-queue worker while model calls are routed.
+ * queue's (7), then both run and stop together (8): one Temporal worker, plus the own-queue worker while model calls
+ * are routed.
  */
 export async function createAgentWorker(options: AgentWorkerOptions = {}): Promise<AgentWorker> {
   const agent = await connectAgent(options);
   const pollers: Pollers = {};
-  let parts: AgentWorkerExtensionParts[] = [];
   try {
     await serveAgentEvents(agent);
-    const spec: Partial<ActivitySpec> = {};
-    parts = await setUpExtensions(options.extensions ?? [], extensionHost(agent, spec));
-    spec.activities = agentActivities(agent, pollers);
-    const interceptors = agentInterceptors(options, parts);
-    spec.activity = interceptors.activity;
-    pollers.worker = await createSharedWorker(agent, spec as ActivitySpec, interceptors.worker, parts);
-    if (agent.ownTaskQueue)
-      pollers.ownWorker = await createActivityWorker(agent, spec as ActivitySpec, agent.ownTaskQueue);
-    const extra: Worker[] = [];
-    for (const p of parts) extra.push(...((await p.created?.(pollers as AgentWorkerPollers)) ?? []));
-    return runningAgent(agent, pollers as AgentWorkerPollers, extra, parts);
+    const interceptors = agentInterceptors(options);
+    const spec: ActivitySpec = { activities: agentActivities(agent, pollers), activity: interceptors.activity };
+    const worker = await createSharedWorker(agent, spec, interceptors.worker);
+    pollers.worker = worker;
+    if (agent.ownTaskQueue) pollers.ownWorker = await createActivityWorker(agent, spec, agent.ownTaskQueue);
+    return runningAgent(agent, { worker, ownWorker: pollers.ownWorker });
   } catch (err) {
-    await closeAgent(agent, parts, true);
+    await closeAgent(agent, true);
     throw err;
   }
 }
@@ -336,7 +318,7 @@ function checkedDataConverter(options: AgentWorkerOptions): DataConverter | unde
 }
 
 /**
- * Step 1b: the live events server, unless off: every event passes through its tap, and the workers' identity names
+ * Step 2: the live events server, unless off: every event passes through its tap, and the workers' identity names
  * it (history records that identity on every task, which is where `handle.events()` finds the server).
  */
 async function serveAgentEvents(agent: Agent): Promise<void> {
@@ -356,44 +338,6 @@ async function serveAgentEvents(agent: Agent): Promise<void> {
 }
 
 const workerName = () => `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-
-/** Step 2: what each extension is told, and how it creates workers of its own. */
-function extensionHost(agent: Agent, spec: Partial<ActivitySpec>): AgentWorkerHost {
-  const { connection, namespace, taskQueue, ownTaskQueue, client, dataConverter } = agent;
-  return {
-    taskQueue,
-    ownTaskQueue,
-    client,
-    dataConverter,
-    createWorker: async (options) => {
-      // One identity for every poller of this worker (the events server's, when on): the server records it on
-      // each task, and fast failover names a dead worker's calls by it.
-      const worker = await Worker.create({
-        ...(agent.identity ? { identity: agent.identity } : {}),
-        ...options,
-        connection,
-        namespace,
-        dataConverter,
-      } as WorkerOptions);
-      agent.made.push(worker);
-      return worker;
-    },
-    createActivityWorker: (queue) => {
-      if (!spec.activities) throw new Error("createActivityWorker: the agent's activities do not exist yet");
-      return createActivityWorker(agent, spec as ActivitySpec, queue, false);
-    },
-  };
-}
-
-/** Each extension's setup, in order; an error names the extension. */
-async function setUpExtensions(
-  extensions: AgentWorkerExtension[],
-  host: AgentWorkerHost,
-): Promise<AgentWorkerExtensionParts[]> {
-  const parts: AgentWorkerExtensionParts[] = [];
-  for (const extension of extensions) parts.push(await extension.setup(host));
-  return parts;
-}
 
 /** Step 3: the agent's activities, bound to this worker's tools, models, keys, cache and queues. */
 function agentActivities(agent: Agent, pollers: Pollers): ReturnType<typeof createActivities> {
@@ -424,8 +368,8 @@ function agentActivities(agent: Agent, pollers: Pollers): ReturnType<typeof crea
   });
 }
 
-/** Step 4: the sinks the workflows write to: events, metrics, tracing's exporter and the extensions' seam. */
-function agentSinks(agent: Agent, parts: AgentWorkerExtensionParts[]): InjectedSinks<AgentSinks> {
+/** Step 4: the sinks the workflows write to: events, metrics and tracing's exporter. */
+function agentSinks(agent: Agent): InjectedSinks<AgentSinks> {
   const { onEvent, options } = agent;
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {
@@ -435,24 +379,22 @@ function agentSinks(agent: Agent, parts: AgentWorkerExtensionParts[]): InjectedS
       },
     },
     metrics: options.metrics ? metricsSink(options.metrics) : noMetricsSink(),
-    extensions: extensionSinks(parts),
   };
   if (options.tracing) (sinks as Record<string, unknown>).exporter = options.tracing.workflowExporter;
   return sinks;
 }
 
-/** Step 5: the interceptors: the caller's, tracing's, metrics' and the extensions' (activity ones on every poller). */
-function agentInterceptors(
-  options: AgentWorkerOptions,
-  parts: AgentWorkerExtensionParts[],
-): { worker?: WorkerInterceptors; activity: ActivityInterceptorsFactory[] } {
+/** Step 5: the interceptors: the caller's, tracing's and metrics' (activity ones on both pollers). */
+function agentInterceptors(options: AgentWorkerOptions): {
+  worker?: WorkerInterceptors;
+  activity: ActivityInterceptorsFactory[];
+} {
   const { tracing, metrics } = options;
   const user = options.workerOptions?.interceptors;
   const activity = [
     ...(tracing?.activityInterceptors ?? []),
     ...(user?.activity ?? []),
     ...(metrics ? [metrics.activityInterceptor] : []),
-    ...parts.flatMap((p) => p.activityInterceptors ?? []),
   ];
   const workflowModules = [
     ...(user?.workflowModules ?? []),
@@ -464,21 +406,14 @@ function agentInterceptors(
   return { worker, activity };
 }
 
-/** The sticky queue timeout the shared worker takes unless `workerOptions` sets one: the last extension's, else ours. */
-function stickyTimeout(parts: AgentWorkerExtensionParts[]): Duration {
-  return parts.reduce<Duration>((t, p) => p.defaultStickyTimeout ?? t, DEFAULT_STICKY_TIMEOUT);
-}
-
 /** Step 6: the worker of the shared queue: the workflows (bundled unless given) and every activity. */
 async function createSharedWorker(
   agent: Agent,
   spec: ActivitySpec,
   interceptors: WorkerInterceptors | undefined,
-  parts: AgentWorkerExtensionParts[],
 ): Promise<Worker> {
   const { options, connection, namespace, taskQueue, dataConverter } = agent;
-  const defaultCap = parts.reduce<number | undefined>((cap, p) => p.defaultMaxConcurrentReplays ?? cap, undefined);
-  const replays = replayCap(options.maxConcurrentReplays, defaultCap, options.workerOptions);
+  const replays = options.maxConcurrentReplays;
   const worker = await Worker.create({
     connection,
     namespace,
@@ -487,13 +422,13 @@ async function createSharedWorker(
     ...(agent.workflowBundle
       ? { workflowBundle: agent.workflowBundle }
       : { workflowsPath: agentWorkflowsPath(), bundlerOptions: { webpackConfigHook } }),
-    sinks: agentSinks(agent, parts),
+    sinks: agentSinks(agent),
     // Cancellation reaches an activity with a heartbeat's answer: keep that under ~1 s, not 80% of the heartbeat timeout.
     maxHeartbeatThrottleInterval: "1s",
     // A killed worker's sticky queue holds its runs' next workflow task, and the context query of the worker that
     // takes over its model call, until this timeout; a busy worker's runs must not lose their place by it (see
-    // DEFAULT_STICKY_TIMEOUT). An extension may set a shorter one (fast failover: 1 s), the caller's options win.
-    stickyQueueScheduleToStartTimeout: stickyTimeout(parts),
+    // DEFAULT_STICKY_TIMEOUT); the caller's options win.
+    stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
     ...(replays === undefined ? options.workerOptions : replayCappedOptions(options.workerOptions ?? {}, replays)),
     ...(agent.identity ? { identity: agent.identity } : {}),
     ...(interceptors ? { interceptors } : {}),
@@ -504,15 +439,10 @@ async function createSharedWorker(
 }
 
 /**
- * Step 7: a worker of activities only on `taskQueue`: the own queue (the model calls of the runs whose context this
- * worker holds), or another queue an extension polls. The same payloads and activity interceptors as the shared one.
+ * Step 7: a worker of activities only on `taskQueue`, the own queue: the model calls of the runs whose context this
+ * worker holds. The same payloads and activity interceptors as the shared one.
  */
-async function createActivityWorker(
-  agent: Agent,
-  spec: ActivitySpec,
-  taskQueue: string,
-  track = true,
-): Promise<Worker> {
+async function createActivityWorker(agent: Agent, spec: ActivitySpec, taskQueue: string): Promise<Worker> {
   const worker = await Worker.create({
     connection: agent.connection,
     namespace: agent.namespace,
@@ -524,16 +454,15 @@ async function createActivityWorker(
     dataConverter: agent.dataConverter,
     interceptors: { activity: spec.activity },
   });
-  if (track) agent.made.push(worker);
+  agent.made.push(worker);
   return worker;
 }
 
 /** Shuts down what was made and closes what was opened here; `failed`: the workers made never ran. */
-async function closeAgent(agent: Agent, parts: AgentWorkerExtensionParts[], failed: boolean): Promise<void> {
+async function closeAgent(agent: Agent, failed: boolean): Promise<void> {
   if (failed) {
     // Each made worker runs for an instant and stops: only then does it let go of the connection.
     await Promise.allSettled(agent.made.map((w) => w.runUntil(Promise.resolve())));
-    for (const p of parts) await p.stopped?.().catch(() => {});
     await agent.events?.server.close().catch(() => {});
     await agent.mcp?.close().catch(() => {});
     if (agent.owned) await agent.connection.close().catch(() => {});
@@ -545,19 +474,12 @@ async function closeAgent(agent: Agent, parts: AgentWorkerExtensionParts[], fail
 }
 
 /** Step 8: the pollers live and stop together; the own queue's calls fall back to the shared one when it is gone. */
-function runningAgent(
-  agent: Agent,
-  pollers: AgentWorkerPollers,
-  extra: Worker[],
-  parts: AgentWorkerExtensionParts[],
-): AgentWorker {
+function runningAgent(agent: Agent, pollers: { worker: Worker; ownWorker?: Worker }): AgentWorker {
   const { worker, ownWorker } = pollers;
-  const others = [...(ownWorker ? [ownWorker] : []), ...extra];
-  const stopAll = () => {
-    for (const p of parts) p.stop?.();
-    for (const w of others) if (w.getState() === "RUNNING") w.shutdown();
+  const stopOwn = () => {
+    if (ownWorker?.getState() === "RUNNING") ownWorker.shutdown();
   };
-  const runAll = <R>(main: Promise<R>) => runTogether(agent, main, others, parts, stopAll);
+  const runAll = <R>(main: Promise<R>) => runTogether(agent, main, ownWorker, stopOwn);
   return {
     worker,
     taskQueue: agent.taskQueue,
@@ -569,7 +491,7 @@ function runningAgent(
     run: () => runAll(worker.run()),
     shutdown: () => {
       worker.shutdown();
-      stopAll();
+      stopOwn();
     },
   };
 }
@@ -582,29 +504,26 @@ const endpoint = ({ server }: RunEventsService): RunEventsEndpoint => ({
   consoleUrl: server.consoleUrl,
 });
 
-/** Runs `others` and the extensions while `main` (the shared worker) runs; then stops and drains them all. */
+/** Runs the own-queue worker while `main` (the shared worker) runs; then stops and drains it. */
 async function runTogether<R>(
   agent: Agent,
   main: Promise<R>,
-  others: Worker[],
-  parts: AgentWorkerExtensionParts[],
-  stopAll: () => void,
+  ownWorker: Worker | undefined,
+  stopOwn: () => void,
 ): Promise<R> {
   try {
     // Handled at once: a poller that fails while `main` is awaited must not be an unhandled rejection.
-    const running = others.map((w) =>
-      w.run().catch((err) => console.warn(`jai: worker of ${w.options.taskQueue} ended: ${String(err)}`)),
-    );
-    for (const p of parts) p.start?.();
+    const running = ownWorker
+      ?.run()
+      .catch((err) => console.warn(`jai: worker of ${ownWorker.options.taskQueue} ended: ${String(err)}`));
     try {
       return await main;
     } finally {
-      stopAll();
-      await Promise.all(running);
-      for (const p of parts) await p.stopped?.();
+      stopOwn();
+      await running;
     }
   } finally {
-    await closeAgent(agent, parts, false);
+    await closeAgent(agent, false);
   }
 }
 

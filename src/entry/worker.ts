@@ -2,12 +2,6 @@
 export type * from "../contracts.js";
 export { createAgentWorker, bundleAgentWorkflows, agentWorkflowsPath, DEFAULT_TASK_QUEUE } from "../worker.js";
 export type { AgentWorker, AgentWorkerOptions } from "../worker.js";
-export type {
-  AgentWorkerExtension,
-  AgentWorkerExtensionParts,
-  AgentWorkerHost,
-  AgentWorkerPollers,
-} from "../extension.js";
 export { AgentPlugin, type AgentPluginOptions } from "../plugin.js";
 export { runWorkerProcess, type WorkerProcessOptions } from "../worker-process/run.js";
 export { defineConfig, type AgentServiceConfig } from "../worker-process/config.js";

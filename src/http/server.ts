@@ -154,7 +154,7 @@ const StartBody = Type.Object(
   { additionalProperties: true },
 );
 
-/** A workflow id that names a workflow of another type (a worker presence, anything else in the namespace). */
+/** A workflow id that names a workflow of another type (anything else in the namespace). */
 class NotAnAgentRunError extends Error {
   constructor(readonly workflowId: string) {
     super(`no agent run ${workflowId}`);

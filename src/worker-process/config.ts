@@ -11,8 +11,6 @@ import { checkAgents, type AgentDefinition } from "../agents.js";
 import { checkTenants, type TenantsConfig } from "../tenants.js";
 import type { AgentTool } from "../types.js";
 import type { AgentWorkerServeOptions } from "../serving.js";
-import type { AgentWorkerExtension } from "../extension.js";
-import type { FastFailoverOptions } from "../failover/index.js";
 import { checkProviderLimits } from "../activities/provider-limits.js";
 
 /** What the worker process serves: as `createAgentWorker` takes it, with the process's own defaults. */
@@ -28,14 +26,6 @@ export interface AgentServiceConfig extends AgentWorkerServeOptions {
   dataConverter?: DataConverter;
   /** Byte budget of the model-context cache; default 256 MB (flag --context-cache-mb / JAI_CONTEXT_CACHE_MB win). */
   contextCacheBytes?: number;
-  /**
-   * Fast failover (docs/failover.md; default off): `true` or its options (`jai-agent/failover`'s `fastFailover()`).
-   * --fast-failover / JAI_FAST_FAILOVER win ("off" turns it off); JAI_FAILOVER_LINKS, JAI_FAILOVER_ADVERTISE and
-   * JAI_FAILOVER_SECRET override its links and secret.
-   */
-  fastFailover?: boolean | FastFailoverOptions;
-  /** Other worker extensions (src/extension.ts), set up in this order before fast failover's. */
-  extensions?: AgentWorkerExtension[];
   /** Named agents the run API (`POST /runs { agent, prompt }`) and the console's "New run" start (src/agents.ts). */
   agents?: AgentDefinition[];
   /** Per-tenant limits (`maxConcurrentRuns`, default `budget`, `fairnessWeight`) of starts by the run API and `jai-agent start --agent` (docs/tenants.md). */

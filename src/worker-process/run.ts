@@ -3,8 +3,7 @@
  * entry point): connection from Temporal's environment configuration, what it
  * serves from the user's config module, limits from flags or environment (one
  * table, `SETTINGS`, which --help prints), health endpoints, and a graceful
- * drain on SIGTERM/SIGINT (exit 0). Optional features (fast failover) are off
- * unless a flag, the environment or the config module turns them on.
+ * drain on SIGTERM/SIGINT (exit 0).
  */
 import { existsSync } from "node:fs";
 import type { Server } from "node:http";
@@ -39,7 +38,6 @@ import type { AesGcmCodecOptions } from "../codec/aes-gcm.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
 import { serveHealth } from "./health.js";
-import { failoverExtensions } from "./failover-flags.js";
 import { freePort } from "../dev-server.js";
 import { createAgentMetrics, type AgentMetrics } from "../telemetry/metrics.js";
 import { tracingWanted } from "../telemetry/tracing-module.js";
@@ -114,7 +112,7 @@ export const SETTINGS: readonly Setting[] = [
     arg: "n",
     env: "JAI_MAX_CONCURRENT_REPLAYS",
     config: "maxConcurrentReplays",
-    default: "10 with --fast-failover, else no cap",
+    default: "no cap",
     help: "of them, tasks from the shared queue (replays) at once",
   },
   {
@@ -182,33 +180,6 @@ export const SETTINGS: readonly Setting[] = [
     config: "routeModelCalls",
     default: "on",
     help: 'model calls on the shared queue (servers with eager activity execution: README "Eager dispatch")',
-  },
-  {
-    flag: "fast-failover",
-    env: "JAI_FAST_FAILOVER",
-    config: "fastFailover",
-    default: "off",
-    help: "on, off or a presence timeout (on: 1s): a killed worker's runs go on within ~2 presence timeouts, not their heartbeat timeout; every worker of the queue must run it (docs/failover.md)",
-  },
-  {
-    flag: "failover-links",
-    arg: "value",
-    env: "JAI_FAILOVER_LINKS",
-    config: "fastFailover.links",
-    default: "any free port",
-    help: 'with --fast-failover, where this worker listens for its peers\' links, [host:]port, or "off"',
-  },
-  {
-    env: "JAI_FAILOVER_ADVERTISE",
-    config: "fastFailover.links.advertise",
-    default: "the links' host, or this machine's first non-internal IPv4",
-    help: "where peers connect to this worker's links",
-  },
-  {
-    env: "JAI_FAILOVER_SECRET",
-    config: "fastFailover.secret",
-    default: "none: links on loopback only (127.0.0.1)",
-    help: "16+ characters, the same on every worker: proves links, memos and news; links listen on 0.0.0.0 with it",
   },
   {
     flag: "no-demo-model",
@@ -295,6 +266,30 @@ Encryption (README "Encryption"): JAI_CODEC_KEYS="id:base64key,..." or JAI_CODEC
 key current, older ones still decrypt; JAI_CODEC_COMPRESS=1 deflates before encrypting.
 `;
 
+/**
+ * Fast failover was removed (issue 54): a killed worker's calls are picked up by Temporal's heartbeat timeout and
+ * sticky queue timeout (docs/crashes-and-upgrades.md, "A killed worker's calls"). Its flags are refused, so a
+ * command line that asks for it fails and says why; its environment variables and config key are named in a
+ * warning and ignored, so a deployment that still sets them keeps serving while it is rolled (runs recover
+ * without it, only later).
+ */
+const REMOVED_FLAGS = ["fast-failover", "failover-links"];
+const REMOVED_ENV = ["JAI_FAST_FAILOVER", "JAI_FAILOVER_LINKS", "JAI_FAILOVER_ADVERTISE", "JAI_FAILOVER_SECRET"];
+const REMOVED =
+  "fast failover was removed; Temporal's heartbeat and sticky queue timeouts hand a killed worker's calls to another worker (docs/crashes-and-upgrades.md)";
+
+/** Throws for a removed flag on the command line; returns a warning naming the removed settings set elsewhere. */
+export function removedSettings(argv: string[], env: NodeJS.ProcessEnv, config: object = {}): string | undefined {
+  const flag = REMOVED_FLAGS.find((f) => argv.some((a) => a === `--${f}` || a.startsWith(`--${f}=`)));
+  if (flag) throw new Error(`--${flag}: ${REMOVED}`);
+  if ((config as { extensions?: unknown[] }).extensions?.length)
+    throw new Error("extensions (config module): worker extensions were removed with fast failover, their only user");
+  const set = REMOVED_ENV.filter((name) => env[name] !== undefined && env[name] !== "" && env[name] !== "off");
+  const configured = (config as { fastFailover?: unknown }).fastFailover;
+  if (configured !== undefined && configured !== false) set.push("fastFailover (config module)");
+  return set.length ? `jai-agent worker: ${set.join(", ")} ignored: ${REMOVED}` : undefined;
+}
+
 /** The settings as given: each flag's value, else its environment variable's (a switch given says its `set`). */
 function readSettings(
   argv: string[],
@@ -346,12 +341,15 @@ export interface WorkerProcessOptions {
 export async function runWorkerProcess(options: WorkerProcessOptions = {}): Promise<number> {
   const env = options.env ?? process.env;
   const log = options.log ?? ((line: string) => console.log(line));
+  removedSettings(options.argv ?? [], env);
   const settings = readSettings(options.argv ?? [], env);
   if (settings.help) {
     log(WORKER_USAGE);
     return 0;
   }
   const plan = await planWorker(settings.get, env, options.cwd ?? process.cwd());
+  const removed = removedSettings([], env, plan.config);
+  if (removed) log(removed);
   const codec = codecFor(plan.config, env, log);
   const bundle = usableBundle(plan.bundleFile, codec.dataConverter, log);
   // /metrics lives on the health port: the SDK's runtime metrics (served by the core on a loopback port) and the agent's.
@@ -461,19 +459,6 @@ function agentOptions(plan: Plan, get: Get): AgentWorkerOptions {
     routeModelCalls: get("no-route-model-calls") !== "off" && config.routeModelCalls !== false,
     webhooks: config.webhooks,
     ...(plan.providerLimits ? { providerLimits: plan.providerLimits } : {}),
-    // Off unless the flag, the environment or the config module turns it on.
-    extensions: [
-      ...(config.extensions ?? []),
-      ...failoverExtensions(
-        {
-          enabled: get("fast-failover"),
-          links: get("failover-links"),
-          advertise: get("JAI_FAILOVER_ADVERTISE"),
-          secret: get("JAI_FAILOVER_SECRET"),
-        },
-        config.fastFailover,
-      ),
-    ],
     ...(plan.maxReplays !== undefined ? { maxConcurrentReplays: plan.maxReplays } : {}),
     workerOptions: { ...plan.workerOptions, ...config.workerOptions },
   };

@@ -53,11 +53,6 @@ export interface AgentSinks extends Sinks {
     /** A limit of the run's budget ended it. */
     budgetExceeded(limit: BudgetLimit): void;
   };
-  /**
-   * A workflow task of this run runs on this worker (before each model call): for worker extensions that track
-   * which runs a worker holds (src/extension.ts, `runSeen`); called on replay too. A no-op without one.
-   */
-  extensions: { runSeen(): void };
 }
 
 /** A message a person sends into a run: text, or a user message. */

@@ -25,7 +25,7 @@ import { metrics } from "./metrics-sink.js";
 
 // The routing rules live in routing.ts (tool calls use them too); their tests read them here.
 export { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs, taskLost } from "./routing.js";
-const { agent, extensions } = proxySinks<AgentSinks>();
+const { agent } = proxySinks<AgentSinks>();
 
 /** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
 export class CancelledDuringModelCall extends Error {
@@ -66,8 +66,6 @@ export function callModel(run: RunContext, retriedOverflow = false, fallback = 0
   const { input, setup, state } = run;
   // A fallback chain's model `fallback` (0: the first); a single model's chain is itself.
   const model = fallback === 0 ? setup.model : setup.fallbacks![fallback - 1];
-  // This worker holds the run now (a worker taking over a run replays this too): worker extensions may track it.
-  extensions.runSeen();
   const route = hasChange(MODEL_ROUTE_PATCH);
   const queue = route ? state.route.queue : undefined;
   const options = activityOverrides(input.modelActivity, modelSummary(state.turn, model.provider, model.id));

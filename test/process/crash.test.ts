@@ -173,8 +173,8 @@ describe("kill -9 of the worker", () => {
 
 describe("recovery with a 1 s sticky queue timeout (issue 9, row 10)", () => {
   it("kill -9 during a model call: the call is requested again within the heartbeat timeout + 3 s", async () => {
-    // Temporal's default workflow task timeout; the sticky timeout a worker without fast failover takes to recover
-    // that fast (its default is Temporal's 10 s since #44: docs/crashes-and-upgrades.md).
+    // Temporal's default workflow task timeout; the sticky timeout a worker takes to recover that fast (its default
+    // is Temporal's 10 s since #44: docs/crashes-and-upgrades.md, "A killed worker's calls").
     const run = await runScenario(env.client, config(), (log) => has(log, "streaming"), {
       heartbeatTimeout: "3s",
       workflowTaskTimeout: null,

@@ -192,28 +192,3 @@ test("jai-agent/client's import graph has no worker, bundler or dev server", () 
     [...seen].map((f) => path.relative(dist, f)).filter((f) => /dev-server|worker\.js|plugin|cli\//.test(f)),
   ).toEqual([]);
 });
-
-test("fast failover is its own subpath: the worker, the plugin and the workflows load none of it", () => {
-  const dist = path.join(project, "node_modules", "jai-agent", "dist");
-  for (const entry of ["worker.js", "plugin.js", "replay.js", "workflows/index.js"]) {
-    const { files } = importGraph(path.join(dist, entry));
-    expect([...files].map((f) => path.relative(dist, f)).filter((f) => f.startsWith("failover/"))).toEqual([]);
-  }
-  const out = sh(
-    "node",
-    [
-      "--input-type=module",
-      "-e",
-      `import { fastFailover, failoverWorkflowsPath } from "jai-agent/failover";
-import { existsSync } from "node:fs";
-const ext = fastFailover({ presenceTimeout: "2s" });
-console.log(JSON.stringify({ name: ext.name, setup: typeof ext.setup, workflows: existsSync(failoverWorkflowsPath()) }));`,
-    ],
-    project,
-  );
-  expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual({
-    name: "fastFailover",
-    setup: "function",
-    workflows: true,
-  });
-});

@@ -13,7 +13,6 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client.js";
 import { readHistoryFile, replayHistory, replayOptions } from "../../src/replay.js";
 import { bundleAgentWorkflows } from "../../src/worker.js";
-import { bundleFailoverWorkflows, WORKER_PRESENCE_WORKFLOW } from "../../src/failover/index.js";
 import {
   APPROVAL_POLICY_PATCH,
   BASELINE_PATCH,
@@ -97,8 +96,6 @@ describe("golden histories", () => {
 
   it("replays every fixture against the current workflow code without nondeterminism", async () => {
     const bundle = await bundleAgentWorkflows();
-    // Fast failover's presence workflow is not in the agent's bundle: its histories replay against its own.
-    const presenceBundle = await bundleFailoverWorkflows();
     const histories = await Promise.all(
       fixtures.map(async (f) => {
         const history = await readHistoryFile(path.join(fixturesDir, f));
@@ -110,17 +107,10 @@ describe("golden histories", () => {
     );
     const failures: string[] = [];
     let replayed = 0;
-    const isPresence = (h: (typeof histories)[number]) =>
-      h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name === WORKER_PRESENCE_WORKFLOW;
-    expect(histories.filter(isPresence).length).toBeGreaterThan(0);
-    for (const [code, some] of [
-      [bundle, histories.filter((h) => !isPresence(h))],
-      [presenceBundle, histories.filter(isPresence)],
-    ] as const)
-      for await (const result of Worker.runReplayHistories(replayOptions(code), some)) {
-        replayed++;
-        if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
-      }
+    for await (const result of Worker.runReplayHistories(replayOptions(bundle), histories)) {
+      replayed++;
+      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+    }
     expect(failures).toEqual([]);
     expect(replayed).toBe(fixtures.length);
   }, 120000);

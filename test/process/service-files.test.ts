@@ -93,8 +93,6 @@ test(
     expect(worker.deploy?.replicas).toBeGreaterThanOrEqual(2);
     expect(worker.healthcheck?.test.join(" ")).toContain("/readyz");
     expect(worker.environment?.TEMPORAL_ADDRESS).toBe(`${server}:7233`);
-    // Fast failover is off unless JAI_FAST_FAILOVER turns it on (test/cluster/cluster.test.ts runs its workers so too).
-    expect(worker.environment?.JAI_FAST_FAILOVER).toBe("off");
     // Workers start once the namespace exists, which needs a healthy server.
     const namespaceJob = Object.keys(worker.depends_on ?? {}).find((name) => adminTools.includes(name));
     expect(worker.depends_on?.[namespaceJob!]?.condition).toBe("service_completed_successfully");

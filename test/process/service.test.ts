@@ -14,15 +14,13 @@ import { Worker } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall } from "@jai/ai";
 import { Type } from "@sinclair/typebox";
 import { startAgentRun } from "../../src/client.js";
-import { findTemporalCli, freePort } from "../../src/dev-server.js";
+import { findTemporalCli } from "../../src/dev-server.js";
 import { AgentPlugin } from "../../src/plugin.js";
 import { temporalTarget } from "../../src/worker-process/connection.js";
 import type { AgentTool } from "../../src/types.js";
 import { fauxModel, openTestEnv, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { repoRoot, withSharedBundle } from "../support/service/processes.js";
 import { nodeEntry } from "../support/entry.js";
-import { waitFor } from "../support/crash/harness.js";
-import { fleetTaskQueue, presenceMemoMac, WORKER_PRESENCE_WORKFLOW } from "../../src/failover/presence.js";
 
 let env: TestEnv;
 let dir: string;
@@ -142,70 +140,27 @@ describe("worker process", () => {
     expect(shared.queues).toEqual(shared.queues.map(() => shared.taskQueue));
   });
 
-  it("--fast-failover: the worker is watched through a presence on the fleet queue and its own presence queue, ended when it shuts down; a bad JAI_FAST_FAILOVER is refused", async () => {
-    const taskQueue = uniqueId("presence");
-    // A 10-minute grace: a presence that waited for the end of it would hold the worker past this test's timeout.
-    const linksPort = await freePort("127.0.0.1");
-    const secret = "service-test-failover-secret-0123";
-    const worker = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--shutdown-grace", "10m"], {
+  it("fast failover's settings, removed: its flag is refused and its environment named in a warning, both saying so; --max-replays is bounded", async () => {
+    const taskQueue = uniqueId("removed");
+    const flagged = await startWorker(["--task-queue", taskQueue, "--fast-failover"], {
       TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
-      JAI_FAILOVER_LINKS: `127.0.0.1:${linksPort}`,
-      JAI_FAILOVER_SECRET: secret,
+    }).catch((err: Error) => err);
+    expect(String(flagged)).toContain("--fast-failover: fast failover was removed");
+    // A deployment that still sets its environment keeps serving while it is rolled: a warning names what it ignores.
+    const worker = await startWorker(["--task-queue", taskQueue], {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+      JAI_FAST_FAILOVER: "on",
+      JAI_FAILOVER_SECRET: "a-secret-that-is-not-printed",
+      JAI_FAILOVER_LINKS: "",
     });
-    // On the fleet queue: a saturated shared queue must not delay a failover.
-    const presences = async () => {
-      const found = [];
-      for await (const w of env.client.workflow.list({
-        query: `WorkflowType = '${WORKER_PRESENCE_WORKFLOW}' AND TaskQueue = '${fleetTaskQueue(taskQueue)}'`,
-      }))
-        found.push(w);
-      return found;
-    };
-    await waitFor(async () => (await presences()).length === 1, 30000, "the worker's presence");
-    const [presence] = await presences();
-    expect(presence.workflowId).toMatch(new RegExp(`^jai-presence-${taskQueue}@`));
-    // Its peers' links find it where JAI_FAILOVER_LINKS says it listens (the presence's memo names the address).
-    expect(presence.memo).toMatchObject({ links: { host: "127.0.0.1", port: linksPort } });
-    // Proven with JAI_FAILOVER_SECRET: the fleet's other workers link to it, and to no memo that is not.
-    const { mac, ...memo } = presence.memo as { mac?: string; workerQueue: string };
-    expect(mac).toBe(presenceMemoMac(secret, presence.workflowId, memo));
-    const handle = env.client.workflow.getHandle(presence.workflowId);
-    await waitFor(
-      async () => (await handle.describe()).raw.pendingActivities?.[0]?.state === 2, // STARTED: it heartbeats
-      30000,
-      "the presence activity to run",
+    expect(worker.output()).toContain(
+      "JAI_FAST_FAILOVER, JAI_FAILOVER_SECRET ignored: fast failover was removed; Temporal's heartbeat and sticky queue timeouts",
     );
+    expect(worker.output()).not.toContain("a-secret-that-is-not-printed");
     worker.child.kill("SIGTERM");
     expect(await worker.exited).toBe(0);
-    // Its presence activity ended with it, as a shutdown; the workflow's last task waits for a worker of the queue.
-    const ended = ((await handle.fetchHistory()).events ?? []).find((e) => e.activityTaskCompletedEventAttributes);
-    const payload = ended?.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
-    expect(payload && JSON.parse(Buffer.from(payload).toString())).toBe("stopped");
-    await handle.terminate("test cleanup");
-
-    const bad = await startWorker(["--task-queue", taskQueue], {
-      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
-      JAI_FAST_FAILOVER: "soon",
-    }).catch((err: Error) => err);
-    expect(String(bad)).toContain('JAI_FAST_FAILOVER must be "on", "off" or a duration');
-    const badLinks = await startWorker(["--task-queue", taskQueue, "--fast-failover"], {
-      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
-      JAI_FAILOVER_LINKS: "host:port",
-    }).catch((err: Error) => err);
-    expect(String(badLinks)).toContain('JAI_FAILOVER_LINKS must be "off", a port or host:port, got "host:port"');
-    // Links beyond loopback need a secret; a short one is refused.
-    const openLinks = await startWorker(["--task-queue", taskQueue, "--fast-failover"], {
-      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
-      JAI_FAILOVER_LINKS: "0.0.0.0:0",
-    }).catch((err: Error) => err);
-    expect(String(openLinks)).toContain("links beyond this host need fastFailover.secret (JAI_FAILOVER_SECRET)");
-    const shortSecret = await startWorker(["--task-queue", taskQueue, "--fast-failover"], {
-      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
-      JAI_FAILOVER_SECRET: "short",
-    }).catch((err: Error) => err);
-    expect(String(shortSecret)).toContain("fastFailover.secret must be at least 16 characters");
-    // Its replay cap: one shared-queue task at least, fewer than the workflow task slots.
-    const tooMany = await startWorker(["--task-queue", taskQueue, "--fast-failover", "--max-replays", "40"], {
+    // The replay cap: one shared-queue task at least, fewer than the workflow task slots.
+    const tooMany = await startWorker(["--task-queue", taskQueue, "--max-replays", "40"], {
       TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
     }).catch((err: Error) => err);
     expect(String(tooMany)).toContain(

@@ -6,8 +6,7 @@ import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import type { SlotReserveContext } from "@temporalio/worker";
 import { startAgentRun } from "../../src/client.js";
-import { replayCap, ReplayCappedSlots, replayCappedOptions } from "../../src/replay-cap.js";
-import { FAILOVER_REPLAYS } from "../../src/failover/index.js";
+import { ReplayCappedSlots, replayCappedOptions } from "../../src/replay-cap.js";
 import type { AgentTool } from "../../src/types.js";
 import { createAgentWorker } from "../../src/worker.js";
 import { fauxModel, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
@@ -84,16 +83,6 @@ describe("ReplayCappedSlots", () => {
     expect(tuner.workflowTaskSlotSupplier.maxReplays).toBe(3);
     expect(tuner.activityTaskSlotSupplier).toEqual({ type: "fixed-size", numSlots: 7 });
     expect(() => replayCappedOptions({ tuner: options.tuner }, 3)).toThrow(TypeError);
-  });
-
-  it("is an extension's default (fast failover's), below the slots, never beside a tuner of the caller's; a cap set wins", () => {
-    expect(replayCap(undefined, undefined, {})).toBeUndefined();
-    expect(replayCap(undefined, FAILOVER_REPLAYS, undefined)).toBe(10);
-    expect(replayCap(undefined, FAILOVER_REPLAYS, { maxConcurrentWorkflowTaskExecutions: 4 })).toBe(3);
-    expect(replayCap(undefined, FAILOVER_REPLAYS, { tuner: replayCappedOptions({}, 2).tuner })).toBeUndefined();
-    expect(replayCap(undefined, FAILOVER_REPLAYS, { maxCachedWorkflows: 0 })).toBeUndefined();
-    expect(replayCap(20, FAILOVER_REPLAYS, {})).toBe(20);
-    expect(replayCap(2, undefined, {})).toBe(2);
   });
 });
 

@@ -11,18 +11,15 @@ import os from "node:os";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { bundleAgentWorkflows } from "../../src/worker.js";
-import { bundleFailoverWorkflows } from "../../src/failover/index.js";
 
-/** The bundles tests use: the loop alone, with encrypted failures, with tracing; fast failover's presence. */
-export type BundleKind = "default" | "encrypted-failures" | "tracing" | "presence";
+/** The bundles tests use: the loop alone, with encrypted failures, with tracing. */
+export type BundleKind = "default" | "encrypted-failures" | "tracing";
 
 const build = (kind: BundleKind) =>
-  kind === "presence"
-    ? bundleFailoverWorkflows()
-    : bundleAgentWorkflows(undefined, {
-        encryptFailures: kind === "encrypted-failures",
-        tracing: kind === "tracing",
-      });
+  bundleAgentWorkflows(undefined, {
+    encryptFailures: kind === "encrypted-failures",
+    tracing: kind === "tracing",
+  });
 
 /** A file holding the bundle of `kind`, for worker processes (`workflowBundle: { codePath }`). */
 export async function sharedBundleFile(kind: BundleKind = "default"): Promise<string> {

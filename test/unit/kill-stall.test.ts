@@ -1,5 +1,5 @@
 /**
- * The scale bench's failover measure (bench/kill-stall.ts) on hand-built histories: pure, no server. As Temporal
+ * The kill-stall bench's measure (bench/kill-stall.ts) on hand-built histories: pure, no server. As Temporal
  * writes them, an attempt's Started event comes just before its Completed (or Failed, TimedOut) event, with the
  * time the attempt started.
  */
@@ -33,7 +33,7 @@ describe("stallMs", () => {
       timedOut(12, KILL + 4500), // heartbeat timeout: the streaming before the kill is thrown away
       scheduled(16, KILL + 7000),
       started(17, KILL + 7200, 16),
-      completed(18, KILL + 12_000, 17), // the redo's own 5 s are not the failover's
+      completed(18, KILL + 12_000, 17), // the redo's own 5 s are not the recovery's
     ];
     expect(stallMs(events, KILL)).toBe(7200);
   });

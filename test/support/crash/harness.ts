@@ -69,8 +69,6 @@ export interface ChildWorker {
 export interface HarnessConfig {
   address: string;
   bundlePath: string;
-  /** The presence workflow's bundle, for workers with fast failover. */
-  presenceBundlePath?: string;
   logFile: string;
   taskQueue: string;
   variant: Variant;
@@ -82,18 +80,9 @@ export interface HarnessConfig {
   tokensPerSecond?: number;
   /** Mark the idempotent tools `fast` (local activities). */
   localTools?: boolean;
-  /** Fast failover with this presence timeout (e.g. "1s"). */
-  presenceTimeout?: string;
-  /** With fast failover: `false` for no links (a worker is then failed over by its heartbeats and ping only). */
-  links?: false;
-  /** With fast failover: the fleet's shared secret (default `TEST_FAILOVER_SECRET`; "" for none). */
-  failoverSecret?: string;
   /** `workerOptions.stickyQueueScheduleToStartTimeout` (e.g. "1s"); default the worker's own. */
   stickyTimeout?: string;
 }
-
-/** The fast-failover secret child workers share unless a test says otherwise. */
-export const TEST_FAILOVER_SECRET = "jai-test-failover-secret-0123456789";
 
 /** A test file's folder for its child workers' logs, one per scenario, and the workflow bundle they load. */
 export interface HarnessDir {
@@ -103,14 +92,10 @@ export interface HarnessDir {
   remove(): Promise<void>;
 }
 
-/**
- * Makes a `HarnessDir` under the system's temporary folder; `name` prefixes it and its task queues. `failover`:
- * the bundle holds the presence workflow too (fast failover's workflow entry), for workers with `presenceTimeout`.
- */
-export async function harnessDir(name: string, options: { failover?: boolean } = {}): Promise<HarnessDir> {
+/** Makes a `HarnessDir` under the system's temporary folder; `name` prefixes it and its task queues. */
+export async function harnessDir(name: string): Promise<HarnessDir> {
   const dir = await mkdtemp(path.join(os.tmpdir(), `jai-${name}-`));
   const bundlePath = await sharedBundleFile("default");
-  const presenceBundlePath = options.failover ? await sharedBundleFile("presence") : undefined;
   return {
     dir,
     config(variant = "main", extra = {}) {
@@ -120,7 +105,6 @@ export async function harnessDir(name: string, options: { failover?: boolean } =
       return {
         address: process.env.TEMPORAL_ADDRESS!,
         bundlePath,
-        presenceBundlePath,
         logFile,
         taskQueue,
         variant,
@@ -146,7 +130,6 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       NODE_OPTIONS: "",
       TEMPORAL_ADDRESS: config.address,
       CRASH_BUNDLE: config.bundlePath,
-      CRASH_PRESENCE_BUNDLE: config.presenceBundlePath,
       CRASH_LOG: config.logFile,
       CRASH_TASK_QUEUE: config.taskQueue,
       CRASH_VARIANT: config.variant,
@@ -154,9 +137,6 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       CRASH_SLOW_MS: String(config.slowMs ?? 3000),
       CRASH_TOKENS_PER_SECOND: String(config.tokensPerSecond ?? 60),
       CRASH_LOCAL_TOOLS: config.localTools ? "1" : "",
-      CRASH_PRESENCE_TIMEOUT: config.presenceTimeout ?? "",
-      CRASH_FAILOVER_LINKS: config.links === false ? "off" : "",
-      CRASH_FAILOVER_SECRET: config.failoverSecret ?? TEST_FAILOVER_SECRET,
       CRASH_STICKY_TIMEOUT: config.stickyTimeout ?? "",
     },
     stdio: ["ignore", "pipe", "pipe"],

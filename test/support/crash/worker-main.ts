@@ -4,7 +4,6 @@
  */
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { createAgentWorker } from "../../../src/worker.js";
-import { fastFailover } from "../../../src/failover/index.js";
 import { crashTools, logLine, registerScriptedModel, type Variant } from "./scenario.js";
 
 const env = (name: string) => {
@@ -33,19 +32,6 @@ const worker = await createAgentWorker({
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
   ...(process.env.CRASH_STICKY_TIMEOUT
     ? { workerOptions: { stickyQueueScheduleToStartTimeout: process.env.CRASH_STICKY_TIMEOUT } }
-    : {}),
-  // Fast failover only when a presence timeout is given (off by default); its presence workflow has its own bundle.
-  ...(process.env.CRASH_PRESENCE_TIMEOUT
-    ? {
-        extensions: [
-          fastFailover({
-            presenceTimeout: process.env.CRASH_PRESENCE_TIMEOUT,
-            ...(process.env.CRASH_FAILOVER_LINKS === "off" ? { links: false as const } : {}),
-            ...(process.env.CRASH_FAILOVER_SECRET ? { secret: process.env.CRASH_FAILOVER_SECRET } : {}),
-            workflowBundle: { codePath: env("CRASH_PRESENCE_BUNDLE") },
-          }),
-        ],
-      }
     : {}),
   onEvent: (event) => {
     if (event.type === "message_start" && event.message.role === "assistant") announce = true;

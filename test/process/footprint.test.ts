@@ -1,19 +1,14 @@
 /**
- * Optional features are off by default (DESIGN.md §7): a worker without extensions registers only the agent's
- * activities, bundles only the agent's workflows, starts one Temporal worker (plus the own-queue worker with
- * routing) and, as a process, listens on no socket besides the ones asked for. Fast failover, turned on, is the
- * contrast: its workers, its presence workflow and its links' listener appear.
+ * What a worker brings up, and no more: it registers only the agent's activities, bundles only the agent's
+ * workflows, starts one Temporal worker (plus the own-queue worker with routing) and, as a process, listens on no
+ * socket besides the ones asked for.
  */
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 import { Worker } from "@temporalio/worker";
 import { createAgentWorker, type AgentWorker } from "../../src/worker.js";
-import type { AgentWorkerExtension } from "../../src/extension.js";
-import { fastFailover, fleetTaskQueue } from "../../src/failover/index.js";
 import { openTestEnv, uniqueId, type TestEnv } from "../support/helpers.js";
 import { killAllWorkers, startSourceWorker } from "../support/service/processes.js";
-import { waitFor } from "../support/crash/harness.js";
-import { sharedBundle } from "../support/bundles.js";
 
 let env: TestEnv;
 
@@ -26,7 +21,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-/** The agent's activities: what every worker registers, with or without extensions. */
+/** The agent's activities: what every worker registers. */
 const AGENT_ACTIVITIES = [
   "agentSearchAttributesExist",
   "checkOutput",
@@ -41,17 +36,16 @@ const AGENT_ACTIVITIES = [
 
 const activityNames = (w: Worker) => [...(w.options.activities as Map<string, unknown>).keys()].sort();
 
-/** Creates a worker with `extensions`, counting the Temporal workers it creates; runs it briefly, then stops it. */
-async function created(extensions: AgentWorkerExtension[], extra: { routeModelCalls?: boolean } = {}) {
+/** Creates a worker, counting the Temporal workers it creates; runs it briefly, then stops it. */
+async function created(extra: { routeModelCalls?: boolean } = {}) {
   const create = jest.spyOn(Worker, "create");
   let worker: AgentWorker;
   let results: Promise<Worker>[];
   try {
     worker = await createAgentWorker({
       connection: env.connection,
-      taskQueue: uniqueId("ext"),
+      taskQueue: uniqueId("footprint"),
       workflowBundle: env.bundle,
-      extensions,
       ...extra,
     });
   } finally {
@@ -63,37 +57,18 @@ async function created(extensions: AgentWorkerExtension[], extra: { routeModelCa
   return { worker, queues: made.map((w) => w.options.taskQueue) };
 }
 
-describe("a worker without extensions", () => {
-  it("registers the agent's activities only, bundles no presence workflow and starts one worker per queue", async () => {
-    const { worker, queues } = await created([]);
+describe("a worker", () => {
+  it("registers the agent's activities only, bundles the loop's workflow alone and starts one worker per queue", async () => {
+    const { worker, queues } = await created();
     expect(queues).toEqual([worker.taskQueue, worker.ownTaskQueue]);
     expect(activityNames(worker.worker)).toEqual(AGENT_ACTIVITIES);
     expect(activityNames(worker.ownWorker!)).toEqual(AGENT_ACTIVITIES);
     // The agent's bundle (the default one) has the loop's workflow and no other.
     expect(env.bundle.code).toContain("agentRun");
-    expect(env.bundle.code).not.toContain("agentWorkerPresence");
     // Without routing: the shared worker alone.
-    const unrouted = await created([], { routeModelCalls: false });
+    const unrouted = await created({ routeModelCalls: false });
     expect(unrouted.queues).toEqual([unrouted.worker.taskQueue]);
     expect(unrouted.worker.ownWorker).toBeUndefined();
-  }, 60000);
-
-  it("with fast failover: the presence and fleet workers too, and its own bundle holds the presence workflow alone", async () => {
-    const { worker, queues } = await created([fastFailover({ links: false })]);
-    expect(queues).toEqual([
-      worker.taskQueue,
-      worker.ownTaskQueue,
-      `${worker.ownTaskQueue}-presence`,
-      fleetTaskQueue(worker.taskQueue),
-    ]);
-    // Its activities run on its own workers: the agent's workers register the agent's only.
-    expect(activityNames(worker.worker)).toEqual(AGENT_ACTIVITIES);
-    const presence = await sharedBundle("presence");
-    expect(presence.code).toContain("agentWorkerPresence");
-    expect(presence.code).not.toContain("agentRun");
-    await expect(created([fastFailover()], { routeModelCalls: false })).rejects.toThrow(
-      "fastFailover needs routeModelCalls",
-    );
   }, 60000);
 });
 
@@ -135,30 +110,13 @@ async function workerProcess(args: string[], extraEnv: Record<string, string>) {
 }
 
 describe("the worker process", () => {
-  it("listens on the health port it was asked for and nothing else; --fast-failover adds its links' loopback listener", async () => {
-    const plain = await workerProcess(["--task-queue", uniqueId("sockets"), "--health-port", "0", "--no-metrics"], {
-      // Whatever the caller's environment says: the default is under test.
-      JAI_FAST_FAILOVER: "",
-      JAI_FAILOVER_SECRET: "",
-    });
+  it("listens on the health port it was asked for and nothing else", async () => {
+    const plain = await workerProcess(["--task-queue", uniqueId("sockets"), "--health-port", "0", "--no-metrics"], {});
     expect(plain.healthPort).toBeGreaterThan(0);
-    // Some time running first: a listener opened once the workers run (as fast failover's links are) shows too.
+    // Some time running first: a listener opened once the workers run would show too.
     await new Promise((r) => setTimeout(r, 3000));
     expect(listeningPorts(plain.pid)).toEqual([{ host: "127.0.0.1", port: plain.healthPort }]);
     expect(await plain.stop()).toBe(0);
-
-    // The contrast: fast failover on, without a secret, listens for its peers' links on loopback only.
-    const failover = await workerProcess(
-      ["--task-queue", uniqueId("sockets"), "--health-port", "0", "--no-metrics", "--fast-failover"],
-      { JAI_FAILOVER_SECRET: "" },
-    );
-    // Its listener opens once the worker runs (its presence starts then): waited for.
-    await waitFor(() => listeningPorts(failover.pid).length > 1, 30000, "the links' listener");
-    const ports = listeningPorts(failover.pid);
-    expect(ports).toHaveLength(2);
-    expect(ports).toContainEqual({ host: "127.0.0.1", port: failover.healthPort });
-    expect(ports.every((p) => p.host === "127.0.0.1")).toBe(true);
-    expect(await failover.stop()).toBe(0);
   }, 180000);
 
   it("--help prints every setting of the table: flag, environment variable, config key and default", async () => {
@@ -170,7 +128,5 @@ describe("the worker process", () => {
       if (s.config) expect(WORKER_USAGE).toContain(`config ${s.config}`);
       if (s.default) expect(WORKER_USAGE).toContain(`[default ${s.default.split(" ")[0]}`);
     }
-    expect(WORKER_USAGE).toMatch(/--fast-failover\s+JAI_FAST_FAILOVER=on; config fastFailover: on, off/);
-    expect(WORKER_USAGE).toMatch(/--fast-failover[^[]*\[default off\]/);
   });
 });
