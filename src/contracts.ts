@@ -488,8 +488,10 @@ export interface AgentRunInput {
    * wrapped as `{ value }`); the prompt ends when it calls it alone with valid arguments (or answers with
    * JSON text that is valid), and `result().output` holds the answer. An invalid answer goes back to the
    * model with the validation error, for another turn (see `outputRetries`). See docs/typed-results.md.
-   * Contract: plain JSON (TypeBox's symbols are dropped on the way); validated in the worker with
-   * `@jai/ai`'s AJV, which coerces as for tool arguments (`"3"` → `3`).
+   * Contract: plain JSON (TypeBox's symbols are dropped on the way); `$ref`s local (`#…`) and `pattern`s in
+   * RE2 syntax (no lookaround or backreferences), else refused at start; validated in the worker with AJV in a
+   * thread of its own (its own instance per schema, 5 s per check), which coerces as for tool arguments
+   * (`"3"` → `3`). See docs/security.md "Schemas a run brings".
    * @default none: the answer is the last message's text
    */
   output?: TSchema;
@@ -567,7 +569,8 @@ export interface ClientToolDeclaration {
    * JSON schema a submitted result must satisfy (checked by the run: a result that does not is refused to
    * its submitter, and the call keeps waiting). Checked keywords: type, properties, required,
    * additionalProperties, items, enum, const, anyOf, oneOf, allOf, minimum, maximum, minLength, maxLength,
-   * minItems, maxItems, pattern; others are ignored.
+   * minItems, maxItems, pattern; others are ignored. Contract: `$ref`s local and `pattern`s in RE2 syntax (else
+   * refused at start); a result too costly to check (counted work, see docs/security.md) is refused.
    * @default any JSON value
    */
   result?: Record<string, unknown>;

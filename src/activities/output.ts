@@ -1,25 +1,12 @@
 /**
  * The `checkOutput` activity (local): validates one candidate final answer of a run with a typed `output`
- * against its schema with `@jai/ai`'s AJV (coercing, as tool arguments are). Deterministic for a given
- * input; the verdict is recorded as a marker.
+ * against its schema with AJV (coercing, as tool arguments are), in the schema thread (schema-thread.ts: its own
+ * AJV instance per schema, RE2 patterns, a hard deadline). Deterministic for a given input; the verdict is
+ * recorded as a marker.
  */
-import { validateToolArguments } from "@jai/ai";
-import type { TSchema } from "@sinclair/typebox";
 import type { CheckOutputInput, CheckOutputVerdict } from "../workflows/wire.js";
 import { OUTPUT_TOOL, outputParameters } from "../workflows/output-schema.js";
-
-/** Schemas compiled lately, by their JSON: AJV caches a compiled schema by object (and refuses a second `$id`). */
-const schemas = new Map<string, TSchema>();
-const MAX_SCHEMAS = 100;
-
-function sameSchema(parameters: TSchema): TSchema {
-  const key = JSON.stringify(parameters);
-  const known = schemas.get(key);
-  if (known) return known;
-  if (schemas.size >= MAX_SCHEMAS) schemas.delete(schemas.keys().next().value!);
-  schemas.set(key, parameters);
-  return parameters;
-}
+import { judgeAgainstSchema } from "./schema-thread.js";
 
 /** An answer's text as JSON: all of it, or the one fenced block it is (```json … ```). */
 function jsonOf(text: string): { value: unknown } | { why: string } {
@@ -40,16 +27,21 @@ export async function checkOutput({ schema, candidate }: CheckOutputInput): Prom
     if ("why" in parsed) return { ok: false, error: `you answered without calling ${OUTPUT_TOOL}, and ${parsed.why}` };
     args = wrapped ? { value: parsed.value } : parsed.value;
   } else args = candidate.args;
-  try {
-    const valid = validateToolArguments(
-      { name: OUTPUT_TOOL, description: "", parameters: sameSchema(parameters) },
-      { type: "toolCall", id: "output", name: OUTPUT_TOOL, arguments: args as Record<string, unknown> },
-    ) as Record<string, unknown>;
-    return { ok: true, output: wrapped ? valid.value : valid };
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    if (message.startsWith("Validation failed")) return { ok: false, error: message };
-    // AJV could not compile the schema: no answer can pass.
-    return { ok: false, error: `the run's "output" schema is unusable: ${message}`, fatal: true };
+  const verdict = await judgeAgainstSchema(parameters, args);
+  if (verdict.ok) return { ok: true, output: wrapped ? (verdict.value as { value: unknown }).value : verdict.value };
+  if ("errors" in verdict) {
+    const errors = verdict.errors.map((e) => `  - ${e}`).join("\n") || "Unknown validation error";
+    return {
+      ok: false,
+      error: `Validation failed for tool "${OUTPUT_TOOL}":\n${errors}\n\nReceived arguments:\n${JSON.stringify(args, null, 2)}`,
+    };
   }
+  // A check stopped at its deadline: the answer is not accepted, and the model may give a simpler one.
+  if ("stopped" in verdict)
+    return {
+      ok: false,
+      error: `checking the answer against the run's "output" schema was stopped: ${verdict.stopped}; give a smaller answer`,
+    };
+  // AJV could not compile the schema: no answer can pass.
+  return { ok: false, error: `the run's "output" schema is unusable: ${verdict.unusable}`, fatal: true };
 }

@@ -80,6 +80,7 @@ import {
   SETUP_ANY_WORKER_PATCH,
   UNKNOWN_FIELDS_PATCH,
   TYPED_OUTPUT_PATCH,
+  RUN_SCHEMAS_PATCH,
   POLICY_FLOOR_PATCH,
   BUDGET_PATCH,
   MODEL_CHAIN_PATCH,
@@ -125,6 +126,9 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     ? input.continued.spend !== undefined
     : input.budget !== undefined && hasChange(BUDGET_PATCH);
   const chained = Array.isArray(input.model) && hasChange(MODEL_CHAIN_PATCH);
+  // The run's own schemas likewise, after baseline v4: its own marker, asked only when the input has some.
+  const schemas =
+    !input.continued && (input.output !== undefined || input.clientTools !== undefined) && patched(RUN_SCHEMAS_PATCH);
   // A policy floor likewise (issue #53), asked only when the input has one; a continued run's input is its chain's
   // first, whose floor was taken then.
   const floored =
@@ -136,8 +140,13 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   ];
   const unknown = input.continued ? undefined : unknownFieldProblem(input, [], unknownToo);
   const problem =
-    validateRunInput(input, { unknownFields: false, output: typed, modelChain: chained, budget: budgeted }) ??
-    (unknown && hasChange(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
+    validateRunInput(input, {
+      unknownFields: false,
+      output: typed,
+      modelChain: chained,
+      budget: budgeted,
+      schemas,
+    }) ?? (unknown && hasChange(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
   if (problem) await refuse(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
   const carried = input.continued;
   // Before the handlers: updates that arrived with the first task are validated against the carried state.

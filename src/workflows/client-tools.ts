@@ -8,6 +8,7 @@ import type { ClientToolDeclaration } from "../contracts.js";
 import type { ExecuteToolOutput, ToolSpec } from "./wire.js";
 import { BUDGETS, jsonBytes, overBudget } from "./budgets.js";
 import { isObject } from "./plain-object.js";
+import { linearPattern, type LinearPattern } from "./run-schemas.js";
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_CLIENT_TOOLS = 64;
@@ -96,46 +97,95 @@ function hasType(value: unknown, type: unknown): boolean {
 }
 
 /**
+ * Most work one result check may do (schema nodes visited, enum entries compared, characters matched times a
+ * pattern's program size): it runs in the update validator, on the workflow thread, and must end in bounded
+ * time whatever the run declared and the submitter sent. ~0.3 s on a slow core at worst; a check past it refuses
+ * the result (its submitter may send a smaller one), and the run goes on waiting.
+ */
+export const MAX_CHECK_WORK = 4_000_000;
+
+class CheckWork {
+  private spent = 0;
+  private readonly patterns = new Map<string, LinearPattern | undefined>();
+  /** Counts `units`; false once the check has spent more than MAX_CHECK_WORK. */
+  spend(units: number): boolean {
+    this.spent += units;
+    return this.spent <= MAX_CHECK_WORK;
+  }
+  pattern(source: string): LinearPattern | undefined {
+    if (!this.patterns.has(source)) {
+      const compiled = linearPattern(source);
+      // A pattern RE2 cannot run was refused at start; a run recorded before that check ignores it, as it did.
+      this.patterns.set(source, "problem" in compiled ? undefined : compiled);
+    }
+    return this.patterns.get(source);
+  }
+}
+
+const TOO_COSTLY = "is too costly to check against the tool's result schema; send a smaller result";
+
+/**
  * Why `value` does not satisfy the JSON schema `schema` (the first problem, naming its path under `path`), or
- * undefined. The keywords listed on `ClientToolDeclaration.result` are checked; others are ignored.
+ * undefined. The keywords listed on `ClientToolDeclaration.result` are checked; others are ignored. Bounded:
+ * past MAX_CHECK_WORK the value is refused as too costly to check.
  */
 export function schemaProblem(schema: unknown, value: unknown, path = "value"): string | undefined {
+  const work = new CheckWork();
+  const problem = problemWithin(schema, value, path, work);
+  return problem === TOO_COSTLY ? `"${path}" ${TOO_COSTLY}` : problem;
+}
+
+function problemWithin(schema: unknown, value: unknown, path: string, work: CheckWork): string | undefined {
+  if (!work.spend(1)) return TOO_COSTLY;
   if (schema === true || schema === undefined) return undefined;
   if (schema === false) return `"${path}" is not allowed`;
   if (!isObject(schema)) return undefined;
   const s = schema;
-  if (s.const !== undefined && JSON.stringify(s.const) !== JSON.stringify(value))
-    return `"${path}" must be ${JSON.stringify(s.const)}`;
-  if (Array.isArray(s.enum) && !s.enum.some((e) => JSON.stringify(e) === JSON.stringify(value)))
-    return `"${path}" must be one of ${s.enum.map((e) => JSON.stringify(e)).join(", ")}`;
+  if (s.const !== undefined || Array.isArray(s.enum)) {
+    const json = JSON.stringify(value);
+    if (!work.spend(json.length / 64 + (Array.isArray(s.enum) ? s.enum.length : 1))) return TOO_COSTLY;
+    if (s.const !== undefined && JSON.stringify(s.const) !== json)
+      return `"${path}" must be ${JSON.stringify(s.const)}`;
+    if (Array.isArray(s.enum) && !s.enum.some((e) => JSON.stringify(e) === json))
+      return `"${path}" must be one of ${s.enum
+        .slice(0, 10)
+        .map((e) => JSON.stringify(e))
+        .join(", ")}${s.enum.length > 10 ? `, … (${s.enum.length} values)` : ""}`;
+  }
   if (s.type !== undefined && !hasType(value, s.type))
     return `"${path}" must be ${Array.isArray(s.type) ? s.type.join(" or ") : String(s.type)}, got ${typeOf(value)}`;
   if (Array.isArray(s.allOf))
     for (const sub of s.allOf) {
-      const problem = schemaProblem(sub, value, path);
+      const problem = problemWithin(sub, value, path, work);
       if (problem) return problem;
     }
-  if (Array.isArray(s.anyOf) && !s.anyOf.some((sub) => !schemaProblem(sub, value, path)))
-    return `"${path}" matches none of the allowed schemas (anyOf)`;
-  if (Array.isArray(s.oneOf) && s.oneOf.filter((sub) => !schemaProblem(sub, value, path)).length !== 1)
-    return `"${path}" must match exactly one of the allowed schemas (oneOf)`;
+  if (Array.isArray(s.anyOf)) {
+    const problems = s.anyOf.map((sub) => problemWithin(sub, value, path, work));
+    if (problems.includes(TOO_COSTLY)) return TOO_COSTLY;
+    if (problems.every((p) => p !== undefined)) return `"${path}" matches none of the allowed schemas (anyOf)`;
+  }
+  if (Array.isArray(s.oneOf)) {
+    const problems = s.oneOf.map((sub) => problemWithin(sub, value, path, work));
+    if (problems.includes(TOO_COSTLY)) return TOO_COSTLY;
+    if (problems.filter((p) => p === undefined).length !== 1)
+      return `"${path}" must match exactly one of the allowed schemas (oneOf)`;
+  }
   if (typeof value === "number") {
     if (typeof s.minimum === "number" && value < s.minimum) return `"${path}" must be ≥ ${s.minimum}`;
     if (typeof s.maximum === "number" && value > s.maximum) return `"${path}" must be ≤ ${s.maximum}`;
   }
   if (typeof value === "string") {
-    const length = [...value].length;
-    if (typeof s.minLength === "number" && length < s.minLength)
-      return `"${path}" must have at least ${s.minLength} characters`;
-    if (typeof s.maxLength === "number" && length > s.maxLength)
-      return `"${path}" must have at most ${s.maxLength} characters`;
+    if (typeof s.minLength === "number" || typeof s.maxLength === "number") {
+      if (!work.spend(value.length / 64)) return TOO_COSTLY;
+      const length = [...value].length;
+      if (typeof s.minLength === "number" && length < s.minLength)
+        return `"${path}" must have at least ${s.minLength} characters`;
+      if (typeof s.maxLength === "number" && length > s.maxLength)
+        return `"${path}" must have at most ${s.maxLength} characters`;
+    }
     if (typeof s.pattern === "string") {
-      let re: RegExp | undefined;
-      try {
-        re = new RegExp(s.pattern, "u");
-      } catch {
-        re = undefined;
-      }
+      const re = work.pattern(s.pattern);
+      if (re && !work.spend((value.length + 1) * re.programSize)) return TOO_COSTLY;
       if (re && !re.test(value)) return `"${path}" must match /${s.pattern}/`;
     }
   }
@@ -146,22 +196,22 @@ export function schemaProblem(schema: unknown, value: unknown, path = "value"): 
       return `"${path}" must have at most ${s.maxItems} items`;
     if (s.items !== undefined && !Array.isArray(s.items))
       for (let i = 0; i < value.length; i++) {
-        const problem = schemaProblem(s.items, value[i], `${path}[${i}]`);
+        const problem = problemWithin(s.items, value[i], `${path}[${i}]`, work);
         if (problem) return problem;
       }
   }
   if (isObject(value)) {
     if (Array.isArray(s.required))
       for (const key of s.required)
-        if (typeof key === "string" && !(key in value)) return `"${path}.${key}" is required`;
+        if (typeof key === "string" && !Object.hasOwn(value, key)) return `"${path}.${key}" is required`;
     const properties = isObject(s.properties) ? s.properties : {};
     for (const [key, v] of Object.entries(value)) {
-      if (key in properties) {
-        const problem = schemaProblem(properties[key], v, `${path}.${key}`);
+      if (Object.hasOwn(properties, key)) {
+        const problem = problemWithin(properties[key], v, `${path}.${key}`, work);
         if (problem) return problem;
       } else if (s.additionalProperties === false) return `"${path}.${key}" is not allowed`;
       else if (isObject(s.additionalProperties)) {
-        const problem = schemaProblem(s.additionalProperties, v, `${path}.${key}`);
+        const problem = problemWithin(s.additionalProperties, v, `${path}.${key}`, work);
         if (problem) return problem;
       }
     }

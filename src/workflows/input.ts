@@ -8,6 +8,7 @@ import { BUDGETS, jsonBytes, overBudget } from "./budgets.js";
 import { messageProblem } from "./message-schema.js";
 import { approvalPolicyProblem, policyFloorProblem } from "./approval-policy.js";
 import { clientToolsProblem } from "./client-tools.js";
+import { runSchemasProblem } from "./run-schemas.js";
 import { checkWebhookField } from "../webhooks/field.js";
 import { budgetProblem } from "./spend.js";
 import { isObject } from "./plain-object.js";
@@ -346,6 +347,12 @@ export interface RunInputChecks {
    * (see BUDGET_PATCH): such a field was ignored or refused as unknown then.
    */
   budget?: boolean;
+  /**
+   * Check the run's own schemas (typed `output`, client tools' `parameters` and `result`: local references
+   * only, RE2 patterns; default true). The workflow passes false for a run that replays as recorded before the
+   * check (see RUN_SCHEMAS_PATCH): such schemas were accepted then.
+   */
+  schemas?: boolean;
 }
 
 /** Returns a message naming the first bad field, or undefined when the input is usable. */
@@ -360,6 +367,7 @@ export function validateRunInput(input: unknown, checks: RunInputChecks = {}): s
     checkOptional(input) ??
     (checks.output === false ? undefined : checkOutput(input)) ??
     (checks.budget === false ? undefined : budgetProblem(input.budget)) ??
+    (checks.schemas === false ? undefined : runSchemasProblem(input)) ??
     overBudget("prompt", jsonBytes(prompt), BUDGETS.promptBytes) ??
     overBudget("run input (without prompt)", jsonBytes(rest), BUDGETS.inputBytes)
   );

@@ -104,6 +104,14 @@ export const BUDGET_PATCH = "jai-budget-v1" as const;
 export const MODEL_CHAIN_PATCH = "jai-model-chain-v1" as const;
 
 /**
+ * After baseline v4, so asked with `patched()` by every run, v4 ones too (issue #53): a run's own schemas are
+ * refused at start when they refer outside themselves or hold a pattern RE2 cannot run (run-schemas.ts). Asked
+ * only when the input has `output` or `clientTools`: runs recorded before accepted any such schema, and replay
+ * that way; other runs record no marker.
+ */
+export const RUN_SCHEMAS_PATCH = "jai-run-schemas-v1" as const;
+
+/**
  * After baseline v4, so asked with `patched()` (issue #53): a run's `approvalPolicyFloor` (a named agent's policy,
  * a parent's for its sub-agents) is judged beside its own policy, and the stricter verdict wins. Asked at the
  * start of `runAgent`, only when the input has a floor: runs recorded before refused the field as unknown, and

@@ -9,7 +9,7 @@ import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import { listRunPage } from "../../src/http/run-list.js";
 import type { AgentRunState, ClientToolDeclaration } from "../../src/types.js";
-import { BASELINE_PATCH } from "../../src/workflows/patches.js";
+import { BASELINE_PATCH, RUN_SCHEMAS_PATCH } from "../../src/workflows/patches.js";
 import { AgentStatus } from "../../src/workflows/search-attributes.js";
 import { fauxModel, gateTool, patchIds, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
@@ -83,7 +83,7 @@ describe("the status of a run waiting for a client", () => {
     expect(textOf(result.messages.at(-1))).toBe('got: {"color":"red"}');
     expect((await handle.state()).status).toBe("completed");
     expect(await agentStatus(id)).toBe("completed");
-    expect(await patchesOf(id)).toEqual([BASELINE_PATCH]);
+    expect(await patchesOf(id)).toEqual([BASELINE_PATCH, RUN_SCHEMAS_PATCH]);
   }, 90_000);
 
   it("a run without client tools never shows it", async () => {

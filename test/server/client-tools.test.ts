@@ -11,7 +11,7 @@ import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai"
 import { getAgentRun, InvalidRunInputError, startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentEvent, AgentTool, ClientToolDeclaration } from "../../src/types.js";
 import { ABORTED_BY_CANCEL, SKIPPED_BY_STEERING } from "../../src/workflows/tool-calls.js";
-import { BASELINE_PATCH } from "../../src/workflows/patches.js";
+import { BASELINE_PATCH, RUN_SCHEMAS_PATCH } from "../../src/workflows/patches.js";
 import {
   fauxModel,
   outcome,
@@ -109,8 +109,8 @@ describe("client tools", () => {
     expect(
       history.events?.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "executeTool"),
     ).toBe(false);
-    // Client tools are covered by the run's one patch, asked before its first command (see BASELINE_PATCH).
-    expect(patchIds(history.events)).toEqual([BASELINE_PATCH]);
+    // Client tools are covered by the baseline; their schemas by RUN_SCHEMAS_PATCH, asked before the first command.
+    expect(patchIds(history.events)).toEqual([BASELINE_PATCH, RUN_SCHEMAS_PATCH]);
     expect(toolEventProblems([...first.events, ...events])).toEqual([]);
   });
 

@@ -11,7 +11,7 @@ import type { ActivityInterceptorsFactory } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
 import type { AgentTool, ClientToolDeclaration } from "../../src/types.js";
-import { BASELINE_PATCH } from "../../src/workflows/patches.js";
+import { BASELINE_PATCH, RUN_SCHEMAS_PATCH } from "../../src/workflows/patches.js";
 import { fauxModel, patchIds, stateWhen, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();
@@ -79,8 +79,9 @@ describe("patch markers", () => {
       return within(handle.result(), 30_000, "the run");
     });
     const events = (await handle.workflow.fetchHistory()).events ?? [];
-    // Recorded before v4, the same run asked five: budget, baseline v3, client tools, approval policy, client wait.
-    expect(patchIds(events)).toEqual([BASELINE_PATCH]);
+    // Recorded before v4, the same run asked five: budget, baseline v3, client tools, approval policy, client wait
+    // (and now the check of its schemas, a change made after v4).
+    expect(patchIds(events)).toEqual([BASELINE_PATCH, RUN_SCHEMAS_PATCH]);
     // The first command of the first workflow task (events 1-4: started, task scheduled, started, completed).
     expect(events[4]?.markerRecordedEventAttributes?.markerName).toBe("core_patch");
   });

@@ -1,0 +1,131 @@
+/**
+ * The schemas a run brings itself (issue #53, rows 1-3), on the real dev server, from the attacker's side: a
+ * backtracking pattern in a client tool's result schema or a typed output held the worker's workflow thread or
+ * event loop for minutes; a run's `$ref` reached another run's schema. Decided from what history recorded.
+ */
+import { describe, expect, it } from "@jest/globals";
+import { WorkflowFailedError } from "@temporalio/client";
+import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
+import { startAgentRun, InvalidRunInputError } from "../../src/client.js";
+import { AGENT_RUN_WORKFLOW } from "../../src/workflows/definitions.js";
+import type { AgentRunResult } from "../../src/types.js";
+import {
+  errorChain,
+  fauxModel,
+  stateWhen,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  withServer,
+} from "../support/helpers.js";
+
+const env = withServer();
+const HOSTILE = "^(a|aa)+$";
+const answer = (args: Record<string, unknown>, id: string) =>
+  fauxAssistantMessage([fauxToolCall("final_answer", args, { id })], { stopReason: "toolUse" });
+
+async function taskTroubles(workflowId: string): Promise<string[]> {
+  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? [])
+    .filter((e) => e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes)
+    .map((e) => String(e.eventType));
+}
+
+describe("a run's own schemas", () => {
+  it("a client result against a backtracking pattern is judged at once, no workflow task lost", async () => {
+    const model = fauxModel([
+      fauxAssistantMessage([fauxToolCall("code", {}, { id: "c-1" })], { stopReason: "toolUse" }),
+      (context: Context) => fauxAssistantMessage(`got ${textOf(context.messages.at(-1))}`),
+    ]);
+    const { worker, taskQueue } = await testWorker(env, []);
+    const workflowId = uniqueId("hostile-result");
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: model.getModel(),
+      prompt: "ask",
+      clientTools: [
+        {
+          name: "code",
+          description: "a code",
+          parameters: { type: "object" },
+          result: { type: "string", pattern: HOSTILE },
+        },
+      ],
+    });
+    const result = await worker.runUntil(async () => {
+      await stateWhen(handle, (s) => (s.pendingClientResults ?? []).length === 1, "the client call to wait");
+      // 61 characters: the backtracking engine tried ~10^12 paths in the update validator, every attempt.
+      await expect(handle.submitToolResult("c-1", "a".repeat(60) + "!")).rejects.toThrow(
+        /must match \/\^\(a\|aa\)\+\$\//,
+      );
+      await handle.submitToolResult("c-1", "aaaa");
+      return within(handle.result(), 30_000, "the run to end");
+    });
+    expect(textOf(result.messages.at(-1))).toBe("got aaaa");
+    expect(await taskTroubles(workflowId)).toEqual([]);
+  });
+
+  it("a typed answer against a backtracking pattern is refused at once; the model's next answer ends the run", async () => {
+    const model = fauxModel([
+      answer({ value: "a".repeat(64) + "!" }, "fa-1"),
+      (context: Context) => {
+        expect(textOf(context.messages.at(-1))).toMatch(/must match pattern/);
+        return answer({ value: "aaaa" }, "fa-2");
+      },
+    ]);
+    const { worker, taskQueue } = await testWorker(env, []);
+    const workflowId = uniqueId("hostile-output");
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: model.getModel(),
+      prompt: "answer",
+      output: { type: "string", pattern: HOSTILE },
+    });
+    const result = await worker.runUntil(within(handle.result(), 30_000, "the run to end"));
+    expect(result.output).toBe("aaaa");
+    expect(await taskTroubles(workflowId)).toEqual([]);
+  });
+
+  it("a run's $id is its own and a $ref to another run's schema is refused, by the client and by the run", async () => {
+    const { worker, taskQueue } = await testWorker(env, []);
+    const weatherA = { type: "object", $id: "Weather", properties: { city: { type: "string" } }, required: ["city"] };
+    const weatherB = { type: "object", $id: "Weather", properties: { tempC: { type: "number" } }, required: ["tempC"] };
+    const run = async (schema: Record<string, unknown>, args: Record<string, unknown>) => {
+      const model = fauxModel([answer(args, "fa")]);
+      const handle = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId("weather"),
+        model: model.getModel(),
+        prompt: "weather",
+        output: schema,
+        outputRetries: 0,
+      });
+      return (await within(handle.workflow.result(), 30_000, "the run to end")) as AgentRunResult;
+    };
+    const stealer = { type: "object", properties: { w: { $ref: "Weather" } }, required: ["w"] };
+    const [a, b, raw] = await worker.runUntil(async () => {
+      const a = await run(weatherA, { city: "Oslo" });
+      // Before: a shared validator refused B's schema ("already exists") and the run ended "schema unusable".
+      const b = await run(weatherB, { tempC: 3 });
+      const refused = env.client.workflow
+        .start(AGENT_RUN_WORKFLOW, {
+          taskQueue,
+          workflowId: uniqueId("raw-ref"),
+          args: [{ model: "faux/x", prompt: "hi", output: stealer }],
+        })
+        .then((h) => within(h.result(), 30_000, "the raw run to fail"))
+        .catch((e: unknown) => e);
+      return [a, b, await refused] as const;
+    });
+    expect(a).toMatchObject({ stopReason: "stop", output: { city: "Oslo" } });
+    expect(b).toMatchObject({ stopReason: "stop", output: { tempC: 3 } });
+    expect(raw).toBeInstanceOf(WorkflowFailedError);
+    expect(errorChain(raw)).toMatch(/Invalid run input: "output.properties.w.\$ref" must be a local reference/);
+    await expect(
+      startAgentRun(env.client, { taskQueue, model: "faux/x", prompt: "hi", output: stealer }),
+    ).rejects.toThrow(InvalidRunInputError);
+  });
+});
