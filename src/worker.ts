@@ -331,6 +331,7 @@ async function serveAgentEvents(agent: Agent): Promise<void> {
     namespace: agent.namespace,
     identity: options.workerOptions?.identity,
     onEvent: agent.onEvent,
+    models: (options.models ?? []).map((m) => `${m.provider}/${m.id}`),
   });
   if (!agent.events) return;
   agent.onEvent = agent.events.onEvent;

@@ -41,12 +41,21 @@ export type RunEventsEndpoint = Pick<RunServer, "url" | "token" | "tokenMinted" 
  */
 export async function serveWorkerEvents(
   option: boolean | AgentEventsServeOptions | undefined,
-  worker: { client: Client; taskQueue: string; namespace: string; identity?: string; onEvent?: AgentEventSink },
+  worker: {
+    client: Client;
+    taskQueue: string;
+    namespace: string;
+    identity?: string;
+    onEvent?: AgentEventSink;
+    /** The models it serves by name, offered by the console's "New run" when no agents are configured. */
+    models?: string[];
+  },
 ): Promise<RunEventsService | undefined> {
   if (option === false || worker.identity?.includes(EVENTS_IDENTITY_MARK)) return undefined;
   const { tap, ...server } = option === true || option === undefined ? {} : option;
   const service = await startRunEventsService({
     port: 0,
+    ...(worker.models ? { models: worker.models } : {}),
     ...server,
     client: worker.client,
     taskQueue: worker.taskQueue,

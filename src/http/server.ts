@@ -81,6 +81,12 @@ export interface RunServerOptions {
   /** Named agents (the config module's `agents`): `POST /runs { agent, prompt }` and the console's "New run". */
   agents?: AgentDefinition[];
   /**
+   * The models the worker serves by name ("provider/id", e.g. the offline demo model), which the console's "New
+   * run" offers when there are no `agents`: then it starts a run from a model and a prompt, through the raw
+   * `POST /runs` the API already takes without agents (docs/console.md). Names only; nothing else is exposed.
+   */
+  models?: string[];
+  /**
    * With `agents`, whether `POST /runs` also takes raw run input (any model the worker serves, any tools, any
    * queue): without it a token holder starts only the configured agents, within what each allows.
    * Default: env JAI_HTTP_RAW_RUNS=on; without agents, raw input is the API and always taken.
@@ -348,10 +354,13 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
       return cached(req, reply, file.hash, req.query.v === file.hash) ? reply.code(304).send() : reply.send(file.body);
     });
   // What the console needs besides the API: where the Temporal UI is, and the agents it may start.
+  // Without agents the API takes raw input (model and prompt), and so does the console's "New run": nothing the
+  // API did not already allow. With agents, the console starts them only, whatever JAI_HTTP_RAW_RUNS says.
   app.get("/console/settings", async () => ({
     temporalUi: ui,
     namespace: options.namespace ?? "default",
     agents: agents.map(describeAgent),
+    ...(agents.length === 0 ? { rawRuns: true, models: options.models ?? [] } : {}),
   }));
   app.get("/agents", async () => ({ agents: agents.map(describeAgent) }));
 

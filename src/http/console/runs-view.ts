@@ -1,6 +1,6 @@
 /**
  * The front page, as browser source: "New run" (an agent of the registry, a prompt, the overrides the agent
- * allows) and the runs from Temporal visibility (runs waiting for approval pinned on top, filters, paging,
+ * allows; with no agents configured, a model the worker serves and a prompt) and the runs from Temporal visibility (runs waiting for approval pinned on top, filters, paging,
  * refreshed every few seconds while the tab is visible).
  */
 export const RUNS_JS = String.raw`
@@ -10,7 +10,7 @@ const FILTERS = [["", "All"], ["approval", "Waiting for approval"], ["waiting", 
 function runsView(settings) {
   const main = $("main");
   main.textContent = "";
-  main.append(newRunForm(settings.agents || []), runsSection());
+  main.append(newRunForm(settings), runsSection());
   const params = new URLSearchParams(location.search);
   const view = { status: params.get("status") || "", model: params.get("model") || "", tenant: params.get("tenant") || "", text: params.get("text") || "", pages: [undefined], busy: false };
   $("model-filter").value = view.model;
@@ -109,11 +109,25 @@ async function load(view) {
   }
 }
 
-function newRunForm(agents) {
+/** Starts the run the form describes and opens its page; a refusal shows in the page. */
+async function startRun(body, start) {
+  start.disabled = true;
+  try {
+    const { workflowId } = await api("POST", "/runs", body);
+    location.href = runPath(workflowId);
+  } catch (e) {
+    if (e.status !== 401) notice("The run was not started: " + e.message);
+    start.disabled = false;
+  }
+}
+
+function newRunForm(settings) {
+  const agents = settings.agents || [];
   const s = el("section", "newrun");
   s.append(el("h2", "", "New run"));
   if (!agents.length) {
-    s.append(el("p", "muted", "No agents are configured. Declare them in the config module (agents: [...]); see docs/console.md."));
+    if (settings.rawRuns) s.append(modelRunForm(settings.models || []));
+    else s.append(el("p", "muted", "No agents are configured. Declare them in the config module (agents: [...]); see docs/console.md."));
     return s;
   }
   const form = el("form"); form.id = "new-run";
@@ -152,16 +166,35 @@ function newRunForm(agents) {
     if ($("system-prompt") && $("system-prompt").value.trim()) body.systemPrompt = $("system-prompt").value;
     if (tenant.value.trim()) body.tenant = tenant.value.trim();
     if ($("tools")) body.tools = [...$("tools").querySelectorAll("input:checked")].map((c) => c.value);
-    start.disabled = true;
-    try {
-      const { workflowId } = await api("POST", "/runs", body);
-      location.href = runPath(workflowId);
-    } catch (e) {
-      if (e.status !== 401) notice("The run was not started: " + e.message);
-      start.disabled = false;
-    }
+    await startRun(body, start);
   };
   s.append(form);
   return s;
+}
+
+/**
+ * No agents configured: a run from a model and a prompt, as the API takes it without agents (POST /runs
+ * { model, prompt }). The models the worker serves are offered (the offline demo model among them); any
+ * "provider/id" whose API key the worker has may be typed.
+ */
+function modelRunForm(models) {
+  const form = el("form"); form.id = "new-run";
+  const model = el("input"); model.id = "run-model"; model.required = true; model.setAttribute("list", "served-models");
+  model.placeholder = "provider/model, e.g. anthropic/claude-sonnet-4-5"; model.value = models[0] || "";
+  const served = el("datalist"); served.id = "served-models";
+  for (const name of models) { const o = el("option"); o.value = name; served.append(o); }
+  const about = el("p", "muted", "No agents are configured, so a run starts from a model and a prompt, with all the worker's tools" + (models.length ? "; it serves " + models.join(", ") + " and any provider whose API key it has." : ". Name a model whose provider's API key the worker has.") + " Named agents (docs/console.md) fix what a run may do.");
+  const prompt = el("textarea"); prompt.id = "prompt"; prompt.rows = 3; prompt.placeholder = "What should the agent do?"; prompt.required = true;
+  const tenant = el("input"); tenant.id = "tenant"; tenant.placeholder = "optional: who the run is for"; tenant.pattern = "[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}"; tenant.maxLength = 64;
+  const start = el("button", "primary", "Start run"); start.type = "submit"; start.id = "start";
+  const label = (text, control) => { const l = el("label"); l.append(el("span", "", text), control); return l; };
+  form.append(about, label("Model", model), served, label("Prompt", prompt), label("Tenant", tenant), start);
+  form.onsubmit = async (ev) => {
+    ev.preventDefault();
+    const body = { model: model.value.trim(), prompt: prompt.value };
+    if (tenant.value.trim()) body.tenant = tenant.value.trim();
+    await startRun(body, start);
+  };
+  return form;
 }
 `;
