@@ -6,13 +6,13 @@
  * process also hosts an MCP server (Streamable HTTP) the scripts call and a completion-webhook receiver, and
  * checks MCP results, webhook deliveries and the raw histories (no plaintext) at the end. Writes
  * `<out>/summary.json`, the histories of runs that broke an invariant (`<out>/violations/`, decoded), the
- * workers' logs, and the report (`docs/soak.md` unless `--report none`).
+ * workers' logs, and the report (`<out>/report.md`; `--report docs/soak.md` updates the tracked one, `--report none` skips it).
  * Exit 0 when no invariant was broken, 1 otherwise, 2 on a setup failure. Stops by itself; every child process
  * is stopped on the way out, Ctrl-C included.
  *
  * Options: --minutes N, --rate runs-per-minute (default 30), --window seconds (latency/memory windows; default
  * 60, 300 from 10 minutes on), --kill-every seconds (default 30), --out dir (default .jai/soak/<time>),
- * --report file|none, --no-build (reuse .jai/soak-dist), --no-pg-restart, --sabotage (one tool call in ~15 records
+ * --report file|none (default <out>/report.md), --no-build (reuse .jai/soak-dist), --no-pg-restart, --sabotage (one tool call in ~15 records
  * its effect twice: the soak must then fail with ledger violations, proof that the check bites; it prints how many
  * duplicates were injected and how many the check counted).
  */
@@ -46,7 +46,7 @@ import {
 } from "./soak/webhook-receiver.js";
 import { checkEncryption, soakCodec } from "./soak/encryption.js";
 import { decodeHistoryPayloads } from "../src/codec/history.js";
-import { writeReport, type FaultRecord, type SoakSummary, type WindowStats } from "./soak/report.js";
+import { soakReportFile, writeReport, type FaultRecord, type SoakSummary, type WindowStats } from "./soak/report.js";
 
 const { values: opts } = parseArgs({
   options: {
@@ -55,7 +55,7 @@ const { values: opts } = parseArgs({
     window: { type: "string" },
     "kill-every": { type: "string", default: "30" },
     out: { type: "string" },
-    report: { type: "string", default: path.join(repoRoot, "docs", "soak.md") },
+    report: { type: "string" },
     "no-build": { type: "boolean", default: false },
     "no-pg-restart": { type: "boolean", default: false },
     sabotage: { type: "boolean", default: false },
@@ -74,6 +74,8 @@ const out = path.resolve(
 mkdirSync(path.join(out, "violations"), { recursive: true });
 mkdirSync(path.join(out, "workers"), { recursive: true });
 const ledgerFile = path.join(out, "ledger.jsonl");
+// Generated files go where the run names: into docs/ only with `--report docs/soak.md`.
+const reportFile = soakReportFile(opts.report, out);
 const command = `npm run soak -- ${process.argv.slice(2).join(" ")}`.trim();
 
 const log = (line: string) => console.log(`[soak ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)}s] ${line}`);
@@ -482,7 +484,7 @@ async function main(): Promise<number> {
     runsWithViolations: [...byRun.values()].filter((n) => n > 0).length,
   };
   writeFileSync(path.join(out, "summary.json"), JSON.stringify(summary, null, 2));
-  if (opts.report !== "none") writeReport(opts.report!, summary);
+  if (reportFile) writeReport(reportFile, summary);
   const violations =
     summary.runs.reduce((n, r) => n + r.violations.length, 0) + atEnd.reduce((n, [, list]) => n + list.length, 0);
   log(
@@ -494,7 +496,7 @@ async function main(): Promise<number> {
       `${webhooks.runs} webhook runs (${webhooks.deliveries} deliveries, ${webhooks.duplicates} repeats, ${webhooks.refused} refused), ` +
       `${encryption.histories} raw histories checked for plaintext; ${violations} violations`,
   );
-  log(`summary: ${path.join(out, "summary.json")}${opts.report !== "none" ? `; report: ${opts.report}` : ""}`);
+  log(`summary: ${path.join(out, "summary.json")}${reportFile ? `; report: ${reportFile}` : ""}`);
   return violations === 0 ? 0 : 1;
 }
 

@@ -1,10 +1,20 @@
-/** The soak's report (docs/soak.md): counts, faults, invariants with their violations, latency and memory. */
+/** The soak's report (docs/soak.md when asked): counts, faults, invariants with their violations, latency and memory. */
 import { writeFileSync } from "node:fs";
+import path from "node:path";
 import type { Fault, LedgerReport } from "./ledger.js";
 import type { McpReport } from "./mcp-server.js";
 import type { WebhookReport } from "./webhook-receiver.js";
 import type { EncryptionReport } from "./encryption.js";
 import { SCENARIOS } from "./workload.js";
+
+/**
+ * Where the report goes: `--report <file>` (e.g. `--report docs/soak.md`, the tracked report, only when asked), none
+ * with `--report none`, else `<out>/report.md` beside the run's summary, so a soak leaves a clone's files as they were.
+ */
+export function soakReportFile(option: string | undefined, out: string): string | undefined {
+  if (option === "none") return undefined;
+  return path.resolve(option ?? path.join(out, "report.md"));
+}
 
 export interface FaultRecord {
   /** ms since the workload started */

@@ -3,12 +3,11 @@
  * stored encrypted (the raw gRPC history has it in no payload), yet the
  * Temporal UI, pointed at the codec server, renders it, for a caller the
  * codec server authorizes; without the token the page shows ciphertext.
- * Screenshots: docs/ui-without-codec.png, docs/ui-with-codec.png.
+ * Screenshots: ui-without-codec.png, ui-with-codec.png in a temp folder (JAI_SCREENSHOTS=docs retakes docs/'s).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { existsSync } from "node:fs";
 import type { Server } from "node:http";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import proto from "@temporalio/proto";
@@ -23,8 +22,8 @@ import { freePort, startDevServer, type DevServer } from "../../src/dev-server.j
 import { createAgentWorker } from "../../src/worker.js";
 import { fauxModel, uniqueId, within } from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
+import { screenshotPath } from "../support/screenshots.js";
 
-const docs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../docs");
 const TOKEN = "ui-test-token";
 const codec = new AesGcmCodec({ keys: parseCodecKeys("ui:" + Buffer.alloc(32, 7).toString("base64"), "test") });
 
@@ -71,7 +70,9 @@ async function pageText(url: string, headers: Record<string, string>, shot: stri
         { timeout: 30000 },
       )
       .catch(() => undefined);
-    await page.screenshot({ path: path.join(docs, shot), fullPage: true });
+    const file = screenshotPath(shot);
+    await page.screenshot({ path: file, fullPage: true });
+    expect(existsSync(file)).toBe(true);
     return await page.locator("body").innerText();
   } finally {
     await context.close();

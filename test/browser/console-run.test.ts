@@ -5,7 +5,7 @@
  * its time and tokens, a session prompt is answered, the run is cancelled, and then every action is disabled
  * and says why, also on a fresh load. One browser, one session run.
  */
-import { mkdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../../scripts/chromium.js";
@@ -15,6 +15,7 @@ import { startRunEventsService, type RunEventsService } from "../../src/events/s
 import type { AgentTool } from "../../src/types.js";
 import { createAgentWorker } from "../../src/worker.js";
 import { fauxModel, openTestEnv, uniqueId, type TestEnv } from "../support/helpers.js";
+import { screenshotPath } from "../support/screenshots.js";
 
 let env: TestEnv;
 let service: RunEventsService;
@@ -106,8 +107,10 @@ describe("console: the run page", () => {
       await beta.locator(".approval button.deny").waitFor({ timeout: 60_000 });
       await page.locator("#approve-all").waitFor();
       await expect(page.locator("#why").textContent()).resolves.toContain("waits for your decision");
-      await mkdir("docs", { recursive: true });
-      await page.screenshot({ path: "docs/console-run.png", fullPage: true });
+      // Into a temp folder (JAI_SCREENSHOTS=docs retakes the docs' image): npm test leaves tracked files alone.
+      const shot = screenshotPath("console-run.png");
+      await page.screenshot({ path: shot, fullPage: true });
+      expect(existsSync(shot)).toBe(true);
       await alpha.locator("button.approve").click();
       await beta.locator("input.reason").fill("not this one");
       await beta.locator("button.deny").click();

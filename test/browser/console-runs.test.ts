@@ -4,7 +4,7 @@
  * chain as one row, filters), and "New run" starting a configured agent whose run uses the agent's settings.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../../scripts/chromium.js";
@@ -14,6 +14,7 @@ import { startRunEventsService, type RunEventsService } from "../../src/events/s
 import type { AgentTool } from "../../src/types.js";
 import { createAgentWorker } from "../../src/worker.js";
 import { fauxModel, openTestEnv, uniqueId, type TestEnv } from "../support/helpers.js";
+import { screenshotPath } from "../support/screenshots.js";
 
 let env: TestEnv;
 let browser: Browser;
@@ -149,8 +150,10 @@ describe("console: runs and agents", () => {
         expect(Number(await page.evaluate(() => (globalThis as any).document.body.dataset.listedIn))).toBeLessThan(
           1000,
         );
-        await mkdir("docs", { recursive: true });
-        await page.screenshot({ path: "docs/console-runs.png", fullPage: true });
+        // Into a temp folder (JAI_SCREENSHOTS=docs retakes the docs' image): npm test leaves tracked files alone.
+        const shot = screenshotPath("console-runs.png");
+        await page.screenshot({ path: shot, fullPage: true });
+        expect(existsSync(shot)).toBe(true);
 
         // Filters: waiting for approval only; completed only.
         await page.locator('#filters button[data-status="approval"]').click();

@@ -1,6 +1,6 @@
 /** The run console in a real browser (Debian chromium via playwright-core), and `npm run watch` on a running and a finished run. */
 import { spawn } from "node:child_process";
-import { mkdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
 import { launchChromium } from "../../scripts/chromium.js";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type } from "@jai/ai";
@@ -10,6 +10,7 @@ import type { AgentTool } from "../../src/types.js";
 import { createAgentWorker } from "../../src/worker.js";
 import { fauxModel, uniqueId, within, withServer } from "../support/helpers.js";
 import { nodeEntry } from "../support/entry.js";
+import { screenshotPath } from "../support/screenshots.js";
 
 const env = withServer();
 
@@ -106,8 +107,10 @@ describe("run console", () => {
         );
         await expect(page.locator("details.tool .result").textContent()).resolves.toContain("hello: a greeting");
         await expect(page.locator("#ui").getAttribute("href")).resolves.toContain(workflowId);
-        await mkdir("docs", { recursive: true });
-        await page.screenshot({ path: "docs/run-console.png", fullPage: true });
+        // Into a temp folder (JAI_SCREENSHOTS=docs retakes the docs' image): npm test leaves tracked files alone.
+        const shot = screenshotPath("run-console.png");
+        await page.screenshot({ path: shot, fullPage: true });
+        expect(existsSync(shot)).toBe(true);
         const result = await handle.result();
         expect(result.stopReason).toBe("stop");
         const attached = await within(live, 60_000, "watch of the running run");
