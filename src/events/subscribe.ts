@@ -5,7 +5,7 @@
  * given), token deltas included; a run no tap holds is rebuilt from its
  * transcript. Every event comes with a cursor to resume after it.
  *
- * History is not trusted to direct the token (DESIGN.md §7): the bearer token
+ * History is not trusted to direct the token (docs/design.md §3): the bearer token
  * goes to a URL the caller configured (`url`, JAI_EVENTS_URL) or one found in
  * history whose host the caller trusts (`trustedHosts`,
  * JAI_EVENTS_TRUSTED_HOSTS). Any other discovered URL is read without it, and

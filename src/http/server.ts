@@ -3,7 +3,7 @@
  * (with Last-Event-ID resume), steer, approve, deny, cancel, read their
  * state, list them, start configured agents by name, and the console (docs/console.md) at `/`.
  *
- * What it refuses (DESIGN.md §7: a browser page may use the console and API
+ * What it refuses (docs/design.md §3: a browser page may use the console and API
  * of its own origin, with a token, never drive the server from another origin
  * or host name):
  * - a `Host` it does not serve under (DNS rebinding): only loopback names with

@@ -1,7 +1,7 @@
 /**
  * Where a webhook may go: http(s) only, and not into the worker's own network
  * unless its config allows it. Every textual form of an address is read into
- * its bytes before it is judged (IPv4 in decimal, hex, octal or short form;
+ * its bytes (ipaddr.js) before it is judged (IPv4 in decimal, hex, octal or short form;
  * IPv6 with an IPv4 embedded by mapping, NAT64, 6to4 or Teredo), and the
  * connection is pinned to the address that was checked: the host is resolved
  * once, by the check, and the socket connects to what it returned.
@@ -9,6 +9,7 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import type { LookupAddress, LookupOneOptions, LookupAllOptions } from "node:dns";
 import { isIP } from "node:net";
+import ipaddr from "ipaddr.js";
 
 export { checkWebhookField, type WebhookTarget } from "./field.js";
 
@@ -17,116 +18,59 @@ export type WebhookResolver = (hostname: string) => Promise<LookupAddress[]>;
 
 const systemResolver: WebhookResolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
-/** One IPv4 part as inet_aton reads it: decimal, `0x` hex, or octal with a leading 0. */
-function ipv4Part(part: string): number | undefined {
-  if (/^0x[0-9a-f]*$/i.test(part)) return part.length === 2 ? 0 : parseInt(part.slice(2), 16);
-  if (/^0[0-7]+$/.test(part)) return parseInt(part.slice(1), 8);
-  if (/^(0|[1-9][0-9]*)$/.test(part)) return Number(part);
-  return undefined;
-}
-
 /**
- * The four bytes of an IPv4 address in any form inet_aton and URL parsers
- * accept (`2130706433`, `0x7f.1`, `0177.0.0.1`, `127.1`, a trailing dot), or
- * undefined when `text` is not one.
+ * An IP address in any form inet_aton, URL parsers and resolvers accept, read by `ipaddr.js` (IPv4 in
+ * decimal, hex, octal or short form; IPv6 with brackets, a zone id, or an IPv4 tail in any of those forms; a
+ * trailing dot), or undefined when `text` is not one.
  */
-export function parseIPv4(text: string): number[] | undefined {
-  const parts = text.replace(/\.$/, "").split(".");
-  if (parts.length < 1 || parts.length > 4) return undefined;
-  const values = parts.map(ipv4Part);
-  if (values.some((v) => v === undefined || !Number.isFinite(v))) return undefined;
-  const nums = values as number[];
-  const last = nums[nums.length - 1];
-  if (nums.slice(0, -1).some((v) => v > 255) || last >= 256 ** (5 - nums.length)) return undefined;
-  const bytes = nums.slice(0, -1);
-  for (let i = 4 - nums.length; i >= 0; i--) bytes.push(Math.floor(last / 256 ** i) % 256);
-  return bytes;
-}
-
-/** The sixteen bytes of an IPv6 address (brackets and a zone id allowed; an IPv4 tail in any form), or undefined. */
-export function parseIPv6(text: string): number[] | undefined {
-  let s = text.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
-  if (!s.includes(":")) return undefined;
-  let tail: number[] = [];
-  const lastColon = s.lastIndexOf(":");
-  if (s.slice(lastColon + 1).includes(".")) {
-    const v4 = parseIPv4(s.slice(lastColon + 1));
-    if (!v4) return undefined;
-    tail = v4;
-    s = s.slice(0, lastColon + 1);
-    if (!s.endsWith("::")) s = s.slice(0, -1);
+function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  const s = text.replace(/^\[|\]$/g, "");
+  if (!s.includes(":")) {
+    const v4 = s.replace(/\.$/, "");
+    return ipaddr.IPv4.isValid(v4) ? ipaddr.IPv4.parse(v4) : undefined;
   }
-  const halves = s.split("::");
-  if (halves.length > 2) return undefined;
-  const groups = (h: string) => (h === "" ? [] : h.split(":"));
-  const head = groups(halves[0]);
-  const rest = halves.length === 2 ? groups(halves[1]) : [];
-  if ([...head, ...rest].some((w) => !/^[0-9a-f]{1,4}$/i.test(w))) return undefined;
-  const wanted = 8 - tail.length / 2;
-  const count = head.length + rest.length;
-  if (halves.length === 1 ? count !== wanted : count > wanted - 1) return undefined;
-  const zeros = Array<string>(wanted - count).fill("0");
-  const words = [...head, ...zeros, ...rest].map((w) => parseInt(w, 16));
-  return [...words.flatMap((w) => [w >> 8, w & 255]), ...tail];
+  let v6 = s.replace(/%.*$/, "");
+  const lastColon = v6.lastIndexOf(":");
+  const tail = v6.slice(lastColon + 1);
+  // An IPv4 tail in a short or odd form (`::ffff:127.1`): its four-part form, which ipaddr.js's IPv6 reads.
+  if (tail.includes(".")) {
+    if (!ipaddr.IPv4.isValid(tail)) return undefined;
+    v6 = v6.slice(0, lastColon + 1) + ipaddr.IPv4.parse(tail).toString();
+  }
+  return ipaddr.IPv6.isValid(v6) ? ipaddr.IPv6.parse(v6) : undefined;
 }
 
 /** The bytes of an IP address in any form (4 or 16 of them), or undefined when `text` is not an address. */
 export function parseIp(text: string): number[] | undefined {
-  return parseIPv6(text) ?? parseIPv4(text.replace(/^\[|\]$/g, ""));
+  return parseAddress(text)?.toByteArray();
 }
 
-/** Not a public unicast IPv4 address: this network, private, shared (CGNAT), loopback, link-local, reserved, multicast, broadcast. */
-function ipv4Inside([a, b, c]: number[]): boolean {
-  return (
-    a === 0 || // "this network"; 0.0.0.0 reaches the host itself
-    a === 10 ||
-    a === 127 ||
-    (a === 100 && b >= 64 && b <= 127) || // shared address space (CGNAT)
-    (a === 169 && b === 254) || // link-local, cloud metadata 169.254.169.254
-    (a === 172 && b >= 16 && b <= 31) ||
-    (a === 192 && b === 168) ||
-    (a === 192 && b === 0 && (c === 0 || c === 2)) || // IETF protocol assignments, documentation
-    (a === 198 && (b === 18 || b === 19)) || // benchmarking
-    (a === 198 && b === 51 && c === 100) ||
-    (a === 203 && b === 0 && c === 113) ||
-    a >= 224 // multicast, reserved, broadcast
-  );
-}
-
-function ipv6Inside(x: number[]): boolean {
+/** The IPv4 address an IPv6 one carries (mapped, compatible, translated, NAT64, 6to4, Teredo), if it carries one. */
+function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const x = v6.toByteArray();
   const zero = (from: number, to: number) => x.slice(from, to).every((v) => v === 0);
-  const v4 = x.slice(12);
-  // ::/96 (unspecified, loopback ::1, IPv4-compatible), ::ffff:0:0/96 (IPv4-mapped), ::ffff:0:0:0/96 (IPv4-translated).
-  if (zero(0, 10) && ((x[10] === 0 && x[11] === 0) || (x[10] === 255 && x[11] === 255))) return ipv4Inside(v4);
-  if (zero(0, 8) && x[8] === 255 && x[9] === 255 && x[10] === 0 && x[11] === 0) return ipv4Inside(v4);
-  // NAT64: 64:ff9b::/96 carries an IPv4 address; 64:ff9b:1::/48 is for local use.
-  if (x[0] === 0 && x[1] === 0x64 && x[2] === 0xff && x[3] === 0x9b) {
-    if (zero(4, 12)) return ipv4Inside(v4);
-    if (x[4] === 0 && x[5] === 1) return true;
-  }
-  // 6to4 (2002::/16) carries an IPv4 address in bytes 2-5; Teredo (2001::/32) its client's, inverted, in the last four.
-  if (x[0] === 0x20 && x[1] === 0x02) return ipv4Inside(x.slice(2, 6));
-  if (x[0] === 0x20 && x[1] === 0x01 && x[2] === 0 && x[3] === 0) return ipv4Inside(v4.map((v) => v ^ 255));
-  return (
-    (x[0] & 0xfe) === 0xfc || // unique-local fc00::/7 (fd00:ec2::254, the EC2 metadata address, among them)
-    (x[0] === 0xfe && (x[1] & 0xc0) === 0x80) || // link-local fe80::/10
-    (x[0] === 0xfe && (x[1] & 0xc0) === 0xc0) || // site-local fec0::/10 (deprecated)
-    x[0] === 0xff || // multicast
-    (x[0] === 1 && x[1] === 0 && zero(2, 8)) || // discard-only 100::/64
-    (x[0] === 0x20 && x[1] === 0x01 && x[2] === 0x0d && x[3] === 0xb8) // documentation 2001:db8::/32
-  );
+  const v4 = (bytes: number[]) => new ipaddr.IPv4(bytes);
+  // ::/96 (IPv4-compatible), ::ffff:0:0/96 (mapped), ::ffff:0:0:0/96 (translated), 64:ff9b::/96 (NAT64).
+  if (zero(0, 10) && ((x[10] === 0 && x[11] === 0) || (x[10] === 255 && x[11] === 255))) return v4(x.slice(12));
+  if (zero(0, 8) && x[8] === 255 && x[9] === 255 && zero(10, 12)) return v4(x.slice(12));
+  if (x[0] === 0 && x[1] === 0x64 && x[2] === 0xff && x[3] === 0x9b && zero(4, 12)) return v4(x.slice(12));
+  const range = v6.range();
+  if (range === "6to4") return v4(x.slice(2, 6));
+  if (range === "teredo") return v4(x.slice(12).map((v) => v ^ 255));
+  return undefined;
 }
 
 /**
  * True when `ip` (any textual form) is loopback, private, shared, link-local,
  * unique-local, multicast, unspecified or otherwise not a public unicast
- * address, IPv4 embedded in IPv6 included. Text that is not an address counts
- * as inside: the caller refuses what it cannot judge.
+ * address (ipaddr.js names the ranges), IPv4 embedded in IPv6 included. Text
+ * that is not an address counts as inside: the caller refuses what it cannot judge.
  */
 export function isPrivateAddress(ip: string): boolean {
-  const bytes = parseIp(ip);
-  if (!bytes) return true;
-  return bytes.length === 4 ? ipv4Inside(bytes) : ipv6Inside(bytes);
+  const address = parseAddress(ip);
+  if (!address) return true;
+  const judged = address.kind() === "ipv6" ? (embeddedIPv4(address as ipaddr.IPv6) ?? address) : address;
+  return judged.range() !== "unicast";
 }
 
 /** Host names that always mean this machine, whatever a resolver says. */
