@@ -9,4 +9,6 @@ for db in temporal temporal_visibility; do
   tool --db "$db" setup-schema -v 0.0 || echo "schema of $db already set up"
   tool --db "$db" update-schema -d "/etc/temporal/schema/postgresql/v12/$dir/versioned"
 done
+# The agent workers' blob store (JAI_BLOB_STORE in docker-compose.yml): they create their table in it on first use.
+tool --db jai_blobs create-database || echo "database jai_blobs exists"
 echo "Temporal schema is up to date"

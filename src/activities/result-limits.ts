@@ -5,6 +5,11 @@
  * `details` is bounded too. A tool's error text is cut to the same limits, and
  * whatever else a failure would carry into history (stack, details, causes) is
  * bounded. Everything stays far below the 2 MB payload limit.
+ *
+ * With a blob store (External Storage, docs/large-payloads.md) the limits are
+ * what the model sees, not what is kept: `keepToolResult` and `keepErrorText`
+ * keep the whole result (up to the store's `maxResultBytes`, 20 MB by default)
+ * for the transcript, and the cut copy beside it for the model's context.
  */
 import type { AgentToolResult, ToolResultLimits } from "../types.js";
 
@@ -37,11 +42,23 @@ const size = (n: number) =>
   n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n} bytes`;
 
 export function capToolResult(result: AgentToolResult, limits: ToolResultLimits = {}): AgentToolResult {
+  return cutToolResult(result, limits, HARD_CEILING).result;
+}
+
+/** capToolResult under `ceiling` (bytes of text and images together); `cut`: something was cut or omitted. */
+function cutToolResult(
+  result: AgentToolResult,
+  limits: ToolResultLimits,
+  ceiling: number,
+  /** Images count against the text's bytes (a kept result's one budget), not a budget of their own. */
+  shared = false,
+): { result: AgentToolResult; cut: boolean } {
   const l = { ...DEFAULT_LIMITS, ...limits };
-  const maxBytes = Math.min(l.maxBytes, HARD_CEILING);
+  const maxBytes = Math.min(l.maxBytes, ceiling);
   let bytesLeft = maxBytes;
   let linesLeft = l.maxLines;
-  let imageBudget = HARD_CEILING - maxBytes;
+  let imageBudget = ceiling - maxBytes;
+  let omitted = false;
   let totalBytes = 0;
   let totalLines = 0;
   let shownBytes = 0;
@@ -51,13 +68,16 @@ export function capToolResult(result: AgentToolResult, limits: ToolResultLimits 
   for (const block of result.content) {
     if (block.type === "image") {
       const n = block.data.length;
-      if (n > l.maxImageBytes || n > imageBudget) {
+      const budget = shared ? bytesLeft : imageBudget;
+      if (n > l.maxImageBytes || n > budget) {
+        omitted = true;
         content.push({
           type: "text",
-          text: `[Image omitted: ${block.mimeType} of ${size(n)} exceeds the ${size(Math.min(l.maxImageBytes, imageBudget))} limit for tool results.]`,
+          text: `[Image omitted: ${block.mimeType} of ${size(n)} exceeds the ${size(Math.min(l.maxImageBytes, budget))} limit for tool results.]`,
         });
       } else {
-        imageBudget -= n;
+        if (shared) bytesLeft -= n;
+        else imageBudget -= n;
         content.push(block);
       }
       continue;
@@ -98,7 +118,41 @@ export function capToolResult(result: AgentToolResult, limits: ToolResultLimits 
     if (bytes(json) > l.maxDetailsBytes)
       capped.details = { truncated: true, bytes: bytes(json), preview: json.slice(0, 1000) };
   }
-  return capped;
+  return { result: capped, cut: cut || omitted };
+}
+
+/** What the transcript keeps of a result whole up to `keepBytes`: text, images and details each within it. */
+const keepLimits = (keepBytes: number): Required<ToolResultLimits> => ({
+  maxBytes: keepBytes,
+  maxLines: Number.MAX_SAFE_INTEGER,
+  maxImageBytes: keepBytes,
+  maxDetailsBytes: keepBytes,
+});
+
+/**
+ * A result as a worker with a blob store keeps it: whole up to `keepBytes` (text and images together; beyond it
+ * cut with the same note), and, when the run's `limits` would cut it, the model's copy of its content
+ * (`modelContent`): the transcript holds the whole result, the model's context what the limits allow.
+ */
+export function keepToolResult(
+  result: AgentToolResult,
+  limits: ToolResultLimits,
+  keepBytes: number,
+): { result: AgentToolResult; modelContent?: AgentToolResult["content"] } {
+  const kept = cutToolResult(result, keepLimits(keepBytes), keepBytes, true).result;
+  const view = cutToolResult(kept, { ...limits, maxDetailsBytes: keepBytes }, HARD_CEILING);
+  return view.cut ? { result: kept, modelContent: view.result.content } : { result: kept };
+}
+
+/** An error text as a worker with a blob store keeps it: whole up to `keepBytes`, and the model's cut copy when the limits cut it. */
+export function keepErrorText(
+  text: string,
+  limits: ToolResultLimits,
+  keepBytes: number,
+): { text: string; modelText?: string } {
+  const kept = capErrorText(text, keepLimits(keepBytes), keepBytes);
+  const view = capErrorText(kept, limits);
+  return view === kept ? { text: kept } : { text: kept, modelText: view };
 }
 
 const lineCount = (text: string) => {
@@ -114,9 +168,9 @@ const NOTE_ROOM = 200;
  * A tool's error text (what it threw), cut like a result's text: at most
  * `maxBytes` (note included) and `maxLines`, with a note saying it was cut.
  */
-export function capErrorText(text: string, limits: ToolResultLimits = {}): string {
+export function capErrorText(text: string, limits: ToolResultLimits = {}, ceiling = HARD_CEILING): string {
   const l = { ...DEFAULT_LIMITS, ...limits };
-  const maxBytes = Math.min(l.maxBytes, HARD_CEILING);
+  const maxBytes = Math.min(l.maxBytes, ceiling);
   const total = bytes(text);
   const totalLines = lineCount(text);
   if (total <= maxBytes && totalLines <= l.maxLines) return text;

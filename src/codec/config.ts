@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { DataConverter } from "@temporalio/common";
 import { AesGcmCodec, CodecConfigError, type AesGcmCodecOptions, type CodecKey } from "./aes-gcm.js";
+import { blobStorageFromEnv } from "../blobs/config.js";
 
 /** Parses `id:base64key` entries separated by commas or new lines; `source` names where they came from in errors. */
 export function parseCodecKeys(text: string, source: string): CodecKey[] {
@@ -89,13 +90,23 @@ export function bundleEncryptsFailures(bundle: { code: string } | { codePath: st
   return code.includes(ENCRYPTED_FAILURES_MARKER);
 }
 
-/** A data converter with the environment's codec (failures encrypted too), or undefined (Temporal's default) when none is configured. */
+/**
+ * The one place the project builds a data converter from the environment (worker process, CLIs, run API, console,
+ * codec server, replay): the codec (failures encrypted too) and External Storage (JAI_BLOB_STORE: payloads over
+ * the threshold go to a blob store, history keeps a claim; the SDK encodes before it stores, so what the store holds
+ * is encrypted too). Undefined (Temporal's default) when neither is configured.
+ */
 export function dataConverterFromEnv(
   env: NodeJS.ProcessEnv = process.env,
   options: Pick<AesGcmCodecOptions, "onKeyError"> = {},
 ): DataConverter | undefined {
   const codec = codecFromEnv(env, options);
-  return codec ? withEncryptedFailures({ payloadCodecs: [codec] }) : undefined;
+  const externalStorage = blobStorageFromEnv(env);
+  if (!codec && !externalStorage) return undefined;
+  return withEncryptedFailures({
+    ...(codec ? { payloadCodecs: [codec] } : {}),
+    ...(externalStorage ? { externalStorage } : {}),
+  });
 }
 
 /** A fresh random key as `id:base64`, for JAI_CODEC_KEYS. */

@@ -3,9 +3,10 @@
  * reads payloads itself (show, the closed-run view, replay of a file) sees
  * what the workflow saw, whatever codec (encryption, compression) wrote it.
  */
-import type { LoadedDataConverter, Payload, PayloadCodec } from "@temporalio/common";
+import type { ExternalStorage, LoadedDataConverter, Payload, PayloadCodec } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
 import { ENCRYPTED_ENCODING, KEY_ID_METADATA } from "./aes-gcm.js";
+import { resolveHistoryClaims } from "../blobs/config.js";
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -51,7 +52,13 @@ export async function decodePayloads(payloads: Payload[], codecs: PayloadCodec[]
  * it; failures written with encoded common attributes (see `withEncryptedFailures`) get their message and stack
  * trace back, as Temporal's failure converter gives them to the workflow.
  */
-export async function decodeHistoryPayloads<H extends History>(history: H, codecs: PayloadCodec[]): Promise<H> {
+export async function decodeHistoryPayloads<H extends History>(
+  history: H,
+  codecs: PayloadCodec[],
+  /** The blob store of its claims (External Storage): each is replaced by its payload first. */
+  externalStorage?: ExternalStorage,
+): Promise<H> {
+  await resolveHistoryClaims(history, externalStorage);
   const payloads: Payload[] = [];
   if (codecs.length > 0) collectPayloads(history.events, payloads);
   if (payloads.length > 0) {
@@ -97,9 +104,9 @@ function restoreFailureAttributes(events: History["events"]): void {
   }
 }
 
-/** `decodeHistoryPayloads` with a client's (or worker's) loaded data converter. */
+/** `decodeHistoryPayloads` with a client's (or worker's) loaded data converter: its blob store, then its codecs. */
 export function decodeHistory<H extends History>(history: H, converter: LoadedDataConverter): Promise<H> {
-  return decodeHistoryPayloads(history, converter.payloadCodecs);
+  return decodeHistoryPayloads(history, converter.payloadCodecs, converter.externalStorage);
 }
 
 /** Key ids of the payloads in `history` still encrypted by the built-in codec (empty: none, or all decoded). */

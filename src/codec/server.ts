@@ -19,8 +19,9 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { isIPv4 } from "node:net";
-import type { Payload, PayloadCodec } from "@temporalio/common";
+import type { ExternalStorage, Payload, PayloadCodec } from "@temporalio/common";
 import { CodecKeyError } from "./aes-gcm.js";
+import { resolvePayloadClaims } from "../blobs/config.js";
 
 /** Decides whether a request may see plaintext: the Authorization header as sent, and the X-Namespace header. */
 export type CodecAuthorizer = (
@@ -44,6 +45,8 @@ export interface CodecServerOptions {
   authorize: CodecAuthorizer | "loopback";
   /** Largest request body; default 64 MB. */
   maxBodyBytes?: number;
+  /** The blob store (External Storage): `/decode` replaces each claim with the payload it stands for first. */
+  externalStorage?: ExternalStorage;
 }
 
 /** An authorizer accepting `Authorization: Bearer <token>` for any of `tokens` (compared in constant time). */
@@ -204,7 +207,10 @@ export function codecRequestHandler(options: CodecServerOptions): (req: Incoming
       throw new HttpError(400, `bad request body: ${(err as Error).message}`);
     }
     if (op === "encode") for (const codec of options.codecs) payloads = await codec.encode(payloads);
-    else for (const codec of [...options.codecs].reverse()) payloads = await codec.decode(payloads);
+    else {
+      if (options.externalStorage) payloads = await resolvePayloadClaims(payloads, options.externalStorage);
+      for (const codec of [...options.codecs].reverse()) payloads = await codec.decode(payloads);
+    }
     send(res, 200, { payloads: payloads.map(toJson) });
   };
   return (req, res) => {
