@@ -36,6 +36,11 @@ export interface ActivityDeps {
   onContextCache?: (hit: boolean) => void;
   /** The worker's payloads are encrypted: runs keep content out of plain-text search attributes. */
   encrypted?: boolean;
+  /**
+   * The worker has a blob store (External Storage, docs/large-payloads.md): tool results and errors up to this many
+   * bytes are kept whole, the run's limits cutting only the model's copy. Undefined: cut to the limits.
+   */
+  storedResultBytes?: number;
   /** Byte budget of the model-context cache (JSON bytes); default 256 MB. */
   contextCacheBytes?: number;
   /** A cache made by the caller (to read its stats); else one is made from the two options above. */
@@ -83,8 +88,12 @@ export function createActivities(deps: ActivityDeps) {
   // One limiter for every model call of this worker (its shared and own queues alike); a bad limit is refused here.
   const limiter = deps.providerLimits ? new ProviderLimiter(deps.providerLimits, deps.providerLimitHooks) : undefined;
   const mcp = deps.mcp;
-  const toolActivities = createToolActivities(toolMap, deps.onEvent, (call, output) =>
-    contexts.rememberOutput(currentRun(), call.outputKey ?? Context.current().info.activityId, call.toolName, output),
+  const toolActivities = createToolActivities(
+    toolMap,
+    deps.onEvent,
+    (call, output) =>
+      contexts.rememberOutput(currentRun(), call.outputKey ?? Context.current().info.activityId, call.toolName, output),
+    { keepBytes: deps.storedResultBytes },
   );
   // A call may land on a worker that did not set the run up: it lists the MCP server first.
   const withMcpTool = <I extends { toolName: string }, O>(activity: (input: I) => Promise<O>) =>
@@ -102,6 +111,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     resolveRunSetup: createSetupActivity(deps.tools, deps.models ?? [], hasSearchAttributes, {
       encrypted: deps.encrypted,
+      blobStore: deps.storedResultBytes !== undefined,
       policy: modelPolicy,
       workerIdentity: deps.workerIdentity,
       ownTaskQueue: deps.ownTaskQueue,

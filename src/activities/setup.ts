@@ -57,6 +57,8 @@ export function createSetupActivity(
   hasSearchAttributes: SearchAttributeCheck = async () => false,
   options: {
     encrypted?: boolean;
+    /** The worker keeps big payloads in a blob store (`RunSetup.blobStore`). */
+    blobStore?: boolean;
     listMore?: ToolLister;
     policy?: ModelPolicy;
     /** The worker's identity, named when it lacks a run's model. */
@@ -129,6 +131,7 @@ export function createSetupActivity(
       tools: selected.map(toToolSpec),
       searchAttributes,
       ...(options.encrypted ? { private: true } : {}),
+      ...(options.blobStore ? { blobStore: true } : {}),
       ...(ownQueue ? { taskQueue: ownQueue } : {}),
     };
   };

@@ -10,9 +10,10 @@ import type {
   ExecuteToolInput,
   ExecuteToolOutput,
   PrepareToolOutput,
+  ToolResultLimits,
 } from "../types.js";
 import { errorOutput } from "../workflows/tool-output.js";
-import { boundFailure, capErrorText, capToolResult } from "./result-limits.js";
+import { boundFailure, capErrorText, capToolResult, keepErrorText, keepToolResult } from "./result-limits.js";
 import { activityEmitter } from "./events.js";
 import { withHeartbeats } from "./heartbeat.js";
 
@@ -91,7 +92,30 @@ export function createToolActivities(
   tools: Map<string, AgentTool<any>>,
   onEvent: AgentEventSink | undefined,
   onOutput: ToolOutputListener = () => {},
+  options: {
+    /**
+     * The worker has a blob store (External Storage): results and error texts up to this many bytes are kept whole,
+     * the limits cutting only the model's copy (`modelContent`). Undefined: cut to the limits, as without a store.
+     */
+    keepBytes?: number;
+  } = {},
 ) {
+  const { keepBytes } = options;
+  /** The output of a result: cut to the limits, or kept whole with the model's cut copy beside it. */
+  const resultOutput = (result: AgentToolResult, limits: ToolResultLimits): ExecuteToolOutput => {
+    if (keepBytes === undefined) return { result: capToolResult(result, limits), isError: false };
+    const kept = keepToolResult(result, limits, keepBytes);
+    return { result: kept.result, isError: false, ...(kept.modelContent ? { modelContent: kept.modelContent } : {}) };
+  };
+  /** The error output of what a tool threw, like resultOutput. */
+  const errorTextOutput = (text: string, limits: ToolResultLimits): ExecuteToolOutput => {
+    if (keepBytes === undefined) return errorOutput(capErrorText(text, limits));
+    const kept = keepErrorText(text, limits, keepBytes);
+    return {
+      ...errorOutput(kept.text),
+      ...(kept.modelText !== undefined ? { modelContent: [{ type: "text", text: kept.modelText }] } : {}),
+    };
+  };
   /** Validates the arguments and asks the tool's approval predicate (only for tools that have one). */
   async function prepareToolCall(input: ExecuteToolInput): Promise<PrepareToolOutput> {
     const tool = tools.get(input.toolName);
@@ -163,10 +187,7 @@ export function createToolActivities(
           tool.execute(input.toolCallId, checked.args as never, signal, onUpdate),
         );
         const value = await withGrace(execution, signal, tool.cancelGracePeriodMs ?? DEFAULT_GRACE_MS, input.toolName);
-        return {
-          result: capToolResult(normalizeToolResult(input.toolName, value), limits),
-          isError: false,
-        };
+        return resultOutput(normalizeToolResult(input.toolName, value), limits);
       } catch (err) {
         // A cancel reports only its (bounded) message: a tool's own CancelledFailure may carry anything in details.
         if (signal.aborted)
@@ -174,7 +195,7 @@ export function createToolActivities(
             err instanceof CancelledFailure ? capErrorText(errorText(err), limits) : `${input.toolName} cancelled`,
           );
         // The model sees what the tool threw, cut like a result: an error too big for history would fail the call.
-        return errorOutput(capErrorText(errorText(err), limits));
+        return errorTextOutput(errorText(err), limits);
       } finally {
         live = false;
       }

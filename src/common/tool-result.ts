@@ -9,7 +9,8 @@ import type { ExecuteToolOutput } from "../types.js";
 
 /**
  * The result message of tool call `toolCallId` from its activity's output.
- * `details` (for logs and UI) is kept unless `forModel`: the model's copy never has it.
+ * `details` (for logs and UI) is kept unless `forModel`: the model's copy never has it, and has the output's
+ * `modelContent` (the cut copy of a result kept whole in a blob store) when there is one.
  */
 export function toolResultMessage(
   toolCallId: string,
@@ -22,7 +23,7 @@ export function toolResultMessage(
     role: "toolResult",
     toolCallId,
     toolName,
-    content: output.result.content,
+    content: (forModel && output.modelContent) || output.result.content,
     ...(!forModel && output.result.details !== undefined ? { details: output.result.details } : {}),
     isError: output.isError,
     timestamp,

@@ -4,7 +4,7 @@
  * holds messages already (so model calls can refer to them). A part of
  * `RunState` that only this file writes.
  */
-import type { Usage } from "@jai/ai";
+import type { ToolResultMessage, Usage } from "@jai/ai";
 import type { AgentMessage } from "../contracts.js";
 import type { ContinuedRun } from "./wire.js";
 import { addUsage, emptyUsage } from "../common/usage.js";
@@ -32,6 +32,11 @@ export class Conversation {
    */
   fromActivity = new Map<unknown, string>();
   /**
+   * The model's copy of a tool result kept whole in a blob store, by the whole result's content (the array the
+   * activity returned): its context message holds this instead (`ExecuteToolOutput.modelContent`).
+   */
+  modelViews = new WeakMap<object, ToolResultMessage["content"]>();
+  /**
    * User messages that history holds already, by object: where (see
    * `UserInputRef.source`). A call whose new messages are too big to ride
    * inline passes these by reference.
@@ -54,7 +59,9 @@ export class Conversation {
 
   add(message: AgentMessage): void {
     this.transcript.push(message);
-    this.context.push(withoutDetails(message));
+    const model = withoutDetails(message);
+    const view = model.role === "toolResult" ? this.modelViews.get(message.content as object) : undefined;
+    this.context.push(view && model.role === "toolResult" ? { ...model, content: view } : model);
     this.newMessages.push(message);
     if (message.role === "assistant") this.usage = addUsage(this.usage, message.usage);
   }
@@ -73,9 +80,15 @@ export class Conversation {
     return this.transcript.some((m) => m.role === "toolResult" && m.toolCallId === toolCallId);
   }
 
-  /** `content` is exactly the output of activity `activityId`: model calls refer to it there. */
-  noteActivityOutput(content: unknown, activityId: string): void {
-    this.fromActivity.set(content, activityId);
+  /**
+   * `content` is exactly the output of activity `activityId`: model calls refer to it there. With `modelContent`
+   * (a result kept whole in a blob store) the context holds that copy instead, and it is what is referred to.
+   */
+  noteActivityOutput(content: unknown, activityId: string, modelContent?: ToolResultMessage["content"]): void {
+    if (modelContent && typeof content === "object" && content !== null) {
+      this.modelViews.set(content, modelContent);
+      this.fromActivity.set(modelContent, activityId);
+    } else this.fromActivity.set(content, activityId);
   }
 
   /** `message` is held by history at `source` (see `UserInputRef.source`). */

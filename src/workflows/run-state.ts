@@ -38,6 +38,11 @@ export type { ApprovalWait } from "./tool-batch-state.js";
 
 /** Results stay far below Temporal's 2 MB payload limit, however long the run. */
 const RESULT_BUDGET_BYTES = 1_500_000;
+/**
+ * With a blob store (`RunSetup.blobStore`) a result goes there whole, history keeping a claim: the budget is the
+ * workers' memory's, not Temporal's payload limit (docs/large-payloads.md).
+ */
+export const STORED_RESULT_BUDGET_BYTES = 256 * 1024 * 1024;
 /** New messages carried for the final result (older ones are counted, not carried). */
 const CARRIED_NEW_MESSAGES_BYTES = 256_000;
 /** Unclaimed prompt answers carried (each a few numbers); older ones are dropped. */
@@ -49,8 +54,9 @@ const CARRIED_DROPPED = 100;
 export function fitMessages(
   messages: AgentMessage[],
   alreadyOmitted = 0,
+  budgetBytes = RESULT_BUDGET_BYTES,
 ): { messages: AgentMessage[]; messagesOmitted?: number } {
-  if (jsonBytes(messages) <= RESULT_BUDGET_BYTES)
+  if (jsonBytes(messages) <= budgetBytes)
     return alreadyOmitted ? { messages, messagesOmitted: alreadyOmitted } : { messages };
   return { messages: messages.slice(-1), messagesOmitted: alreadyOmitted + messages.length - 1 };
 }
@@ -128,6 +134,8 @@ export class RunState {
   errorMessage?: string;
   /** Typed output: the last prompt's validated final answer (run input `output`). */
   output?: unknown;
+  /** The most bytes of messages a result or prompt answer carries (more with a blob store: `useBlobStore`). */
+  resultBudgetBytes = RESULT_BUDGET_BYTES;
   /** Search attribute values last upserted, by name; undefined while the run does not upsert them (see enableSearchAttributes). */
   private searchAttributes?: Map<string, unknown>;
 
@@ -194,6 +202,11 @@ export class RunState {
     return message;
   }
 
+  /** The run's workers keep big payloads in a blob store (`RunSetup.blobStore`): results carry their messages whole. */
+  useBlobStore(on: boolean | undefined): void {
+    if (on) this.resultBudgetBytes = STORED_RESULT_BUDGET_BYTES;
+  }
+
   /** The setup activity failed for good: the run ends with stopReason "error". */
   setupFailed(message: string): void {
     this.stopReason = "error";
@@ -229,7 +242,7 @@ export class RunState {
     const from = answer.start - omitted;
     const messages = this.conversation.newMessages.slice(Math.max(0, from), Math.max(0, answer.end - omitted));
     return {
-      ...fitMessages(messages, Math.max(0, Math.min(answer.end, omitted) - answer.start)),
+      ...fitMessages(messages, Math.max(0, Math.min(answer.end, omitted) - answer.start), this.resultBudgetBytes),
       stopReason: answer.stopReason,
       ...(answer.errorMessage !== undefined ? { errorMessage: answer.errorMessage } : {}),
       ...(answer.output !== undefined ? { output: answer.output } : {}),

@@ -175,6 +175,12 @@ export interface RunSetup {
    */
   private?: boolean;
   /**
+   * The worker keeps payloads too big for history in a blob store (External Storage, docs/large-payloads.md): the
+   * run's result and prompt answers carry their messages whole up to `STORED_RESULT_BUDGET_BYTES`, not 1.5 MB.
+   * Recorded, so replays agree; absent from histories recorded before it existed and from workers without a store.
+   */
+  blobStore?: boolean;
+  /**
    * The own queue of the worker that answered a setup run as a regular activity: the one taken to any worker of
    * the queue after the local setup's worker lacked the run's model. That worker serves the model, so the run's
    * first model call goes to its queue rather than to whichever worker of the shared queue polls first. Absent
@@ -328,6 +334,12 @@ export interface ExecuteToolOutput {
   result: AgentToolResult;
   /** True when the call failed validation or `execute` threw. */
   isError: boolean;
+  /**
+   * With a blob store (docs/large-payloads.md) `result` is whole (up to the store's `maxResultBytes`) and, when the
+   * run's `toolResultLimits` cut it, this is the model's copy of its content: what the model's context holds
+   * (transcript: `result`). Absent: the model sees `result.content`.
+   */
+  modelContent?: AgentToolResult["content"];
   /**
    * The activity attempt that produced this output, when it was not the first: an earlier attempt's
    * worker stopped or froze (a tool's own errors are results, never retried), so the run stops sending its
