@@ -240,7 +240,8 @@ export interface SubAgentSpec {
 /**
  * Everything the loop tells the outside world about a run, in order (pi-agent-core's order; see
  * docs/how-a-run-works.md, "Events"). Contract: exactly one `agent_end` per `agent_start`; every
- * `tool_execution_start` is followed by its `tool_execution_end`. Live and best effort: history is the record.
+ * `tool_execution_start` is followed by its `tool_execution_end`. Live: history is the record. Each event comes
+ * with its `eventId` (`AgentEventRef`), by which a repeat is told from a new event.
  */
 export type AgentEvent =
   | {
@@ -326,8 +327,28 @@ export interface AgentRunRef {
   runId: string;
 }
 
-/** Receives every event of every run the worker serves. Contract: must not throw; slow sinks slow the worker. */
-export type AgentEventSink = (event: AgentEvent, run: AgentRunRef) => void | Promise<void>;
+/** Identifies one event of a run: the run, and the event in it. What `onEvent` gets beside the event. */
+export interface AgentEventRef extends AgentRunRef {
+  /**
+   * The event's identity in its run's stream (one per workflow id, across continue-as-new): the same however
+   * often the event is delivered, different for different events. `<runId>/<n>.<digest>` for the n-th event the
+   * run's workflow code emitted (n is computed from workflow state, which a retried workflow task recomputes
+   * identically; the digest is of what the event says but its timestamps, so a retry that took another path
+   * emits another id at that n); `<runId>/<activityId>@<attempt>/<n>` for the n-th of an activity attempt (token
+   * deltas, tool progress, a model's `message_start`; a retried activity is a new attempt whose events are new).
+   * See docs/streaming.md, "Repeats", and src/events/identity.ts (`EventDeduper`).
+   */
+  eventId: string;
+}
+
+/**
+ * Receives every event of every run the worker serves. Contract: must not throw; slow sinks slow the worker.
+ * Contract: at least once, not exactly once: a workflow task that is retried (it timed out on a busy worker, its
+ * worker died before completing it, or the server refused it) delivers the events it emitted again, with the same
+ * `ref.eventId`; drop an event whose `eventId` was seen (`EventDeduper`; the event tap, SSE, `handle.events()`
+ * and the console do). Events of one emitter (the run's workflow code, or one activity attempt) arrive in order.
+ */
+export type AgentEventSink = (event: AgentEvent, ref: AgentEventRef) => void | Promise<void>;
 
 /** A model: an `@jai/ai` Model object, or `"provider/modelId"` resolved in the worker. */
 export type ModelRef = Model<Api> | string;

@@ -29,6 +29,7 @@ import type { AgentSinks } from "./workflows/definitions.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
 import { bundleEncryptsFailures, encryptsFailures, withEncryptedFailures } from "./codec/config.js";
 import type { RunEventsService } from "./events/serve.js";
+import { workflowEventId } from "./events/identity.js";
 
 /**
  * What the plugin serves (see `AgentServeOptions`). A plugin worker has no own
@@ -96,7 +97,12 @@ export class AgentPlugin
     const sinks: InjectedSinks<AgentSinks> = {
       agent: {
         emit: {
-          fn: (info, event) => onEvent?.(event, { workflowId: info.workflowId, runId: info.runId }),
+          fn: (info, event, seq) =>
+            onEvent?.(event, {
+              workflowId: info.workflowId,
+              runId: info.runId,
+              eventId: workflowEventId(info.runId, seq, event),
+            }),
           callDuringReplay: false,
         },
       },

@@ -35,6 +35,7 @@ import {
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 import type { AgentEventSink } from "./types.js";
 import type { RunEventsEndpoint, RunEventsService } from "./events/serve.js";
+import { workflowEventId } from "./events/identity.js";
 
 export { DEFAULT_TASK_QUEUE };
 
@@ -375,7 +376,12 @@ function agentSinks(agent: Agent): InjectedSinks<AgentSinks> {
   const sinks: InjectedSinks<AgentSinks> = {
     agent: {
       emit: {
-        fn: (info, event) => onEvent?.(event, { workflowId: info.workflowId, runId: info.runId }),
+        fn: (info, event, seq) =>
+          onEvent?.(event, {
+            workflowId: info.workflowId,
+            runId: info.runId,
+            eventId: workflowEventId(info.runId, seq, event),
+          }),
         callDuringReplay: false,
       },
     },

@@ -1,16 +1,20 @@
 /** Delivers activity-level events to the worker's sink without letting a faulty sink break the activity. */
-import { log } from "@temporalio/activity";
+import { Context, log } from "@temporalio/activity";
 import type { AgentEvent, AgentEventSink } from "../types.js";
+import { activityEventId } from "../events/identity.js";
 import { currentRun } from "./heartbeat.js";
 
 export type Emit = (event: AgentEvent) => void;
 
+/** One emitter per activity attempt: its events are numbered in the order it emits them (their `eventId`). */
 export function activityEmitter(onEvent: AgentEventSink | undefined): Emit {
   if (!onEvent) return () => {};
   const run = currentRun();
+  const { activityId, attempt } = Context.current().info;
+  let emitted = 0;
   return (event) => {
     try {
-      const pending = onEvent(event, run);
+      const pending = onEvent(event, { ...run, eventId: activityEventId(run.runId, activityId, attempt, emitted++) });
       if (pending && typeof pending.catch === "function")
         pending.catch((err) => log.warn("onEvent sink failed", { error: String(err) }));
     } catch (err) {

@@ -8,6 +8,7 @@ export { defineConfig, type AgentServiceConfig } from "../worker-process/config.
 export { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";
 export { createFileTools } from "../tools/fs-tools.js";
 export { agentTool, type AgentToolConfig } from "../subagents/agent-tool.js";
+export { EventDeduper } from "../events/identity.js";
 export type { McpServerConfig, McpStdioTransport, McpHttpTransport } from "../mcp/config.js";
 export {
   signWebhookBody,

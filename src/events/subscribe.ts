@@ -3,7 +3,9 @@
  * client. Live events come over SSE from the event tap of the worker process
  * serving the run (found from the worker identity its history records, or
  * given), token deltas included; a run no tap holds is rebuilt from its
- * transcript. Every event comes with a cursor to resume after it.
+ * transcript. Every event comes with a cursor to resume after it and its
+ * identity; each is given once (a repeat of one given already, by its id, is
+ * dropped: docs/streaming.md, "Repeats").
  *
  * History is not trusted to direct the token (docs/design.md §3): the bearer token
  * goes to a URL the caller configured (`url`, JAI_EVENTS_URL) or one found in
@@ -15,13 +17,20 @@ import type { Client } from "@temporalio/client";
 import type { AssistantMessage } from "@jai/ai";
 import type { AgentEvent, AgentMessage } from "../types.js";
 import { transcriptEvents } from "./from-history.js";
-import { partialRebuilder, type WireEvent } from "./wire.js";
+import { EventDeduper } from "./identity.js";
+import { partialRebuilder, unframe, type WireFrame } from "./wire.js";
 
 /** An event of a run and where it is in the run's event stream. */
 export interface RunEvent {
   /** Pass as `from` to get the events after this one. */
   cursor: string;
   event: AgentEvent;
+  /**
+   * The event's identity: its `eventId` (what `onEvent` got as `ref.eventId`) for an event from a worker's tap;
+   * for one rebuilt from the transcript, its position there (`h<n>`, the same as its cursor). The stream never
+   * gives two events with one id.
+   */
+  id: string;
 }
 
 export interface RunEventsOptions {
@@ -152,7 +161,7 @@ async function* fromTranscript(reader: RunReader, options: RunEventsOptions): As
   for (;;) {
     const ended = await reader.closed();
     const events = transcriptEvents(await reader.transcript(), ended);
-    for (; sent < events.length; sent++) yield { cursor: `h${sent}`, event: events[sent] };
+    for (; sent < events.length; sent++) yield { cursor: `h${sent}`, event: events[sent], id: `h${sent}` };
     if (ended || options.signal?.aborted) return;
     await new Promise((r) => setTimeout(r, 1000));
   }
@@ -180,6 +189,8 @@ async function* overSse(
   let rebuild = partialRebuilder();
   let failures = 0;
   let given = 0;
+  /** Repeats (an event with the id of one given already: a retried workflow task emitted it again) are dropped. */
+  const seen = new EventDeduper();
   /** After a restart: transcript-derived events below this index were given already. */
   let skip = 0;
   const token = withToken ? (options.token ?? process.env.JAI_HTTP_TOKEN) : undefined;
@@ -251,9 +262,11 @@ async function* overSse(
           cursor = frame.id;
           const h = /^h(\d+)$/.exec(frame.id);
           if (h && Number(h[1]) < skip) continue;
-          const event = rebuild(JSON.parse(frame.data) as WireEvent);
+          const { event: wire, eventId } = unframe(JSON.parse(frame.data) as WireFrame);
+          if (seen.repeat(eventId)) continue;
+          const event = rebuild(wire);
           if (!LIVE_ONLY.has(event.type)) given++;
-          yield { cursor, event };
+          yield { cursor, event, id: eventId ?? cursor };
         }
       } catch (err) {
         if (options.signal?.aborted) return;

@@ -24,8 +24,13 @@
  * the cursor, other than a delta, was evicted (or never kept). Such a reader
  * has lost events here; the transcript-derived stream (cursor `h<n>`,
  * `handle.transcript()`) still has every message.
+ *
+ * Repeats: an event whose `eventId` the run's log has had already (a retried
+ * workflow task emits its events again, src/events/identity.ts) is dropped,
+ * so a reader of one tap gets each event once. It takes no sequence number.
  */
 import type { AgentEvent, AgentEventSink, AgentRunRef } from "../types.js";
+import { EventDeduper } from "./identity.js";
 import { deltaEncoder, type SequencedEvent, type WireEvent } from "./wire.js";
 
 export interface EventTapOptions {
@@ -53,6 +58,8 @@ interface RunLog {
   streamLost: boolean;
   /** Highest seq of an event (not a delta) that was evicted or never kept; -1 when none. */
   lostThrough: number;
+  /** Tells the events the log had from repeats. */
+  seen: EventDeduper;
 }
 
 const isDelta = (e: WireEvent) => e.type === "message_update" || e.type === "tool_execution_update";
@@ -66,6 +73,8 @@ export class EventTap {
   private readonly maxRunBytes: number;
   /** The next seq of runs forgotten lately (oldest first): one that comes back must not reuse its numbers. */
   private readonly forgotten = new Map<string, number>();
+  /** Events dropped as repeats of one the run's log had (same `eventId`), since the tap was made. */
+  repeatsDropped = 0;
 
   constructor(options: EventTapOptions = {}) {
     this.maxRuns = options.maxRuns ?? 500;
@@ -105,7 +114,12 @@ export class EventTap {
     return log !== undefined && log.lostThrough <= after;
   }
 
-  append(run: AgentRunRef, event: AgentEvent): void {
+  /** Logs an event of the run; one whose `eventId` the run's log had already is a repeat and is dropped. */
+  append(run: AgentRunRef & { eventId?: string }, event: AgentEvent): void {
+    if (this.runs.get(run.workflowId)?.seen.repeat(run.eventId)) {
+      this.repeatsDropped++;
+      return;
+    }
     let log = this.runs.get(run.workflowId);
     if (log) this.runs.delete(run.workflowId); // re-insert: Map order is recency
     if (!log) {
@@ -122,7 +136,9 @@ export class EventTap {
         clean: 0,
         streamLost: false,
         lostThrough: first - 1,
+        seen: new EventDeduper(),
       };
+      log.seen.repeat(run.eventId);
     }
     this.runs.set(run.workflowId, log);
     const early = this.waiting.get(run.workflowId);
@@ -132,8 +148,9 @@ export class EventTap {
     }
     const wire = log.encode(event);
     const seq = log.next++;
-    // Measured as stored and as served: the UTF-8 bytes of its JSON.
-    const bytes = Buffer.byteLength(JSON.stringify(wire), "utf8");
+    const id = run.eventId;
+    // Measured as stored and as served: the UTF-8 bytes of its JSON (and of its id).
+    const bytes = Buffer.byteLength(JSON.stringify(wire), "utf8") + (id === undefined ? 0 : Buffer.byteLength(id));
     if (isAssistantStart(wire)) {
       // A new stream: every delta before it belongs to a finished one.
       log.streamStart = log.entries.length;
@@ -144,7 +161,7 @@ export class EventTap {
       if (!isDelta(wire)) log.lostThrough = seq;
       if (isAssistantStart(wire)) log.streamLost = true;
     } else {
-      log.entries.push({ seq, event: wire, bytes });
+      log.entries.push({ seq, event: wire, bytes, ...(id === undefined ? {} : { id }) });
       log.bytes += bytes;
       if (log.bytes > this.maxRunBytes) this.trim(log);
     }
@@ -201,7 +218,7 @@ export class EventTap {
       if (log.entries[mid].seq <= after) lo = mid + 1;
       else hi = mid;
     }
-    return log.entries.slice(lo).map(({ seq, event }) => ({ seq, event }));
+    return log.entries.slice(lo).map(({ seq, event, id }) => (id === undefined ? { seq, event } : { seq, event, id }));
   }
 
   /** Resolves when the run gets a new event (its first one, for a run the tap does not hold yet), is forgotten, or `ms` pass. */

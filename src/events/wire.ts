@@ -32,6 +32,21 @@ export type WireEvent = Exclude<AgentEvent, DeltaEvent> | WireDelta;
 export interface SequencedEvent {
   seq: number;
   event: WireEvent;
+  /** The event's `eventId` (AgentEventRef), when its sink gave one. */
+  id?: string;
+}
+
+/**
+ * The data of an SSE `agent` frame: the wire event, with the event's `eventId` beside its fields when it has
+ * one (events from the tap); events rebuilt from a transcript have none (their cursor `h<n>` is their identity).
+ */
+export type WireFrame = WireEvent & { eventId?: string };
+
+/** Splits an `agent` frame's data into the wire event and its id. */
+export function unframe(data: WireFrame): { event: WireEvent; eventId?: string } {
+  if (data.eventId === undefined) return { event: data };
+  const { eventId, ...event } = data;
+  return { event: event as WireEvent, eventId };
 }
 
 // The partial message is mutated in place by the stream: whatever the tap keeps must be a copy taken now.

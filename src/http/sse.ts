@@ -3,7 +3,7 @@ import type { ServerResponse } from "node:http";
 import type { EventTap } from "../events/tap.js";
 import type { RunReader } from "../events/subscribe.js";
 import { transcriptEvents } from "../events/from-history.js";
-import { partialRebuilder, type WireEvent } from "../events/wire.js";
+import { partialRebuilder, type WireEvent, type WireFrame } from "../events/wire.js";
 import type { AssistantMessage } from "@jai/ai";
 
 /** How often an idle stream sends a comment (keeps proxies from closing it) and re-checks whether the run closed. */
@@ -32,7 +32,9 @@ async function write(res: ServerResponse, chunk: string): Promise<boolean> {
   return !res.destroyed;
 }
 
-const frame = (id: string, event: WireEvent) => `id: ${id}\nevent: agent\ndata: ${JSON.stringify(event)}\n\n`;
+/** An `agent` frame: the cursor as its SSE id, the event (with its `eventId`, when it has one) as its data. */
+const frame = (cursor: string, event: WireEvent, eventId?: string) =>
+  `id: ${cursor}\nevent: agent\ndata: ${JSON.stringify(eventId === undefined ? event : ({ ...event, eventId } satisfies WireFrame))}\n\n`;
 /**
  * Sent before the transcript-derived events (`h0` on) when the tap lost events this reader had not read: a `t`
  * cursor it cannot place, or a reader that fell behind while the tap evicted. What follows starts over from the
@@ -94,6 +96,13 @@ export async function streamRunEvents(
       if (partial && !(await write(res, `event: prime\ndata: ${JSON.stringify(partial)}\n\n`))) return;
     }
     let ended = false;
+    /**
+     * Quick looks left after an agent_end: the run completes right after its last event (the worker completes
+     * the workflow task once the sinks returned), so the first look usually finds it still running. Looked at
+     * again after 0.2, 0.4, 0.8, 1.6 and 3.2 s rather than after IDLE_MS; then a session waiting for its next
+     * prompt is looked at every IDLE_MS as before.
+     */
+    let soon = 0;
     for (;;) {
       const batch = tap.since(workflowId, after);
       // The tap evicted events after this reader's position while it was behind (a slow socket): going on
@@ -104,10 +113,10 @@ export async function streamRunEvents(
         restart = true;
         break;
       }
-      for (const { seq, event } of batch) {
-        if (!(await write(res, frame(`t${seq}`, event)))) return;
+      for (const { seq, event, id } of batch) {
+        if (!(await write(res, frame(`t${seq}`, event, id)))) return;
         after = seq;
-        if (event.type === "agent_end") ended = true;
+        if (event.type === "agent_end") [ended, soon] = [true, 5];
       }
       if (batch.length) continue;
       // agent_end (or a quiet spell): is the chain over? describe answers for its newest run.
@@ -116,10 +125,11 @@ export async function streamRunEvents(
         if (await run.closed()) break;
       }
       const before = tap.head(workflowId);
-      await tap.wait(workflowId, IDLE_MS);
+      const quick = soon > 0;
+      await tap.wait(workflowId, quick ? 200 * 2 ** (5 - soon--) : IDLE_MS);
       if (res.destroyed) return;
       if (tap.head(workflowId) === before) {
-        if (!(await write(res, ": idle\n\n"))) return;
+        if (!quick && !(await write(res, ": idle\n\n"))) return;
         if (await run.closed()) break;
       }
     }

@@ -34,7 +34,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  proxySinks,
   patched,
   upsertMemo,
   upsertSearchAttributes,
@@ -48,12 +47,13 @@ import {
   resolveRunSetupOnAnyWorker,
 } from "./activities.js";
 import { FailureType } from "../common/failure-types.js";
-import type { AgentEvent, AgentMessage, AgentRunInput, AgentRunResult } from "../contracts.js";
+import type { AgentMessage, AgentRunInput, AgentRunResult } from "../contracts.js";
 import type { AgentRunWorkflowInput, PromptLoopState, RunSetup } from "./wire.js";
 import type { RunContext } from "./run-context.js";
 import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, shouldContinueAsNew } from "./continue-as-new.js";
-import { AGENT_RUN_FAILED, type AgentSinks } from "./definitions.js";
+import { AGENT_RUN_FAILED } from "./definitions.js";
+import { emit } from "./event-sink.js";
 import { installHandlers } from "./handlers.js";
 import {
   BUDGET_FIELDS,
@@ -97,9 +97,6 @@ import { withCompletionWebhook } from "./webhook.js";
 
 const DEFAULT_MAX_TURNS = 50;
 const DEFAULT_IDLE_TIMEOUT = "1h";
-
-const { agent } = proxySinks<AgentSinks>();
-const emit = (event: AgentEvent) => agent.emit(event);
 
 /** Workflow `agentRun`: one agent run (or session), from prompt to final answer. */
 export async function agentRun(input: AgentRunWorkflowInput): Promise<AgentRunResult> {

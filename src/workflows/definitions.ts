@@ -41,7 +41,11 @@ export const modelContextQuery = defineQuery<ModelContextPage, [options: { offse
 
 /** Workflow-level events leave the workflow through this sink: never recorded in history, not re-sent on replay. */
 export interface AgentSinks extends Sinks {
-  agent: { emit(event: AgentEvent): void };
+  /**
+   * `seq`: the event's number among those this run's workflow code emitted (workflows/event-sink.ts), the same
+   * when a retried workflow task emits it again; absent from a bundle built before it was passed.
+   */
+  agent: { emit(event: AgentEvent, seq?: number): void };
   /** Run-level facts for the worker's metrics (src/telemetry/metrics.ts); like `agent`, not called on replay. */
   metrics: {
     runStarted(model: string): void;

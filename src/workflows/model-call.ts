@@ -6,14 +6,13 @@ import {
   CancelledFailure,
   isCancellation,
   log,
-  proxySinks,
   TimeoutFailure,
 } from "@temporalio/workflow";
 import type { AssistantMessage } from "@jai/ai";
 import type { ModelReply } from "./wire.js";
 import { modelContextRef } from "./context-ref.js";
 import { fitContext, modelTools } from "./context-fit.js";
-import type { AgentSinks } from "./definitions.js";
+import { emit as emitEvent } from "./event-sink.js";
 import type { RunContext } from "./run-context.js";
 import { routedOptions } from "./routing.js";
 import { modelSummary } from "./summary.js";
@@ -25,7 +24,6 @@ import { metrics } from "./metrics-sink.js";
 
 // The routing rules live in routing.ts (tool calls use them too); their tests read them here.
 export { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs, taskLost } from "./routing.js";
-const { agent } = proxySinks<AgentSinks>();
 
 /** Thrown when the run is cancelled during a model call; carries what had streamed by then. */
 export class CancelledDuringModelCall extends Error {
@@ -164,6 +162,6 @@ async function modelCallFailed(
         : `Model call failed: ${err.cause?.message ?? err.message}${fallback > 0 ? ` (the last model of the chain of ${fallback + 1})` : ""}`,
     timestamp: Date.now(),
   };
-  agent.emit({ type: "message_start", message });
+  emitEvent({ type: "message_start", message });
   return message;
 }

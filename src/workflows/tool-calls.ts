@@ -8,7 +8,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  proxySinks,
   TimeoutFailure,
   type ActivityOptions,
   type LocalActivityOptions,
@@ -17,7 +16,7 @@ import type { ToolCall, ToolResultMessage } from "@jai/ai";
 import { toolResultMessage } from "../common/tool-result.js";
 import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activities.js";
 import type { AgentEvent, ClientToolDeclaration, ToolExecutionMode } from "../contracts.js";
-import type { AgentSinks } from "./definitions.js";
+import { emit as emitEvent } from "./event-sink.js";
 import { policyDenial } from "./approval-policy.js";
 import { clientToolSpecs } from "./client-tools.js";
 import type { ExecuteToolInput, ExecuteToolOutput, RunSetup, ToolSpec } from "./wire.js";
@@ -30,8 +29,6 @@ import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";
 import { APPROVAL_POLICY_PATCH, CLIENT_WAIT_STATUS_PATCH, LOCAL_ACTIVITIES_PATCH, hasChange } from "./patches.js";
-
-const { agent } = proxySinks<AgentSinks>();
 
 /** How a tool's calls run when neither the tool nor the run says. */
 export const DEFAULT_TOOL_EXECUTION: ToolExecutionMode = "parallel";
@@ -237,7 +234,7 @@ async function awaitClientResult(
   // activation, after this call): "waiting_for_client" only when nothing else runs, without a flicker.
   if (state.tools.clientWaitStatus) void Promise.resolve().then(() => state.publishDetails());
   else state.publishDetails();
-  agent.emit({
+  emitEvent({
     type: "tool_execution_update",
     toolCallId: call.id,
     toolName: call.name,

@@ -6,6 +6,12 @@
  * transcripts must be equal. What differs on purpose is listed in
  * INTENTIONAL_DIFFERENCES, which must match docs/conformance.md's "Differences
  * from the in-process loop".
+ *
+ * The durable side's events are what its worker's onEvent got, deduplicated by
+ * eventId (onEvent is at least once: a retried workflow task delivers its
+ * events again). A third of the scenarios retry a workflow task on purpose
+ * (`retriedTask`): the first workflow task, or the one that ends the first
+ * turn, is held by onEvent until the server records its timeout.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
@@ -30,8 +36,18 @@ import {
 import { startAgentRun } from "../../src/client.js";
 import type { AgentEvent, AgentMessage, AgentRunResult, AgentTool, ToolExecutionMode } from "../../src/types.js";
 import { openTestEnv, testWorker, toolEventProblems, uniqueId, type TestEnv } from "../support/helpers.js";
+import { waitFor } from "../support/crash/harness.js";
 
 const SCENARIOS = 100;
+
+/**
+ * Which workflow task of a scenario's run is retried on purpose: the one that emits this event first (held by
+ * onEvent until the server times the task out; its events are delivered again by the retry).
+ */
+const retriedTask = (seed: number): "agent_start" | "turn_end" | undefined =>
+  seed % 6 === 0 ? "agent_start" : seed % 6 === 3 ? "turn_end" : undefined;
+/** The workflow task timeout of the runs that retry one: how long a held task waits. */
+const HELD_TASK_TIMEOUT = "2s";
 const SYSTEM_PROMPT = "You are tested against the reference loop.";
 
 /** mulberry32: small, fast and good enough to pick scenarios reproducibly from a seed. */
@@ -316,6 +332,10 @@ const trace = (events: AgentEvent[]) =>
 interface Side {
   events: AgentEvent[];
   messages: AgentMessage[];
+  /** Durable side: events onEvent got again (same eventId), dropped from `events`. */
+  repeats?: number;
+  /** Durable side: workflow tasks that timed out, from the run's history. */
+  timedOutTasks?: number;
 }
 
 /**
@@ -368,12 +388,24 @@ beforeAll(async () => {
    * precedes the model's message_start. Not ordered: events of different calls
    * of one group (concurrent activities) - which `canonical` does not compare.
    */
-  const durableEvents = new Map<string, AgentEvent[]>();
+  const durableEvents = new Map<string, { events: AgentEvent[]; ids: Set<string>; repeats: number }>();
+  /** Runs whose task emitting this event is to be held until it times out (once per run). */
+  const holds = new Map<string, AgentEvent["type"]>();
+  const timedOutTasks = async (workflowId: string) =>
+    ((await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []).filter(
+      (e) => e.workflowTaskTimedOutEventAttributes,
+    ).length;
   const { worker, taskQueue } = await testWorker(env, TOOLS, {
-    onEvent: (event, run) => {
-      const list = durableEvents.get(run.workflowId) ?? [];
-      list.push(event);
-      durableEvents.set(run.workflowId, list);
+    onEvent: async (event, ref) => {
+      const run = durableEvents.get(ref.workflowId) ?? { events: [], ids: new Set(), repeats: 0 };
+      durableEvents.set(ref.workflowId, run);
+      if (run.ids.has(ref.eventId)) run.repeats++;
+      else run.events.push(event);
+      run.ids.add(ref.eventId);
+      if (holds.get(ref.workflowId) !== event.type) return;
+      holds.delete(ref.workflowId);
+      // The worker completes the task only once its sinks returned: held until the server timed it out.
+      await waitFor(async () => (await timedOutTasks(ref.workflowId)) > 0, 120_000, `${ref.workflowId}'s task timeout`);
     },
   });
 
@@ -410,6 +442,8 @@ beforeAll(async () => {
       };
       const durable = async () => {
         const workflowId = uniqueId(`conformance-${scenario.seed}`);
+        const hold = retriedTask(scenario.seed);
+        if (hold) holds.set(workflowId, hold);
         const handle = await startAgentRun(env.client, {
           taskQueue,
           workflowId,
@@ -418,10 +452,14 @@ beforeAll(async () => {
           prompt,
           toolExecution: scenario.toolExecution,
           ...(scenario.maxTurns !== undefined ? { maxTurns: scenario.maxTurns } : {}),
+          ...(hold ? { workflowTaskTimeout: HELD_TASK_TIMEOUT } : {}),
         });
         const result = await handle.result();
+        const run = durableEvents.get(workflowId);
         return {
-          events: durableEvents.get(workflowId) ?? [],
+          events: run?.events ?? [],
+          repeats: run?.repeats ?? 0,
+          timedOutTasks: await timedOutTasks(workflowId),
           messages: result.messages,
           stopReason: result.stopReason,
         };
@@ -474,6 +512,23 @@ describe("conformance with pi-agent-core's runAgentLoop", () => {
     };
     expect(outcomes.filter((o) => outOfOrder(o.durable.events)).length).toBeGreaterThan(5);
     expect(outcomes.filter((o) => outOfOrder(o.reference.events)).length).toBeGreaterThan(5);
+  });
+
+  it("retried workflow tasks on purpose, and their events reached onEvent again with the same eventIds", () => {
+    const held = outcomes.filter((o) => retriedTask(o.scenario.seed) !== undefined);
+    expect(held.length).toBeGreaterThanOrEqual(SCENARIOS / 4);
+    for (const o of held) {
+      expect({ seed: o.scenario.seed, timedOut: o.durable.timedOutTasks! > 0 }).toEqual({
+        seed: o.scenario.seed,
+        timedOut: true,
+      });
+      expect({ seed: o.scenario.seed, repeated: o.durable.repeats! > 0 }).toEqual({
+        seed: o.scenario.seed,
+        repeated: true,
+      });
+    }
+    // Both kinds: the first workflow task, and one after a model call.
+    expect(new Set(held.map((o) => retriedTask(o.scenario.seed)))).toEqual(new Set(["agent_start", "turn_end"]));
   });
 
   it.each(Array.from({ length: SCENARIOS }, (_, i) => i))("scenario #%i matches the reference loop", (i) => {

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { COMMON_JS } from "./common.js";
 import { MARKDOWN_JS } from "./markdown.js";
-import { RUN_JS } from "./run-view.js";
+import { EVENT_IDS_JS, RUN_JS } from "./run-view.js";
 import { RUNS_JS } from "./runs-view.js";
 import { CONSOLE_CSS } from "./style.js";
 
@@ -38,7 +38,7 @@ const asset = (path: string, type: string, body: string): ConsoleAsset => ({ pat
 export const CONSOLE_SCRIPT = asset(
   "/console/app.js",
   "application/javascript; charset=utf-8",
-  [COMMON_JS, MARKDOWN_JS, RUNS_JS, RUN_JS, BOOT_JS].join("\n"),
+  [COMMON_JS, MARKDOWN_JS, RUNS_JS, EVENT_IDS_JS, RUN_JS, BOOT_JS].join("\n"),
 );
 export const CONSOLE_STYLE = asset("/console/style.css", "text/css; charset=utf-8", CONSOLE_CSS);
 export const CONSOLE_ASSETS = [CONSOLE_SCRIPT, CONSOLE_STYLE];

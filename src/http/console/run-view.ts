@@ -5,6 +5,36 @@
  * Every action is the API's, so the same validated updates as the client's; on an ended run they are disabled
  * and the page says why.
  */
+/**
+ * `eventDeduper()`: tells repeats from new events by their `eventId`, as src/events/identity.ts does. Per emitter
+ * ("<runId>/<n>.<digest>": the run's workflow code; "<runId>/<activityId>@<attempt>/<n>": an activity attempt),
+ * whose events arrive in order: an event at or below the highest place seen is a repeat, unless its digest differs
+ * from the one seen there (another path of a refused workflow task). An event without an id (rebuilt from the
+ * transcript) is new.
+ */
+export const EVENT_IDS_JS = String.raw`
+function eventDeduper() {
+  const emitters = new Map();
+  return {
+    repeat(id) {
+      const m = /^(.+)\/(\d+)(?:\.([\w-]+))?$/.exec(typeof id === "string" ? id : "");
+      if (!m) return false;
+      const n = Number(m[2]), digest = m[3];
+      let e = emitters.get(m[1]);
+      if (!e) emitters.set(m[1], (e = { highest: -1, digests: new Map() }));
+      if (n <= e.highest) {
+        const before = e.digests.get(n);
+        if (digest === undefined || before === undefined || before === digest) return true;
+      }
+      e.highest = Math.max(e.highest, n);
+      if (digest !== undefined) e.digests.set(n, digest);
+      return false;
+    },
+    clear() { emitters.clear(); },
+  };
+}
+`;
+
 export const RUN_JS = String.raw`
 const POLL_MS = 2000;
 const run = { id: "", state: undefined, tools: {}, current: undefined, step: 0, lastAssistant: undefined, polling: false, ended: false };
@@ -231,7 +261,11 @@ function settleLastStep(nextTimestamp) {
 function restartView() {
   $("log").replaceChildren();
   Object.assign(run, { tools: {}, current: undefined, step: 0, lastAssistant: undefined });
+  seenEvents.clear();
 }
+
+/** Each event is shown once: a retried workflow task emits its events again, with the same eventId. */
+const seenEvents = eventDeduper();
 
 function onEvent(e) {
   const log = $("log");
@@ -338,7 +372,7 @@ async function stream(id) {
           }
           if (eventId !== undefined) last = eventId;
           if (event === "restart") restartView(); // the server lost events we had not read: it starts over
-          else if (event === "agent") onEvent(JSON.parse(data));
+          else if (event === "agent") { const e = JSON.parse(data); if (!seenEvents.repeat(e.eventId)) onEvent(e); }
           else if (event === "end") { await refreshState(); document.body.dataset.ended = "1"; return; }
         }
       }
