@@ -9,6 +9,7 @@ import type { temporal } from "@temporalio/proto";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type {
   AgentMessage,
+  ApprovalPolicy,
   AgentRunWorkflowInput,
   AgentRunResult,
   ExecuteFastToolOutput,
@@ -69,6 +70,11 @@ export interface RunStory {
   updates: Map<string, unknown>;
   /** The next run's input, when this run continued as new. */
   continuedAs?: AgentRunWorkflowInput;
+  /**
+   * The approvals as the run's state had them after the last event: its policy (its input's, or what its carry
+   * held, then each accepted setApprovalPolicy) and the tools approved with `remember`, as tool-batch-state.ts keeps them.
+   */
+  approvals?: { policy?: ApprovalPolicy; remembered: string[] };
   failure?: string;
   events: number;
 }
@@ -150,7 +156,10 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
     status: "running",
     events: events.length,
   };
+  const approvals: NonNullable<RunStory["approvals"]> = { remembered: [] };
+  story.approvals = approvals;
   const times = taskTimes(events);
+  let lastReply: AssistantMessage | undefined;
 
   events.forEach((event, index) => {
     const eventId = Number(event.eventId);
@@ -161,6 +170,11 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       story.previousRunId = started.continuedExecutionRunId || undefined;
       story.firstRunId = started.firstExecutionRunId ?? undefined;
       story.startedAt = times.next[index];
+      // As the run starts its approvals (startApprovals): what its carry held, else its input's policy.
+      const carried = story.input?.continued?.approvals;
+      const policy = carried ? carried.policy : story.input?.approvalPolicy;
+      if (policy !== undefined) approvals.policy = policy;
+      approvals.remembered = [...(carried?.remembered ?? [])];
       const prompt = story.input?.prompt;
       if (!story.input?.continued) {
         const opening: AgentMessage[] = Array.isArray(prompt)
@@ -193,6 +207,7 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
         story.usage = addUsage(story.usage, message.usage);
         story.items.push({ kind: "message", message, eventId });
         story.steps.push({ kind: "reply", message });
+        lastReply = message;
       } else if (activity?.type === "resolveRunSetup") {
         story.startedAt = times.next[index]; // a string prompt becomes a message once the setup is in
       } else if (activity?.type === "executeTool") {
@@ -253,6 +268,17 @@ export function storyFromHistory(history: { events?: Event[] | null }, converter
       if (updateId) story.updates.set(updateId, args[0]);
       if (name === "steer" || name === "followUp" || name === "prompt")
         story.steps.push({ kind: "userInput", name, message: userMessage(args[0], times.previous[index]) });
+      // An accepted update always applies (its validator ran before it was written): as the handlers apply it.
+      if (name === "setApprovalPolicy") {
+        const policy = args[0] as ApprovalPolicy | undefined | null;
+        if (policy !== undefined && policy !== null) approvals.policy = policy;
+        else delete approvals.policy;
+      }
+      if (name === "approve" && (args[1] as { remember?: unknown } | undefined)?.remember === true) {
+        // The call waits in the current batch: the last model answer's.
+        const call = lastReply?.content.find((c): c is ToolCall => c.type === "toolCall" && c.id === args[0]);
+        if (call && !approvals.remembered.includes(call.name)) approvals.remembered.push(call.name);
+      }
     }
     for (const [key, status] of CLOSE) {
       const attrs = event[key] as

@@ -148,6 +148,8 @@ export function closedRunState(last: RunStory, messageCount: number): AgentRunSt
   if (result?.stopReason === "error") status = "failed";
   if (result?.stopReason === "aborted") status = "cancelled";
   const replies = last.steps.filter((s) => s.kind === "reply").length;
+  // The floor is the chain's first input's, which every continued run's input repeats.
+  const floor = Array.isArray(last.input?.approvalPolicyFloor) ? last.input.approvalPolicyFloor : [];
   return {
     status,
     phase: "done",
@@ -164,6 +166,10 @@ export function closedRunState(last: RunStory, messageCount: number): AgentRunSt
     errorMessage: result?.errorMessage ?? last.failure,
     // Nothing stays queued at the end: what was not processed is in the result's `dropped`.
     ...(result?.dropped ? { dropped: result.dropped } : {}),
+    // The approvals as the last run left them, as the live state shows them (run-state.ts snapshot()).
+    ...(last.approvals?.policy !== undefined ? { approvalPolicy: last.approvals.policy } : {}),
+    ...(last.approvals?.remembered.length ? { rememberedTools: [...last.approvals.remembered] } : {}),
+    ...(floor.length > 0 ? { approvalPolicyFloor: floor } : {}),
     ...(result?.spend ? { spend: result.spend } : {}),
     ...(result?.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
   };

@@ -1,9 +1,11 @@
 /**
  * `npm run replay -- <workflowId>` or `npm run replay -- --file history.json`:
  * replays a run's history against the current workflow code. Exit 0 when
- * deterministic, 1 on a divergence, 2 when there is nothing to judge (bad
- * usage; a file that cannot be read; a history that is empty or not an agent
- * run's), with a message naming the file or workflow and why.
+ * deterministic, 1 on a divergence (one line: what diverged, at which event),
+ * 2 when there is nothing to judge (bad usage; a file that cannot be read; a
+ * history that is empty or not an agent run's; a run with sub-agents whose
+ * workflow id neither the file nor --workflow-id gives), with a message naming
+ * the file or workflow and why. docs/replay.md walks through it.
  */
 import path from "node:path";
 import { DefaultLogger, Runtime } from "@temporalio/worker";
@@ -12,20 +14,38 @@ import { flag, connectClient } from "./connect.js";
 import { codecFromEnv } from "../codec/config.js";
 import { CodecKeyError } from "../codec/aes-gcm.js";
 import { decodeHistoryPayloads, encryptedKeyIds } from "../codec/history.js";
-import { checkAgentHistory, readHistoryFile, replayHistory, ReplayInputError, type History } from "../replay.js";
+import {
+  checkAgentHistory,
+  divergenceLine,
+  historyWorkflowId,
+  readHistoryFile,
+  replayHistory,
+  ReplayInputError,
+  type History,
+} from "../replay.js";
 
 const USAGE =
   "usage: npm run replay -- <workflowId> [--run-id ID] [--address host:port] [--workflows path]\n" +
-  "       npm run replay -- --file history.json [--workflows path]\n" +
+  "       npm run replay -- --file history.json [--workflow-id ID] [--workflows path]\n" +
+  "--file takes the Temporal UI's download or `temporal workflow show --output json`; the run's workflow id is\n" +
+  "read from it, or given with --workflow-id (a run with sub-agents replays only under its own).\n" +
   "--workflows replays against another workflows module (e.g. a changed loop) instead of this project's.\n" +
-  "Encrypted histories are decrypted with JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE.";
+  "Encrypted histories are decrypted with JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE. See docs/replay.md.";
 
 async function main(): Promise<number> {
-  Runtime.install({ logger: new DefaultLogger("WARN") });
+  // Core's own warnings repeat the divergence once per replay attempt (locating it replays several prefixes): the
+  // command prints it once, in one line.
+  Runtime.install({
+    logger: new DefaultLogger("WARN"),
+    telemetryOptions: { logging: { filter: { core: "ERROR", other: "ERROR" } } },
+  });
   const args = process.argv.slice(2);
   const file = flag(args, "--file");
-  const workflowId = args.find((a, i) => !a.startsWith("--") && !args[i - 1]?.startsWith("--"));
-  if (!file && !workflowId) {
+  const positional = args.find((a, i) => !a.startsWith("--") && !args[i - 1]?.startsWith("--"));
+  // The run's id, either way: for a live run the one to fetch, for a file the one to replay under.
+  const given = flag(args, "--workflow-id") ?? positional;
+  const workflowId = file ? undefined : given;
+  if ((!file && !workflowId) || (args.includes("--workflow-id") && !flag(args, "--workflow-id"))) {
     console.error(USAGE);
     return 2;
   }
@@ -63,21 +83,30 @@ async function main(): Promise<number> {
       `its payloads are encrypted (key ${sealed.map((k) => `"${k}"`).join(", ")}): set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE`,
     );
   checkAgentHistory(history, source); // before bundling: nothing to replay
+  // The id the run replays under: sub-agents' ids derive from it, so a run that started some needs its own.
+  const recorded = historyWorkflowId(history);
+  const replayId = given ?? recorded.workflowId;
+  if (!replayId && recorded.needed)
+    throw new ReplayInputError(
+      source,
+      "the history does not say its workflow id, and the ids of the sub-agents it started derive from it: pass --workflow-id <the run's workflow id>",
+    );
   const workflows = flag(args, "--workflows");
   const outcome = await replayHistory(
     history,
-    workflowId ?? "replay",
+    replayId ?? "replay",
     workflows ? await bundleAgentWorkflows(path.resolve(workflows)) : undefined,
   );
   if (!outcome.error) {
-    console.log(`replayed ${outcome.events} events: deterministic`);
+    console.log(divergenceLine(outcome));
     return 0;
   }
-  const where =
-    outcome.error.eventId !== undefined ? ` at event ${outcome.error.eventId} (${outcome.error.event})` : "";
-  console.error(
-    `replay of ${outcome.events} events diverged${where}${outcome.error.nondeterminism ? " (nondeterminism)" : ""}:\n${outcome.error.message}`,
-  );
+  // Told an id the history contradicts: say so on the same line, it is the likely cause.
+  const other =
+    given && recorded.workflowId && given !== recorded.workflowId && recorded.needed
+      ? ` (replayed as workflow "${given}"; ${recorded.from} says "${recorded.workflowId}")`
+      : "";
+  console.error(divergenceLine(outcome) + other);
   return 1;
 }
 
