@@ -28,6 +28,7 @@ import { agentWorkflowsPath, webpackConfigHook } from "./worker.js";
 import type { AgentSinks } from "./workflows/definitions.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
 import { bundleEncryptsFailures, encryptsFailures, withEncryptedFailures } from "./codec/config.js";
+import { storedResultBytes } from "./blobs/config.js";
 import type { RunEventsService } from "./events/serve.js";
 import { workflowEventId } from "./events/identity.js";
 
@@ -88,6 +89,7 @@ export class AgentPlugin
       tools: this.agent.tools ?? [],
       client,
       onEvent: (event, run) => onEvent?.(event, run),
+      storedResultBytes: storedResultBytes(base.dataConverter),
     });
     const clash = Object.keys(activities).find((name) => name in ((base.activities as object | undefined) ?? {}));
     if (clash) throw new TypeError(`AgentPlugin: the worker already has an activity named "${clash}"`);

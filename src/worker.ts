@@ -15,6 +15,7 @@ import {
   type InjectedSinks,
   type LogLevel,
   type LogMetadata,
+  type WorkerDeploymentOptions,
   type WorkerInterceptors,
   type WorkerOptions,
 } from "@temporalio/worker";
@@ -32,6 +33,7 @@ import {
   ENCRYPTED_FAILURES_PATH,
   withEncryptedFailures,
 } from "./codec/config.js";
+import { storedResultBytes } from "./blobs/config.js";
 import { DEFAULT_TASK_QUEUE, type AgentSinks } from "./workflows/definitions.js";
 import type { AgentEventSink } from "./types.js";
 import type { RunEventsEndpoint, RunEventsService } from "./events/serve.js";
@@ -68,6 +70,40 @@ export interface AgentWorkerOptions extends AgentWorkerServeOptions {
   tracing?: AgentTracing;
   /** Prometheus metrics of the runs this worker serves (`createAgentMetrics()`; the worker process serves them on /metrics). */
   metrics?: AgentMetrics;
+  /**
+   * Serve as this version of a Worker Deployment (Temporal's Worker Deployment Versioning): a run is pinned to the
+   * version it started on and completes there; a session or another continue-as-new chain moves to the deployment's
+   * current version at its next continue-as-new (Temporal server 1.30 or later). None: an unversioned worker, as
+   * before (open runs replay on whatever code the workers have; patches keep them safe). docs/crashes-and-upgrades.md,
+   * "Deploying a change".
+   */
+  deployment?: AgentWorkerDeployment;
+}
+
+/** A Worker Deployment Version: the service's deployment name and this build's id. */
+export interface AgentWorkerDeployment {
+  /** The Worker Deployment: one name per service (e.g. "jai-agent"), the same for every build; no "." or ":". */
+  name: string;
+  /** This build (an image tag, a git SHA): a new id for every build whose workflow code differs. */
+  buildId: string;
+}
+
+/**
+ * The Temporal worker options of a deployment version: runs pinned by default (the loop is written for it: a run
+ * never replays on another build's code; continue-as-new moves a chain on, see workflows/continue-as-new.ts). A name
+ * or build id the server would refuse is a TypeError here, before the worker polls.
+ */
+export function agentDeploymentOptions(deployment: AgentWorkerDeployment): WorkerDeploymentOptions {
+  const { name, buildId } = deployment;
+  if (typeof name !== "string" || name.trim() === "" || /[.:]/.test(name))
+    throw new TypeError(`deployment name must be a non-empty string without "." or ":", got ${JSON.stringify(name)}`);
+  if (typeof buildId !== "string" || buildId.trim() === "")
+    throw new TypeError(`deployment build id must be a non-empty string, got ${JSON.stringify(buildId)}`);
+  return {
+    version: { deploymentName: name, buildId },
+    useWorkerVersioning: true,
+    defaultVersioningBehavior: "PINNED",
+  };
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"];
@@ -224,6 +260,8 @@ interface Agent {
   mcp?: McpToolSource;
   /** Temporal workers created so far: shut down if a later step fails (the connection refuses to close before). */
   made: Worker[];
+  /** The shared queue's worker's deployment version (the `deployment` option); none: unversioned. */
+  deployment?: WorkerDeploymentOptions;
 }
 
 /** The agent's Temporal workers, once created; read by the activities (routing, identity) before they exist. */
@@ -264,6 +302,7 @@ async function connectAgent(options: AgentWorkerOptions): Promise<Agent> {
   if (options.providerLimits !== undefined) checkProviderLimits(options.providerLimits); // so is a bad limit
   quietDefaultRuntime();
   const dataConverter = checkedDataConverter(options);
+  const deployment = checkedDeployment(options); // refused before anything is opened
   const workflowBundle = options.workflowBundle ?? usableShippedBundle(options, dataConverter);
   const owned = options.connection === undefined;
   const connection =
@@ -303,7 +342,18 @@ async function connectAgent(options: AgentWorkerOptions): Promise<Agent> {
     onEvent,
     mcp,
     made: [],
+    ...(deployment ? { deployment } : {}),
   };
+}
+
+/** The deployment version's worker options; the option and `workerOptions.workerDeploymentOptions` are one or the other. */
+function checkedDeployment(options: AgentWorkerOptions): WorkerDeploymentOptions | undefined {
+  if (options.deployment === undefined) return undefined;
+  if (options.workerOptions?.workerDeploymentOptions !== undefined)
+    throw new TypeError(
+      "give the deployment either as `deployment` or as `workerOptions.workerDeploymentOptions`, not both",
+    );
+  return agentDeploymentOptions(options.deployment);
 }
 
 /** The worker's data converter; under a codec, failure messages and stack traces go through it too. */
@@ -365,6 +415,7 @@ function agentActivities(agent: Agent, pollers: Pollers): ReturnType<typeof crea
     workerIdentity: () => pollers.worker?.options.identity,
     compactContext: options.compactContext,
     encrypted: (dataConverter?.payloadCodecs?.length ?? 0) > 0,
+    storedResultBytes: storedResultBytes(dataConverter),
     providerLimits: options.providerLimits,
     providerLimitHooks: options.metrics && providerLimitMetrics(options.metrics.registry),
   });
@@ -437,6 +488,7 @@ async function createSharedWorker(
     // DEFAULT_STICKY_TIMEOUT); the caller's options win.
     stickyQueueScheduleToStartTimeout: DEFAULT_STICKY_TIMEOUT,
     ...(replays === undefined ? options.workerOptions : replayCappedOptions(options.workerOptions ?? {}, replays)),
+    ...(agent.deployment ? { workerDeploymentOptions: agent.deployment } : {}),
     ...(agent.identity ? { identity: agent.identity } : {}),
     ...(interceptors ? { interceptors } : {}),
     dataConverter,
@@ -534,7 +586,13 @@ async function runTogether<R>(
   }
 }
 
-/** The shared worker's options that also apply to the own-queue worker (activity limits, interceptors, data converter, ...). */
+/**
+ * The shared worker's options that also apply to the own-queue worker (activity limits, interceptors, data converter,
+ * ...). Not its deployment version: the own queue is this process's alone, so its calls reach this build anyway, and
+ * a versioned poller registers its queue in the version, one more per process start, against the server's caps
+ * (`matching.maxTaskQueuesInDeploymentVersion`, 100, and `matching.maxTaskQueuesInDeployment`, 1000). Unversioned,
+ * a pinned run's call there is one the server sends to the queue's own (unversioned) pollers.
+ */
 function ownWorkerOptions(options: Partial<WorkerOptions> | undefined): Partial<WorkerOptions> {
   if (!options) return {};
   const {
@@ -545,6 +603,7 @@ function ownWorkerOptions(options: Partial<WorkerOptions> | undefined): Partial<
     maxConcurrentWorkflowTaskExecutions: _wft,
     maxCachedWorkflows: _cached,
     stickyQueueScheduleToStartTimeout: _sticky,
+    workerDeploymentOptions: _deployment,
     ...rest
   } = options as Partial<WorkerOptions> & Record<string, unknown>;
   return rest as Partial<WorkerOptions>;

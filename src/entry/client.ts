@@ -49,4 +49,24 @@ export {
   withEncryptedFailures,
 } from "../codec/config.js";
 export { decodeHistory, decodeHistoryPayloads } from "../codec/history.js";
+export {
+  AgentBlobStorage,
+  blobStorage,
+  blobStorageFromEnv,
+  BlobStoreConfigError,
+  BlobStoreNotConfiguredError,
+  resolveHistoryClaims,
+  type BlobStorageOptions,
+} from "../blobs/config.js";
+export {
+  BlobCorruptError,
+  BlobDriver,
+  BlobNotFoundError,
+  FileBlobDriver,
+  PostgresBlobDriver,
+  type BlobClaim,
+  type BlobOwner,
+  type BlobStats,
+} from "../blobs/drivers.js";
+export { sweepBlobs, type SweepOptions, type SweepReport } from "../blobs/sweep.js";
 export { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";

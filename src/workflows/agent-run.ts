@@ -166,6 +166,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     }
     // A setup another worker of the queue answered: that worker serves the model (recorded, so replays agree).
     if (!carried && setup.taskQueue) state.route.setUpBy(setup.taskQueue);
+    state.useBlobStore(setup.blobStore);
     const run: RunContext = { input, setup, state, ...(typed && input.output ? { output: input.output } : {}) };
     if (run.output && setup.tools.some((t) => t.name === OUTPUT_TOOL))
       await refuse(
@@ -258,7 +259,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   });
   if (modelLabel) metrics.runEnded(modelLabel, state.stopReason!);
   const result: AgentRunResult = {
-    ...fitMessages(conversation.newMessages, conversation.newMessagesOmitted),
+    ...fitMessages(conversation.newMessages, conversation.newMessagesOmitted, state.resultBudgetBytes),
     stopReason: state.stopReason!,
     turns: state.turn,
     usage: conversation.usage,

@@ -39,10 +39,11 @@ export type { ApprovalWait } from "./tool-batch-state.js";
 /** Results stay far below Temporal's 2 MB payload limit, however long the run. */
 const RESULT_BUDGET_BYTES = 1_500_000;
 /**
- * With a blob store (`RunSetup.blobStore`) a result goes there whole, history keeping a claim: the budget is the
- * workers' memory's, not Temporal's payload limit (docs/large-payloads.md).
+ * With a blob store (`RunSetup.blobStore`) a result goes there whole, history keeping a claim: the bound is the
+ * time the run's last workflow task takes to encode and upload it (~0.1 s a MB measured; Temporal's workflow task
+ * timeout is 10 s), not Temporal's payload limit (docs/large-payloads.md).
  */
-export const STORED_RESULT_BUDGET_BYTES = 256 * 1024 * 1024;
+export const STORED_RESULT_BUDGET_BYTES = 32 * 1024 * 1024;
 /** New messages carried for the final result (older ones are counted, not carried). */
 const CARRIED_NEW_MESSAGES_BYTES = 256_000;
 /** Unclaimed prompt answers carried (each a few numbers); older ones are dropped. */

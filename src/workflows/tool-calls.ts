@@ -314,9 +314,9 @@ async function executeFast(
       : {}),
     ...(spec.activity?.retry !== undefined ? { retry: { ...TOOL_DEFAULTS.retry, ...spec.activity.retry } } : {}),
   } as LocalActivityOptions;
-  const { result, isError } = await executeFastTool.executeWithOptions(options, [input]);
-  conversation.noteActivityOutput(result.content, input.outputKey);
-  return { result, isError };
+  const { result, isError, modelContent } = await executeFastTool.executeWithOptions(options, [input]);
+  conversation.noteActivityOutput(result.content, input.outputKey, modelContent);
+  return { result, isError, ...(modelContent ? { modelContent } : {}) };
 }
 
 /** One tool call as one activity (a local one for fast tools). */
@@ -333,7 +333,7 @@ function executeCall(run: RunContext, spec: ToolSpec, call: ToolCall, index: num
     );
   return executeTool.executeWithOptions(options, [{ ...args, doneAt: true }]).then(
     (output) => {
-      state.conversation.noteActivityOutput(output.result.content, options.activityId!);
+      state.conversation.noteActivityOutput(output.result.content, options.activityId!, output.modelContent);
       // Run again after its worker stopped: that worker may be the one the next model call would be sent to, and a
       // call queued for a dead worker waits out its schedule-to-start timeout on top of this call's heartbeat timeout.
       if ((output.attempt ?? 1) > 1) state.route.leave();
