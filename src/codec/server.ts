@@ -22,6 +22,7 @@ import { isIPv4 } from "node:net";
 import type { ExternalStorage, Payload, PayloadCodec } from "@temporalio/common";
 import { CodecKeyError } from "./aes-gcm.js";
 import { resolvePayloadClaims } from "../blobs/config.js";
+import { BlobNotFoundError } from "../blobs/drivers.js";
 
 /** Decides whether a request may see plaintext: the Authorization header as sent, and the X-Namespace header. */
 export type CodecAuthorizer = (
@@ -218,6 +219,7 @@ export function codecRequestHandler(options: CodecServerOptions): (req: Incoming
       if (err instanceof CodecKeyError)
         return send(res, 422, { error: err.message, keyId: err.keyId, reason: err.reason });
       if (err instanceof HttpError) return send(res, err.status, { error: err.message, ...err.extra });
+      if (err instanceof BlobNotFoundError) return send(res, 404, { error: err.message, code: err.code });
       send(res, 500, { error: err instanceof Error ? err.message : String(err) });
     });
   };

@@ -28,6 +28,7 @@ import {
 } from "../../src/blobs/config.js";
 import { dataConverterFromEnv } from "../../src/codec/config.js";
 import { AesGcmCodec } from "../../src/codec/aes-gcm.js";
+import { createCodecServer } from "../../src/codec/server.js";
 import { DEFAULT_LIMITS, keepErrorText, keepToolResult } from "../../src/activities/result-limits.js";
 import { encodeReferencePayload } from "@temporalio/common/lib/internal-non-workflow/extstore-helpers.js";
 
@@ -175,6 +176,49 @@ describe("configuration", () => {
       await expect(resolvePayloadClaims([ref], undefined)).rejects.toBeInstanceOf(BlobStoreNotConfiguredError);
       await expect(resolvePayloadClaims([ref], undefined)).rejects.toThrow(/set JAI_BLOB_STORE/);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the codec server with a store", () => {
+  it("/decode reads a claim from the store and decrypts it; a lost blob is a 404 naming it", async () => {
+    const dir = tempDir();
+    const codec = new AesGcmCodec({ keys: [{ id: "k1", key: Buffer.alloc(32, 5) }] });
+    const storage = blobStorageFromEnv({ JAI_BLOB_STORE: `file:${dir}` })!;
+    const server = await createCodecServer({
+      codecs: [codec],
+      origins: ["http://127.0.0.1:8233"],
+      authorize: () => true,
+      port: 0,
+      host: "127.0.0.1",
+      externalStorage: storage,
+    });
+    try {
+      const [claim] = await storage.driver.store({ target }, await codec.encode([payload("in the store")]));
+      const ref = encodeReferencePayload({ driverName: storage.driver.name, claim, sizeBytes: 10 });
+      const json = (p: Payload) => ({
+        metadata: Object.fromEntries(
+          Object.entries(p.metadata!).map(([k, v]) => [k, Buffer.from(v).toString("base64")]),
+        ),
+        data: Buffer.from(p.data!).toString("base64"),
+      });
+      const decode = () =>
+        fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/decode`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-namespace": "default" },
+          body: JSON.stringify({ payloads: [json(ref)] }),
+        });
+      const ok = await decode();
+      expect(ok.status).toBe(200);
+      const [back] = ((await ok.json()) as { payloads: { data: string }[] }).payloads;
+      expect(Buffer.from(back.data, "base64").toString()).toBe('"in the store"');
+      await storage.driver.removeOwner({ namespace: "default", workflowId: target.id });
+      const lost = await decode();
+      expect(lost.status).toBe(404);
+      expect(((await lost.json()) as { code: string }).code).toBe("JAI_BLOB_NOT_FOUND");
+    } finally {
+      server.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });
