@@ -3,6 +3,7 @@
  * written to docs/benchmarks.md. `npm run bench -- growth parallel` runs a subset
  * (and prints it without writing the report); `--scale-*` flags size the scale bench (see scale.ts);
  * `npm run bench -- kill-stall` measures what a SIGKILLed worker costs its runs (kill-stall-bench.ts);
+ * `npm run bench -- deploy` how long a deploy through Worker Deployment Versioning takes to drain (deploy.ts);
  * `--peers` adds the side-by-side comparison with Temporal's AI SDK integration
  * (installed on first use into ~/.cache/jai-bench-peers), `npm run bench -- --peers peers` runs only that.
  */
@@ -12,6 +13,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { codecCost } from "./codec.js";
 import { consoleList } from "./console.js";
+import { deploy } from "./deploy.js";
 import { openBench } from "./common.js";
 import { budgetOverhead } from "./budget-overhead.js";
 import { fairness } from "./fairness.js";
@@ -42,6 +44,7 @@ const SECTIONS = {
   replay: replayCost,
   scale,
   "kill-stall": killStall,
+  deploy,
   streaming,
   console: consoleList,
   fairness,

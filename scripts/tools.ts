@@ -12,6 +12,13 @@ import path from "node:path";
 import { isExecutable, userCacheDir } from "../src/dev-server.js";
 
 export const TEMPORAL_SERVER_VERSION = "v1.29.1";
+/**
+ * The server the deploy test and bench run on (test/server/deploy.test.ts, `npm run bench -- deploy`): Worker
+ * Deployment Versioning with upgrade on continue-as-new, which servers before 1.30 (the CLI's dev server and the one
+ * above are 1.29.1) ignore. The newest whose module builds with the Go the tools use (1.32.2 wants go 1.26.10); the
+ * CLIs that bundle a newer server cannot be built from the module proxy (their `cliext` module is not published).
+ */
+export const VERSIONING_SERVER_VERSION = "v1.32.1";
 export const COMPOSE_VERSION = "v2.40.3";
 export const HADOLINT_VERSION = "2.15.1";
 
@@ -73,6 +80,21 @@ export function ensureTemporalServer(log: Log = () => {}): TemporalServerTools {
   if (!existsSync(path.join(postgresSchema, "temporal", "versioned")))
     throw new Error(`No PostgreSQL schema in ${mod.Dir}`);
   return { server, sqlTool, postgresSchema };
+}
+
+/** The Temporal server VERSIONING_SERVER_VERSION, `go install`ed from the module proxy on first use (minutes cold). */
+export function ensureVersioningServer(log: Log = () => {}): string {
+  const bin = path.join(toolsCacheDir(), `temporal-server-${VERSIONING_SERVER_VERSION}`, "bin");
+  const server = path.join(bin, "server");
+  if (isExecutable(server)) return server;
+  log(`Building the Temporal server ${VERSIONING_SERVER_VERSION} into ${bin} (go install; minutes the first time)...`);
+  mkdirSync(bin, { recursive: true });
+  run("go", ["install", `go.temporal.io/server/cmd/server@${VERSIONING_SERVER_VERSION}`], {
+    cwd: os.tmpdir(),
+    env: { ...process.env, GOBIN: bin, GOFLAGS: "-mod=mod" },
+    stdio: ["ignore", "inherit", "pipe"],
+  });
+  return server;
 }
 
 /** Docker Compose v2, built from its module (`go install` refuses it: its go.mod has exclude directives). */

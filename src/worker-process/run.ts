@@ -19,9 +19,11 @@ import { createFileTools } from "../tools/fs-tools.js";
 import {
   agentLogLevel,
   AgentRuntimeLogger,
+  agentDeploymentOptions,
   createAgentWorker,
   DEFAULT_TASK_QUEUE,
   type AgentWorker,
+  type AgentWorkerDeployment,
   type AgentWorkerOptions,
 } from "../worker.js";
 import type { AgentEventsServeOptions } from "../serving.js";
@@ -78,6 +80,19 @@ export const SETTINGS: readonly Setting[] = [
     env: "JAI_TASK_QUEUE",
     default: `"${DEFAULT_TASK_QUEUE}"`,
     help: "the shared task queue",
+  },
+  {
+    flag: "deployment-name",
+    arg: "name",
+    env: "TEMPORAL_DEPLOYMENT_NAME",
+    default: "none (unversioned)",
+    help: "serve a version of this Worker Deployment (Temporal's Worker Deployment Versioning; with --build-id): runs stay on the version they started on, sessions move to the current version at their next continue-as-new (Temporal server 1.30+; docs/crashes-and-upgrades.md)",
+  },
+  {
+    flag: "build-id",
+    arg: "id",
+    env: "TEMPORAL_WORKER_BUILD_ID",
+    help: "this build's id in the deployment (an image tag, a git SHA: new for every build whose workflows differ)",
   },
   {
     flag: "config",
@@ -416,6 +431,7 @@ async function planWorker(get: Get, env: NodeJS.ProcessEnv, cwd: string) {
   const healthPort = positiveInt(get("health-port"), "--health-port");
   const httpPort = positiveInt(get("http-port"), "--http-port");
   const providerLimits = providerLimitsOf(config, get("provider-limits"));
+  const deployment = deploymentOf(get);
   return {
     target,
     taskQueue,
@@ -430,7 +446,24 @@ async function planWorker(get: Get, env: NodeJS.ProcessEnv, cwd: string) {
     healthPort,
     httpPort,
     providerLimits,
+    deployment,
   };
+}
+
+/**
+ * The deployment version, when --deployment-name and --build-id (TEMPORAL_DEPLOYMENT_NAME and
+ * TEMPORAL_WORKER_BUILD_ID, the names Temporal's Worker Controller sets) are given: both or neither.
+ */
+function deploymentOf(get: Get): AgentWorkerDeployment | undefined {
+  const name = get("deployment-name")?.trim() || undefined;
+  const buildId = get("build-id")?.trim() || undefined;
+  if (name === undefined && buildId === undefined) return undefined;
+  if (name === undefined || buildId === undefined)
+    throw new Error(
+      `--deployment-name (TEMPORAL_DEPLOYMENT_NAME) and --build-id (TEMPORAL_WORKER_BUILD_ID) go together: ${name === undefined ? "the name" : "the build id"} is missing`,
+    );
+  agentDeploymentOptions({ name, buildId }); // a name or id the server would refuse is refused here
+  return { name, buildId };
 }
 
 /** The config module's provider limits, with the flag's (or the environment's) JSON over them, provider by provider. */
@@ -460,6 +493,7 @@ function agentOptions(plan: Plan, get: Get): AgentWorkerOptions {
     webhooks: config.webhooks,
     ...(plan.providerLimits ? { providerLimits: plan.providerLimits } : {}),
     ...(plan.maxReplays !== undefined ? { maxConcurrentReplays: plan.maxReplays } : {}),
+    ...(plan.deployment ? { deployment: plan.deployment } : {}),
     workerOptions: { ...plan.workerOptions, ...config.workerOptions },
   };
 }
@@ -589,6 +623,7 @@ async function serveHealthOf(
         state: agent.worker.getState(),
         taskQueue: plan.taskQueue,
         namespace: plan.target.namespace,
+        ...(plan.deployment ? { deployment: plan.deployment } : {}),
         ...(keyErrors.size ? { undecryptableKeyIds: [...new Set([...keyErrors].map((k) => k.split("\n")[1]))] } : {}),
       }),
       ...(metrics ? { metrics: () => scrape(metrics, runtime.core) } : {}),
@@ -651,6 +686,9 @@ function describeWorker(
     `  approval required: ${gated.join(", ") || "(none)"}; MCP servers: ${mcp.join(", ") || "(none)"}`,
     `  tracing: ${tracing ? "on (OTLP)" : "off (OTEL_*)"}; encryption: ${codec}`,
     ...(limits.length ? [`  provider limits (this worker): ${limits.join("; ")}`] : []),
+    ...(plan.deployment
+      ? [`  deployment: "${plan.deployment.name}" build "${plan.deployment.buildId}" (runs pinned to it)`]
+      : []),
   ].join("\n");
 }
 

@@ -9,7 +9,7 @@
  * finished" always comes. And the carry always fits: queued messages are
  * bounded at the door (see budgets.ts), the rest is sized to what is left.
  */
-import { allHandlersFinished, condition, continueAsNew, log, workflowInfo } from "@temporalio/workflow";
+import { allHandlersFinished, condition, log, makeContinueAsNewFunc, workflowInfo } from "@temporalio/workflow";
 import type { AgentRunInput } from "../contracts.js";
 import type { AgentRunWorkflowInput, PromptLoopState } from "./wire.js";
 import { BUDGETS, jsonBytes } from "./budgets.js";
@@ -19,9 +19,38 @@ import type { RunState } from "./run-state.js";
 /** What a continued run's input says in place of the original prompt (the context carries it). */
 export const CONTINUED_PROMPT = "[continued: the prompt is in the first run of this workflow]";
 
+/**
+ * Whether the run continues as new here: between turns (the prompt loop asks), or a session between prompts (its
+ * prompt loop has ended). Between prompts a session also moves on when its deployment made another version current
+ * (`newVersionCurrent`), so that a session that lives for days does not hold its old version's workers; a run in the
+ * middle of a prompt stays on its version until it ends or continues as new for its own reasons.
+ */
 export function shouldContinueAsNew(input: AgentRunInput, state: RunState): boolean {
   const afterTurns = input.continueAsNew?.afterTurns;
-  return workflowInfo().continueAsNewSuggested || (afterTurns !== undefined && state.turnsThisRun >= afterTurns);
+  if (workflowInfo().continueAsNewSuggested) return true;
+  if (afterTurns !== undefined && state.turnsThisRun >= afterTurns) return true;
+  return !state.loopOpen && newVersionCurrent();
+}
+
+/**
+ * A pinned run (Worker Deployment Versioning) whose deployment has another current version: Temporal says so on the
+ * workflow task (recorded in its WorkflowTaskStarted event, so a replay decides the same; server 1.31 and later;
+ * 1.30 suggests continue-as-new instead, which every run then takes at its next turn). Always false on an unversioned
+ * worker.
+ */
+function newVersionCurrent(): boolean {
+  return workflowInfo().targetWorkerDeploymentVersionChanged === true;
+}
+
+/**
+ * Continue-as-new onto the deployment's current version: a pinned run's next run starts on the version its task
+ * queue's deployment has current (Temporal's upgrade on continue-as-new, server 1.30 and later), and is pinned there.
+ * Without it a pinned chain would inherit its version forever. Unversioned runs and older servers ignore the option.
+ */
+function continueAsNewOnCurrentVersion(input: AgentRunWorkflowInput): Promise<never> {
+  return makeContinueAsNewFunc<(input: AgentRunWorkflowInput) => Promise<unknown>>({
+    initialVersioningBehavior: "AUTO_UPGRADE",
+  })(input);
 }
 
 /**
@@ -41,7 +70,7 @@ export async function continueAsNewWith({ input, setup, state }: RunContext, loo
     );
     return;
   }
-  await continueAsNew<(input: AgentRunWorkflowInput) => Promise<unknown>>({
+  await continueAsNewOnCurrentVersion({
     ...input,
     prompt: CONTINUED_PROMPT,
     continued: carry,

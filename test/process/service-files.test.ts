@@ -93,6 +93,8 @@ test(
     expect(worker.deploy?.replicas).toBeGreaterThanOrEqual(2);
     expect(worker.healthcheck?.test.join(" ")).toContain("/readyz");
     expect(worker.environment?.TEMPORAL_ADDRESS).toBe(`${server}:7233`);
+    // The deployment version (Worker Deployment Versioning) passes through, unversioned unless set.
+    expect(worker.environment).toMatchObject({ TEMPORAL_DEPLOYMENT_NAME: "", TEMPORAL_WORKER_BUILD_ID: "" });
     // Workers start once the namespace exists, which needs a healthy server.
     const namespaceJob = Object.keys(worker.depends_on ?? {}).find((name) => adminTools.includes(name));
     expect(worker.depends_on?.[namespaceJob!]?.condition).toBe("service_completed_successfully");

@@ -55,8 +55,7 @@ export function setupSchema(tools: TemporalServerTools, pgPort: number): void {
   }
 }
 
-function configYaml(pgPort: number, p: Record<string, number>, dynamicConfigFile?: string): string {
-  const store = (db: string, conns: number) => `
+const postgresStore = (pgPort: number, db: string, conns: number) => `
       sql:
         pluginName: "postgres12"
         databaseName: "${db}"
@@ -67,6 +66,43 @@ function configYaml(pgPort: number, p: Record<string, number>, dynamicConfigFile
         maxConns: ${conns}
         maxIdleConns: ${conns}
         maxConnLifetime: "1h"`;
+
+/** One SQLite file for both stores, its schema set up when the server opens it (as the server's sqlite-file config). */
+const sqliteStore = (file: string) => `
+      sql:
+        pluginName: "sqlite"
+        databaseName: ${JSON.stringify(file)}
+        connectAddr: "localhost"
+        connectProtocol: "tcp"
+        connectAttributes:
+          cache: "private"
+          setup: "true"
+          journal_mode: "wal"
+          synchronous: "0"
+        maxConns: 1
+        maxIdleConns: 1
+        maxConnLifetime: "1h"`;
+
+/** The server's store: PostgreSQL on this port, or a SQLite file (`sqlite`, the server's schema set up on start). */
+type ServerStore = number | { sqlite: string };
+
+function configYaml(store: ServerStore, p: Record<string, number>, dynamicConfigFile?: string): string {
+  const datastores =
+    typeof store === "number"
+      ? `
+  defaultStore: postgres-default
+  visibilityStore: postgres-visibility
+  numHistoryShards: 4
+  datastores:
+    postgres-default:${postgresStore(store, "temporal", 20)}
+    postgres-visibility:${postgresStore(store, "temporal_visibility", 4)}`
+      : `
+  defaultStore: sqlite-default
+  visibilityStore: sqlite-visibility
+  numHistoryShards: 1
+  datastores:
+    sqlite-default:${sqliteStore(store.sqlite)}
+    sqlite-visibility:${sqliteStore(store.sqlite)}`;
   const service = (name: string) => `
   ${name}:
     rpc:
@@ -76,13 +112,7 @@ function configYaml(pgPort: number, p: Record<string, number>, dynamicConfigFile
   return `log:
   stdout: true
   level: warn
-persistence:
-  defaultStore: postgres-default
-  visibilityStore: postgres-visibility
-  numHistoryShards: 4
-  datastores:
-    postgres-default:${store("temporal", 20)}
-    postgres-visibility:${store("temporal_visibility", 4)}
+persistence:${datastores}
 global:
   membership:
     maxJoinDuration: 30s
@@ -146,12 +176,14 @@ export async function freeLowPort(taken: Set<number>): Promise<number> {
 }
 
 /**
+ * @param store PostgreSQL's port (its schema set up by `setupSchema`), or "sqlite": a SQLite file in the server's
+ *   folder, set up by the server itself (the deploy test's server: nothing else to start).
  * @param dynamicConfig Dynamic config values for every namespace and task queue, e.g.
  *   `{ "matching.numTaskqueueReadPartitions": 1 }` (the bench's `--server-config`).
  */
 export async function createTemporalServer(
-  tools: TemporalServerTools,
-  pgPort: number,
+  tools: Pick<TemporalServerTools, "server">,
+  store: number | "sqlite",
   dynamicConfig: Record<string, string | number | boolean> = {},
 ): Promise<TemporalServer> {
   const ports: Record<string, number> = {};
@@ -178,7 +210,10 @@ export async function createTemporalServer(
       dynamicConfigFile,
       keys.map((key) => `${key}:\n  - value: ${JSON.stringify(dynamicConfig[key])}\n`).join(""),
     );
-  writeFileSync(path.join(root, "config", "development.yaml"), configYaml(pgPort, ports, dynamicConfigFile));
+  writeFileSync(
+    path.join(root, "config", "development.yaml"),
+    configYaml(store === "sqlite" ? { sqlite: path.join(root, "temporal.db") } : store, ports, dynamicConfigFile),
+  );
   const address = `127.0.0.1:${ports.frontendGrpc}`;
   let child: ChildProcess | undefined;
   let output = "";
