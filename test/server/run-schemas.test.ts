@@ -82,7 +82,7 @@ describe("a run's own schemas", () => {
       workflowId,
       model: model.getModel(),
       prompt: "answer",
-      output: { type: "string", pattern: HOSTILE },
+      output: { type: "string", pattern: HOSTILE } as never,
     });
     const result = await worker.runUntil(within(handle.result(), 30_000, "the run to end"));
     expect(result.output).toBe("aaaa");
@@ -100,7 +100,7 @@ describe("a run's own schemas", () => {
         workflowId: uniqueId("weather"),
         model: model.getModel(),
         prompt: "weather",
-        output: schema,
+        output: schema as never,
         outputRetries: 0,
       });
       return (await within(handle.workflow.result(), 30_000, "the run to end")) as AgentRunResult;
@@ -125,7 +125,7 @@ describe("a run's own schemas", () => {
     expect(raw).toBeInstanceOf(WorkflowFailedError);
     expect(errorChain(raw)).toMatch(/Invalid run input: "output.properties.w.\$ref" must be a local reference/);
     await expect(
-      startAgentRun(env.client, { taskQueue, model: "faux/x", prompt: "hi", output: stealer }),
+      startAgentRun(env.client, { taskQueue, model: "faux/x", prompt: "hi", output: stealer as never }),
     ).rejects.toThrow(InvalidRunInputError);
   });
 });
