@@ -5,11 +5,15 @@
  * restarted while runs are in flight; every run must end with the transcript of
  * an undisturbed run. Run by `npm run test:cluster` (.ci/run), not `npm test`.
  * A killed worker's runs go on after their calls' heartbeat timeout and its sticky queue timeout.
+ * The workers and the client keep payloads of 1 KB and more in the PostgreSQL blob store (JAI_BLOB_STORE, as
+ * compose's workers do, threshold lowered so that most of every run's payloads go there, docs/large-payloads.md).
  */
 import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { Client, Connection } from "@temporalio/client";
 import { runResult, startAgentRun } from "../../src/client.js";
+import { blobStorage, claimDrivers } from "../../src/blobs/config.js";
+import { PostgresBlobDriver } from "../../src/blobs/drivers.js";
 import type { AgentRunResult } from "../../src/types.js";
 import { ensureTemporalServer } from "../../scripts/tools.js";
 import { startPostgres, type Postgres } from "../support/cluster/postgres.js";
@@ -32,9 +36,11 @@ let server: TemporalServer | undefined;
 let workspace: string | undefined;
 const workers: WorkerProcess[] = [];
 let connection: Connection | undefined;
+let blobs: PostgresBlobDriver | undefined;
 
 afterAll(async () => {
   await connection?.close();
+  await blobs?.close();
   await Promise.all(
     workers.map((w) => (w.child.exitCode === null && w.child.signalCode === null ? w.kill() : undefined)),
   );
@@ -72,17 +78,24 @@ test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worke
   mark("server");
 
   const taskQueue = `cluster-${randomUUID()}`;
+  const blobStore = `postgres://${pg.user}@127.0.0.1:${pg.port}/postgres`;
   const workerEnv = {
     TEMPORAL_ADDRESS: server.address,
     JAI_TASK_QUEUE: taskQueue,
     JAI_WORKSPACE: workspace,
     JAI_HEALTH_PORT: "0",
+    JAI_BLOB_STORE: blobStore,
+    JAI_BLOB_THRESHOLD: "1k",
   };
   workers.push(...(await Promise.all([startWorkerProcess(dist, workerEnv), startWorkerProcess(dist, workerEnv)])));
   mark("workers");
 
   connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection });
+  blobs = new PostgresBlobDriver(blobStore);
+  const client = new Client({
+    connection,
+    dataConverter: { externalStorage: blobStorage(blobs, { threshold: 1024 }) },
+  });
   const start = (i: number) =>
     startAgentRun(client, {
       taskQueue,
@@ -94,11 +107,15 @@ test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worke
       workflowTaskTimeout: "2s",
     }).then((h) => h.workflowId);
 
-  const reference = await resultOf(client, await start(0));
+  const reference0 = await start(0);
+  const reference = await resultOf(client, reference0);
   expect({ stopReason: reference.stopReason, errorMessage: reference.errorMessage }).toEqual({
     stopReason: "stop",
     errorMessage: undefined,
   });
+  // Its payloads went through the store: history holds claims, the store their bytes.
+  expect(claimDrivers(await client.workflow.getHandle(reference0).fetchHistory())).toEqual([blobs.name]);
+  expect((await blobs.stats()).blobs).toBeGreaterThan(0);
   const expected = normalizedTranscript(reference.messages);
   expect(expected.filter((m) => (m as { role: string }).role === "toolResult")).toHaveLength(3); // list_dir, then 2 parallel reads
   mark("reference run");
