@@ -7,6 +7,7 @@ import { historyFromJSON } from "@temporalio/common/lib/proto-utils.js";
 import proto, { type temporal } from "@temporalio/proto";
 import { Worker, type InjectedSinks, type ReplayWorkerOptions } from "@temporalio/worker";
 import { AGENT_RUN_WORKFLOW, type AgentSinks } from "./workflows/definitions.js";
+import { claimDrivers } from "./blobs/config.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
 import { bundleAgentWorkflows } from "./worker.js";
 
@@ -202,6 +203,15 @@ export function checkAgentHistory(history: History, source: string): void {
     throw new ReplayInputError(
       source,
       `not an agent run: workflow type "${type ?? "?"}", expected "${AGENT_RUN_WORKFLOW}"`,
+    );
+  // Claims the replay worker (which has no store) could not read: Temporal's error would name no run or store.
+  const drivers = claimDrivers(history);
+  if (drivers.length > 0)
+    throw new ReplayInputError(
+      source,
+      `its payloads are in an external blob store (driver ${drivers.join(", ")}): read them first with the store ` +
+        "the workers had (npm run replay reads JAI_BLOB_STORE; in code, decodeHistoryPayloads(history, codecs, " +
+        "blobStorageFromEnv())): docs/large-payloads.md",
     );
 }
 

@@ -168,6 +168,10 @@ describe("a run whose tools return a 5 MB file and a 3 MB image, with a blob sto
     expect(outcome.error).toBeUndefined();
     expect(outcome.events).toBeGreaterThan(10);
 
+    // As downloaded, without reading the store first: refused naming the store, not Temporal's TMPRL1105.
+    await expect(replayHistory(copy(), workflowId, await sharedBundle())).rejects.toThrow(
+      /payloads are in an external blob store \(driver jai\.file\)/,
+    );
     await expect(decodeHistoryPayloads(copy(), [codec])).rejects.toBeInstanceOf(BlobStoreNotConfiguredError);
     await expect(decodeHistoryPayloads(copy(), [codec])).rejects.toThrow(/set JAI_BLOB_STORE/);
     const elsewhere = mkdtempSync(path.join(os.tmpdir(), "jai-empty-"));
