@@ -6,12 +6,25 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleAgentWorkflows } from "../worker.js";
+import { parseCli, runCli, UsageError } from "./program.js";
 
-const args = process.argv.slice(2);
-const encryptFailures = args.includes("--encrypt-failures");
-const file = args.find((a) => !a.startsWith("--"));
-const out = path.resolve(file ?? fileURLToPath(new URL("../workflow-bundle.js", import.meta.url)));
-const { code } = await bundleAgentWorkflows(undefined, { encryptFailures });
-writeFileSync(out, code);
-console.log(`workflow bundle: ${out} (${(code.length / 1024).toFixed(0)} KB)`);
+const USAGE = `usage: jai-agent bundle [file] [--encrypt-failures]
+  prebuilds the workflow bundle (default dist/workflow-bundle.js, beside the built code) so workers start in seconds
+  --encrypt-failures   for workers with a payload codec (JAI_CODEC_KEYS): failure messages go through it too`;
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseCli(process.argv.slice(2), { "encrypt-failures": { type: "boolean" } });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
+  const out = path.resolve(positionals[0] ?? fileURLToPath(new URL("../workflow-bundle.js", import.meta.url)));
+  const { bundleAgentWorkflows } = await import("../worker.js"); // after the arguments: --help answers at once
+  const { code } = await bundleAgentWorkflows(undefined, { encryptFailures: values["encrypt-failures"] === true });
+  writeFileSync(out, code);
+  console.log(`workflow bundle: ${out} (${(code.length / 1024).toFixed(0)} KB)`);
+  return 0;
+}
+
+runCli(USAGE, main);

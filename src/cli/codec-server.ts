@@ -10,10 +10,10 @@
  *   host's loopback only); off loopback without either, it refuses to start (exit 2).
  * A browser request from an origin other than the UI's is refused (403) in every mode.
  */
-import { parseArgs } from "node:util";
 import { codecFromEnv } from "../codec/config.js";
 import { bearerTokens, CodecServerConfigError, createCodecServer, type CodecServerOptions } from "../codec/server.js";
 import { runningServer } from "./server-state.js";
+import { parseCli, runCli } from "./program.js";
 
 /**
  * The dev server's UI (`npm run temporal`, port 8233). Not compose's 8080: on a developer's machine that is the
@@ -33,15 +33,12 @@ serves anyone who can reach the port.`;
 
 async function main(): Promise<number> {
   const env = process.env;
-  const { values } = parseArgs({
-    args: process.argv.slice(2),
-    options: {
-      port: { type: "string" },
-      host: { type: "string" },
-      origin: { type: "string", multiple: true },
-      help: { type: "boolean", short: "h" },
-    },
-  });
+  const parsed = parseCli(
+    process.argv.slice(2),
+    { port: { type: "string" }, host: { type: "string" }, origin: { type: "string", multiple: true } },
+    { allowPositionals: false },
+  );
+  const values = parsed.values as { port?: string; host?: string; origin?: string[]; help?: boolean };
   if (values.help) {
     console.log(CODEC_SERVER_USAGE);
     return 0;
@@ -115,10 +112,4 @@ async function devServerUiOrigins(): Promise<string[]> {
   return [origin, `http://127.0.0.1:${port}`, `http://localhost:${port}`];
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    console.error(`codec-server: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  },
-);
+runCli(CODEC_SERVER_USAGE, main);

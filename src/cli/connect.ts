@@ -6,12 +6,14 @@
  * decrypted like the workers do; without them, an encrypted payload is an error naming its key id and
  * JAI_CODEC_KEYS (not the SDK's `Unknown encoding: binary/encrypted`).
  */
+import { connect as tcpConnect } from "node:net";
 import { Client, Connection } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
 import { NoKeysCodec } from "../codec/aes-gcm.js";
 import { dataConverterFromEnv } from "../codec/config.js";
 import { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";
 import { runningServer } from "./server-state.js";
+import { NoServerError, noServer } from "./program.js";
 
 export function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -46,7 +48,12 @@ export async function connectCli(
     namespace: options.namespace,
     fallbackAddress: server?.address,
   });
-  const connection = await Connection.connect(target.connectionOptions);
+  const address = target.connectionOptions.address;
+  // Nothing listening fails in milliseconds and says so, instead of the client's 10 s wait and a transport error.
+  await probeServer(address);
+  const connection = await Connection.connect(target.connectionOptions).catch((err: unknown) => {
+    throw noServer(err, address) ?? err;
+  });
   return {
     client: new Client({ connection, namespace: target.namespace, dataConverter }),
     close: () => connection.close(),
@@ -58,4 +65,24 @@ export async function connectCli(
 /** `connectCli` with `--address` / `--namespace` read from `args`. */
 export async function connectClient(args: string[]): Promise<CliClient> {
   return connectCli({ address: flag(args, "--address"), namespace: flag(args, "--namespace") });
+}
+
+/**
+ * Whether anything listens at "host:port": a refused connection or a name that does not resolve is a
+ * NoServerError at once; a slow answer is left to the client's own timeout.
+ */
+export async function probeServer(address: string, timeoutMs = 3000): Promise<void> {
+  const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(address);
+  if (!m) return;
+  await new Promise<void>((resolve, reject) => {
+    const socket = tcpConnect({ host: m[1], port: Number(m[2]) });
+    const done = (err?: NoServerError) => {
+      socket.destroy();
+      if (err) reject(err);
+      else resolve();
+    };
+    socket.setTimeout(timeoutMs, () => done());
+    socket.once("connect", () => done());
+    socket.once("error", (err) => done(noServer(err, address)));
+  });
 }

@@ -71,15 +71,23 @@ const COMMANDS: Record<string, { module: string; about: string; args?: string[] 
   },
 };
 
+const USAGE = `usage: jai-agent <command> [args]   (jai-agent <command> --help: the command's own)
+
+${Object.entries(COMMANDS)
+  .map(([n, c]) => `  ${n.padEnd(12)} ${c.about}`)
+  .join("\n")}
+
+Exit codes: 0 done, 1 failed (one line naming the fix), 2 bad usage; --debug adds a failure's stack trace.`;
+
 const name = process.argv[2];
 const command = name ? COMMANDS[name] : undefined;
+if (name === "--help" || name === "-h" || name === "help") {
+  console.log(USAGE);
+  process.exit(0);
+}
 if (!command) {
-  console.error(
-    `usage: jai-agent <command> [args]\n\n${Object.entries(COMMANDS)
-      .map(([n, c]) => `  ${n.padEnd(12)} ${c.about}`)
-      .join("\n")}`,
-  );
-  process.exit(name === "--help" || name === "-h" ? 0 : 2);
+  console.error(`${name ? `unknown command "${name}"` : "missing command"}\n${USAGE}`);
+  process.exit(2);
 }
 // Each command reads its own arguments from process.argv.slice(2).
 process.argv.splice(2, 1, ...(command.args ?? []));

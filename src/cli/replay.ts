@@ -8,6 +8,7 @@
  * the file or workflow and why. docs/replay.md walks through it.
  */
 import path from "node:path";
+import { debugWanted, describeFailure, unknownFlag, UsageError } from "./program.js";
 import { DefaultLogger, Runtime } from "@temporalio/worker";
 import { bundleAgentWorkflows } from "../worker.js";
 import { flag, connectClient } from "./connect.js";
@@ -110,14 +111,30 @@ async function main(): Promise<number> {
   return 1;
 }
 
+// --help, or a flag it does not know, before anything runs: the usage (src/cli/program.ts).
+const FLAGS = ["file", "run-id", "address", "namespace", "workflows", "workflow-id"];
+const argv = process.argv.slice(2);
+const named = argv.some((a, i) => !a.startsWith("-") && !FLAGS.includes(argv[i - 1]?.replace(/^--/, "") ?? ""));
+const mistake =
+  unknownFlag(argv, FLAGS, FLAGS) ??
+  (!named && !argv.includes("--file") && !argv.includes("--help") && !argv.includes("-h")
+    ? new UsageError("missing <workflowId> (or --file history.json)")
+    : undefined);
+if (argv.includes("--help") || argv.includes("-h")) {
+  console.log(USAGE);
+  process.exit(0);
+} else if (mistake) {
+  console.error(`${mistake.message}\n${USAGE}`);
+  process.exit(2);
+}
+
 main().then(
   (code) => process.exit(code),
   (err) => {
     console.error(
-      err instanceof ReplayInputError
-        ? `cannot replay ${err.message}`
-        : `replay failed: ${err instanceof Error ? err.message : String(err)}`,
+      err instanceof ReplayInputError ? `cannot replay ${err.message}` : `replay failed: ${describeFailure(err).text}`,
     );
+    if (debugWanted() && err instanceof Error) console.error(err.stack);
     process.exit(2);
   },
 );

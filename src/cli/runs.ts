@@ -6,25 +6,42 @@
  * Exit codes: 0 done; 1 refused or failed (one line on stderr: the run's reason, a finished run, no such run,
  * a missing codec key); 2 bad usage.
  */
-import { tenantProblem } from "../tenants.js";
 import { readFileSync } from "node:fs";
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import type { Client } from "@temporalio/client";
-import { WorkflowNotFoundError, type Payload } from "@temporalio/common";
-import proto from "@temporalio/proto";
-import {
-  getAgentRun,
-  InvalidRunInputError,
-  RunFinishedError,
-  RunUpdateRejectedError,
-  type AgentRunHandle,
-} from "../client.js";
-import { decodePayloads } from "../codec/history.js";
+import type { Payload } from "@temporalio/common";
+import type proto from "@temporalio/proto";
+import type { AgentRunHandle } from "../client.js";
 import type { AgentMessage, AgentRunState } from "../types.js";
-import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
 import { approvalPolicyProblem } from "../workflows/approval-policy.js";
-import { connectCli } from "./connect.js";
-import { runRow, type RunRow } from "../http/run-list.js";
+import type { RunRow } from "../http/run-list.js";
+import { CliError, parseCli, runCli, UsageError } from "./program.js";
+
+/** What the commands run with, loaded once their arguments are good: --help and a usage mistake answer without it. */
+async function loadLib() {
+  const [client, common, history, definitions, runList, connect, tenants] = await Promise.all([
+    import("../client.js"),
+    import("@temporalio/common"),
+    import("../codec/history.js"),
+    import("../workflows/definitions.js"),
+    import("../http/run-list.js"),
+    import("./connect.js"),
+    import("../tenants.js"),
+  ]);
+  return {
+    getAgentRun: client.getAgentRun,
+    InvalidRunInputError: client.InvalidRunInputError,
+    RunFinishedError: client.RunFinishedError,
+    RunUpdateRejectedError: client.RunUpdateRejectedError,
+    WorkflowNotFoundError: common.WorkflowNotFoundError,
+    decodePayloads: history.decodePayloads,
+    AGENT_RUN_WORKFLOW: definitions.AGENT_RUN_WORKFLOW,
+    runRow: runList.runRow,
+    connectCli: connect.connectCli,
+    tenantProblem: tenants.tenantProblem,
+  };
+}
+let lib: Awaited<ReturnType<typeof loadLib>>;
 
 const RUNS_USAGE = `usage: jai-agent <command> [options]   (npm run <command> -- [options])
   runs [--status s[,s…]] [--tenant name] [--limit N] [--query "visibility query"] [--json]
@@ -43,22 +60,13 @@ every command: [--address host:port] [--namespace ns]; otherwise TEMPORAL_ADDRES
 TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE (temporal.toml), the \`npm run temporal\` server, localhost:7233.
 Encrypted runs need the workers' JAI_CODEC_KEYS (or JAI_CODEC_KEY_FILE).`;
 
-/** Bad usage: printed with the usage, exit 2. */
-class UsageError extends Error {}
-
 const COMMON: NonNullable<ParseArgsConfig["options"]> = {
   address: { type: "string" },
   namespace: { type: "string" },
-  help: { type: "boolean", short: "h" },
 };
 
 function parse(args: string[], options: ParseArgsConfig["options"], positionals: number, names: string) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const parsed = parseCli(args, { ...COMMON, ...options });
   if (parsed.values.help) return undefined;
   if (parsed.positionals.length < positionals) throw new UsageError(`missing ${names}`);
   return parsed as { values: Record<string, string | boolean | undefined>; positionals: string[] };
@@ -117,7 +125,7 @@ const quoted = (values: string[]) => values.map((v) => JSON.stringify(v)).join("
 
 /** The visibility query for `statuses`: by AgentStatus (with the agent's search attributes), else by Temporal's status. */
 function runsQuery(statuses: string[], withAttributes: boolean, extra?: string): string {
-  const parts = [`WorkflowType = ${JSON.stringify(AGENT_RUN_WORKFLOW)}`];
+  const parts = [`WorkflowType = ${JSON.stringify(lib.AGENT_RUN_WORKFLOW)}`];
   if (statuses.length > 0) {
     const alternatives = statuses.map((s) => {
       const f = STATUS_FILTERS[s];
@@ -145,7 +153,7 @@ async function memoOf(client: Client, raw: RawExecution): Promise<Record<string,
   if (fields.length === 0) return {};
   const { payloadCodecs, payloadConverter } = client.options.loadedDataConverter;
   try {
-    const decoded = await decodePayloads(
+    const decoded = await lib.decodePayloads(
       fields.map(([, p]) => p as Payload),
       payloadCodecs,
     );
@@ -156,7 +164,7 @@ async function memoOf(client: Client, raw: RawExecution): Promise<Record<string,
 }
 
 async function listing(client: Client, raw: RawExecution): Promise<RunListing> {
-  const row = runRow(raw);
+  const row = lib.runRow(raw);
   if (row.model !== undefined) return row;
   // A namespace without the agent's search attributes: the memo says what the run could.
   const memo = await memoOf(client, raw);
@@ -220,7 +228,7 @@ async function runsCommand(client: Client, values: Record<string, string | boole
   if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive integer`);
   const tenant = str(values.tenant);
   if (tenant !== undefined) {
-    const bad = tenantProblem(tenant);
+    const bad = lib.tenantProblem(tenant);
     if (bad) throw new UsageError(`--tenant: ${bad}`);
   }
   // A tenant's runs: its AgentTenant (a valid tenant name cannot leave the quotes).
@@ -294,7 +302,7 @@ function queueMessage(
   return {
     values: p.values,
     run: async (client) => {
-      const { queued } = await send(getAgentRun(client, p.positionals[0]), text);
+      const { queued } = await send(lib.getAgentRun(client, p.positionals[0]), text);
       console.log(`${what} accepted (${queued} queued)`);
       return 0;
     },
@@ -323,7 +331,7 @@ const COMMANDS: Record<string, Command> = {
       p && {
         values: p.values,
         run: async (client) => {
-          const state = await getAgentRun(client, p.positionals[0]).state();
+          const state = await lib.getAgentRun(client, p.positionals[0]).state();
           if (p.values.json) json(state);
           else printState(p.positionals[0], state);
           return 0;
@@ -344,7 +352,7 @@ const COMMANDS: Record<string, Command> = {
     return {
       values: p.values,
       run: async (client) => {
-        const handle = getAgentRun(client, id);
+        const handle = lib.getAgentRun(client, id);
         const ids = callId ? [callId] : (await handle.state()).pendingApprovals.map((a) => a.toolCallId);
         if (ids.length === 0) console.error(`run ${id}: no tool call waits for approval`);
         for (const toolCallId of ids) {
@@ -362,7 +370,7 @@ const COMMANDS: Record<string, Command> = {
     return {
       values: p.values,
       run: async (client) => {
-        await getAgentRun(client, id).deny(callId, str(p.values.reason));
+        await lib.getAgentRun(client, id).deny(callId, str(p.values.reason));
         console.log(`denied ${callId}`);
         return 0;
       },
@@ -376,7 +384,9 @@ const COMMANDS: Record<string, Command> = {
     return {
       values: p.values,
       run: async (client) => {
-        await getAgentRun(client, id).submitToolResult(callId, result, p.values.error ? { isError: true } : undefined);
+        await lib
+          .getAgentRun(client, id)
+          .submitToolResult(callId, result, p.values.error ? { isError: true } : undefined);
         console.log(`result submitted for ${callId}`);
         return 0;
       },
@@ -392,7 +402,7 @@ const COMMANDS: Record<string, Command> = {
     return {
       values: p.values,
       run: async (client) => {
-        json(await getAgentRun(client, p.positionals[0]).setApprovalPolicy(policy as never));
+        json(await lib.getAgentRun(client, p.positionals[0]).setApprovalPolicy(policy as never));
         return 0;
       },
     };
@@ -406,7 +416,7 @@ const COMMANDS: Record<string, Command> = {
     return {
       values: p.values,
       run: async (client) => {
-        const answer = await getAgentRun(client, p.positionals[0]).prompt(text);
+        const answer = await lib.getAgentRun(client, p.positionals[0]).prompt(text);
         if (p.values.json) json(answer);
         else {
           for (const m of answer.messages) if (m.role === "assistant" && textOf(m)) console.log(textOf(m));
@@ -424,7 +434,7 @@ const COMMANDS: Record<string, Command> = {
     return {
       values: p.values,
       run: async (client) => {
-        const handle = getAgentRun(client, id);
+        const handle = lib.getAgentRun(client, id);
         await handle.cancel();
         console.log(`cancellation requested: ${id}`);
         if (p.values.wait) console.log(`ended: ${(await handle.result()).stopReason}`);
@@ -436,9 +446,13 @@ const COMMANDS: Record<string, Command> = {
 
 /** One line for what the client API throws; undefined for anything else. */
 function clearError(err: unknown, namespace: string): string | undefined {
-  if (err instanceof WorkflowNotFoundError)
+  if (err instanceof lib.WorkflowNotFoundError)
     return `no run ${err.workflowId ? `"${err.workflowId}" ` : ""}in namespace "${namespace}"`;
-  if (err instanceof RunUpdateRejectedError || err instanceof RunFinishedError || err instanceof InvalidRunInputError)
+  if (
+    err instanceof lib.RunUpdateRejectedError ||
+    err instanceof lib.RunFinishedError ||
+    err instanceof lib.InvalidRunInputError
+  )
     return err.message;
   return undefined;
 }
@@ -446,22 +460,16 @@ function clearError(err: unknown, namespace: string): string | undefined {
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
   const command = name ? COMMANDS[name === "runs" ? "list" : name] : undefined;
-  let parsed;
-  try {
-    if (!command) throw new UsageError(name ? `unknown command "${name}"` : "missing command");
-    parsed = command(args);
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    console.error(`${err.message}\n${RUNS_USAGE}`);
-    return 2;
-  }
+  if (!command) throw new UsageError(name ? `unknown command "${name}"` : "missing command");
+  const parsed = command(args);
   if (!parsed) {
     console.log(RUNS_USAGE);
     return 0;
   }
+  lib = await loadLib();
   let namespace = str(parsed.values.namespace) ?? "default";
   try {
-    const { client, close } = await connectCli({
+    const { client, close } = await lib.connectCli({
       address: str(parsed.values.address),
       namespace: str(parsed.values.namespace),
     });
@@ -472,13 +480,10 @@ async function main(argv: string[]): Promise<number> {
       await close();
     }
   } catch (err) {
-    if (err instanceof UsageError) {
-      console.error(`${err.message}\n${RUNS_USAGE}`);
-      return 2;
-    }
-    console.error(oneLine(clearError(err, namespace) ?? (err instanceof Error ? err.message : String(err))));
-    return 1;
+    // What the client API throws, in one line naming the run; the rest (no server, no codec key) as every command says it.
+    const clear = clearError(err, namespace);
+    throw clear ? new CliError(oneLine(clear)) : err;
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+runCli(RUNS_USAGE, () => main(process.argv.slice(2)));

@@ -4,10 +4,9 @@
  */
 import type { ToolResultMessage } from "@jai/ai";
 import type { AgentMessage } from "../types.js";
-import { storyTranscript, type RunStory, type StoryItem } from "../history-story.js";
-import { readChain } from "../history-view.js";
+import type { RunStory, StoryItem } from "../history-story.js";
 import { addUsage, emptyUsage } from "../common/usage.js";
-import { connectClient, flag } from "./connect.js";
+import { parseCli, runCli, UsageError } from "./program.js";
 import { modelChain, modelRefName } from "../common/model-ref.js";
 
 const clip = (text: string, max = 400) => (text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text);
@@ -55,7 +54,10 @@ type Printed = StoryItem | { kind: "loopResult"; message: ToolResultMessage };
  * steering, an aborted or timed-out one): no activity wrote those, so the story has no item of theirs, but the
  * transcript has them (the next model call's context, a carry or the result).
  */
-function transcriptResults(chain: RunStory[]): Map<string, ToolResultMessage> {
+function transcriptResults(
+  chain: RunStory[],
+  storyTranscript: (story: RunStory) => AgentMessage[],
+): Map<string, ToolResultMessage> {
   const results = new Map<string, ToolResultMessage>();
   for (const run of chain) {
     let messages: AgentMessage[];
@@ -104,16 +106,33 @@ function formatPrinted(item: Printed): string {
   return `[loop] ${m.isError ? "✗" : "✓"} ${m.toolName} (${m.toolCallId}): ${clip(contentText(m.content))}`;
 }
 
+const USAGE = `usage: npm run show -- <workflowId> [--run-id ID] [--address host:port] [--namespace ns]
+  (jai-agent show <workflowId> ...): a run's transcript from its history alone (no worker needed)
+Encrypted runs need the workers' JAI_CODEC_KEYS (or JAI_CODEC_KEY_FILE). --debug prints a failure's stack trace.`;
+
 async function main(): Promise<number> {
-  const args = process.argv.slice(2);
-  const workflowId = args.find((a, i) => !a.startsWith("--") && !args[i - 1]?.startsWith("--"));
-  if (!workflowId) {
-    console.error("usage: npm run show -- <workflowId> [--run-id ID] [--address host:port]");
-    return 2;
+  const { values, positionals } = parseCli(process.argv.slice(2), {
+    "run-id": { type: "string" },
+    address: { type: "string" },
+    namespace: { type: "string" },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
   }
-  const { client, close } = await connectClient(args);
+  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+  const workflowId = positionals[0];
+  if (!workflowId) throw new UsageError("missing <workflowId>");
+  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
+  // Loaded once the arguments are good: --help and a usage mistake answer without the client.
+  const [{ connectCli }, { readChain }, { storyTranscript }] = await Promise.all([
+    import("./connect.js"),
+    import("../history-view.js"),
+    import("../history-story.js"),
+  ]);
+  const { client, close } = await connectCli({ address: str(values.address), namespace: str(values.namespace) });
   try {
-    const chain: RunStory[] = await readChain(client, workflowId, flag(args, "--run-id"));
+    const chain: RunStory[] = await readChain(client, workflowId, str(values["run-id"]));
     const story = chain[chain.length - 1];
     const model = story.input?.model;
     const events = chain.reduce((n, s) => n + s.events, 0);
@@ -122,7 +141,7 @@ async function main(): Promise<number> {
       `run ${workflowId} · ${model === undefined ? "?" : modelChain(model).map(modelRefName).join(" → ")} · ${story.status} · ${events} events${runs}`,
     );
     if (story.input?.systemPrompt) console.log(`system: ${clip(story.input.systemPrompt)}`);
-    const results = transcriptResults(chain);
+    const results = transcriptResults(chain, storyTranscript);
     for (const run of chain) {
       if (chain.length > 1)
         console.log(
@@ -145,10 +164,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  },
-);
+runCli(USAGE, main);

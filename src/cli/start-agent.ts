@@ -11,14 +11,10 @@
  * --tenant); 3 refused: the tenant is at a limit of the config's `tenants` (docs/tenants.md).
  */
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
-import { WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
 import { AgentRequestError, agentRunOptions } from "../agents.js";
-import { InvalidRunInputError, startAgentRun } from "../client.js";
 import { TenantLimitError } from "../tenants.js";
-import { findConfigFile, loadServiceConfig } from "../worker-process/config.js";
 import { DEFAULT_TASK_QUEUE } from "../workflows/definitions.js";
-import { connectCli } from "./connect.js";
+import { describeFailure, parseCli, UsageError } from "./program.js";
 
 export const START_AGENT_USAGE = `usage: jai-agent start --agent <name> [options] "<prompt>" | -   (- reads the prompt from stdin)
   --config <module>         the worker's config module with the agents (else JAI_CONFIG, else ./jai.config.{js,mjs,ts})
@@ -27,10 +23,8 @@ export const START_AGENT_USAGE = `usage: jai-agent start --agent <name> [options
   --tenant <name>           who the run is for: its AgentTenant search attribute and fairness key; the config's
                             tenants limits apply (1-64 letters, digits, ".", "_", "-"; docs/tenants.md)
   --workflow-id <id>        --json (prints { workflowId, agent, model, taskQueue })
-  --address host:port       --namespace ns     (else TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, …, as the other commands)`;
-
-/** Bad usage: printed with the usage, exit 2. */
-class UsageError extends Error {}
+  --address host:port       --namespace ns     (else TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, …, as the other commands)
+  --debug                   a failure's stack trace`;
 
 /** Starts the run; the exit code. */
 export async function startByAgent(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -41,43 +35,34 @@ export async function startByAgent(args: string[], env: NodeJS.ProcessEnv = proc
       console.error(err.message);
       return 3;
     }
-    if (err instanceof UsageError || err instanceof AgentRequestError || err instanceof InvalidRunInputError) {
+    if (err instanceof AgentRequestError || (err instanceof Error && err.name === "InvalidRunInputError")) {
       console.error(`${err.message}\n${START_AGENT_USAGE}`);
       return 2;
     }
-    if (err instanceof WorkflowExecutionAlreadyStartedError)
-      console.error(`a workflow ${err.workflowId} already exists`);
-    else console.error(err instanceof Error ? err.message : String(err));
-    return 1;
+    // A usage mistake with the usage; anything else (no server, a taken workflow id, ...) in one line.
+    const { text, code } = describeFailure(err, START_AGENT_USAGE);
+    console.error(text);
+    if (args.includes("--debug") && err instanceof Error && err.stack) console.error(err.stack);
+    return code;
   }
 }
 
 async function start(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        agent: { type: "string" },
-        config: { type: "string" },
-        model: { type: "string" },
-        "system-prompt": { type: "string" },
-        tools: { type: "string" },
-        "task-queue": { type: "string" },
-        "workflow-id": { type: "string" },
-        tenant: { type: "string" },
-        json: { type: "boolean" },
-        address: { type: "string" },
-        namespace: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const parsed = parseCli(args, {
+    agent: { type: "string" },
+    config: { type: "string" },
+    model: { type: "string" },
+    "system-prompt": { type: "string" },
+    tools: { type: "string" },
+    "task-queue": { type: "string" },
+    "workflow-id": { type: "string" },
+    tenant: { type: "string" },
+    json: { type: "boolean" },
+    address: { type: "string" },
+    namespace: { type: "string" },
+  });
+  const positionals = parsed.positionals;
+  const values = parsed.values as Record<string, string | undefined> & { help?: boolean; json?: boolean };
   if (values.help) {
     console.log(START_AGENT_USAGE);
     return 0;
@@ -87,6 +72,12 @@ async function start(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
     positionals.length === 1 && positionals[0] === "-" ? readFileSync(0, "utf8").trim() : positionals.join(" ").trim();
   if (!prompt) throw new UsageError("missing prompt");
 
+  // Loaded once the arguments are good: --help and a usage mistake answer without them.
+  const [{ findConfigFile, loadServiceConfig }, { startAgentRun }, { connectCli }] = await Promise.all([
+    import("../worker-process/config.js"),
+    import("../client.js"),
+    import("./connect.js"),
+  ]);
   // The same module, found the same way, as the worker process: CLI and worker agree on the agents.
   let file: string | undefined;
   try {

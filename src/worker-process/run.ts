@@ -40,6 +40,7 @@ import type { AesGcmCodecOptions } from "../codec/aes-gcm.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
 import { serveHealth } from "./health.js";
+import { noServer } from "../cli/program.js";
 import { freePort } from "../dev-server.js";
 import { createAgentMetrics, type AgentMetrics } from "../telemetry/metrics.js";
 import { tracingWanted } from "../telemetry/tracing-module.js";
@@ -316,6 +317,8 @@ function readSettings(
     options: {
       ...Object.fromEntries(flags.map((s) => [s.flag!, { type: s.arg ? ("string" as const) : ("boolean" as const) }])),
       help: { type: "boolean", short: "h" },
+      // A failure's stack trace (src/cli/program.ts prints it).
+      debug: { type: "boolean" },
     },
   });
   const byName = new Map(SETTINGS.map((s) => [s.flag ?? s.env!, s]));
@@ -373,7 +376,9 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   // Traces when the standard OTEL_* environment asks for them (OTLP over HTTP); the shipped bundle has no tracing
   // interceptors, so the workflows are bundled here then. OpenTelemetry is loaded only then.
   const tracing = tracingWanted(env) ? await (await import("../telemetry/tracing.js")).tracingFromEnv(env) : undefined;
-  const connection = await NativeConnection.connect(plan.target.connectionOptions);
+  const connection = await NativeConnection.connect(plan.target.connectionOptions).catch((err: unknown) => {
+    throw noServer(err, plan.target.connectionOptions.address) ?? err;
+  });
   let health: Server | undefined;
   try {
     // Terminating needs no payloads, so no codec: it works on the runs this worker cannot read.
