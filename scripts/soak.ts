@@ -46,6 +46,7 @@ import {
 } from "./soak/webhook-receiver.js";
 import { checkEncryption, soakCodec } from "./soak/encryption.js";
 import { decodeHistoryPayloads } from "../src/codec/history.js";
+import { dataConverterFromEnv } from "../src/codec/config.js";
 import { soakReportFile, writeReport, type FaultRecord, type SoakSummary, type WindowStats } from "./soak/report.js";
 
 const { values: opts } = parseArgs({
@@ -206,6 +207,12 @@ async function main(): Promise<number> {
   setupSchema(tools, pg.port);
   server = await createTemporalServer(tools, pg.port);
   log(`PostgreSQL on :${pg.port}, Temporal server on ${server.address}`);
+  // Payloads of 2 KB and more go to the blob store on the same PostgreSQL (as compose's workers do; its restart
+  // below takes the store down too): docs/large-payloads.md.
+  const blobEnv = {
+    JAI_BLOB_STORE: `postgres://${pg.user}@127.0.0.1:${pg.port}/postgres`,
+    JAI_BLOB_THRESHOLD: "2k",
+  };
 
   const taskQueue = `soak-${randomUUID()}`;
   const workerEnv = {
@@ -218,6 +225,7 @@ async function main(): Promise<number> {
     SOAK_SABOTAGE: opts.sabotage ? "1" : "0",
     JAI_WORKFLOW_BUNDLE: bundle,
     JAI_CODEC_KEYS: codec.keys,
+    ...blobEnv,
     SOAK_MCP_URL: mcpServer.url,
     // The documented way to let a secret sign for one receiver: its name's secret and origins in the environment.
     [`JAI_WEBHOOK_SECRET_${WEBHOOK_SECRET_NAME.toUpperCase()}`]: webhookSecret,
@@ -234,7 +242,8 @@ async function main(): Promise<number> {
 
   connection = await Connection.connect({ address: server.address });
   // The codec's client: every check of a run's transcript reads it decoded, as the run's owner would.
-  const client = new Client({ connection, dataConverter: codec.dataConverter });
+  const dataConverter = dataConverterFromEnv({ JAI_CODEC_KEYS: codec.keys, ...blobEnv })!;
+  const client = new Client({ connection, dataConverter });
   const violationsDir = path.join(out, "violations");
   const saving: Promise<void>[] = [];
   const saveHistory = async (run: RunRecord) => {
@@ -245,6 +254,7 @@ async function main(): Promise<number> {
       const history = await decodeHistoryPayloads(
         await client.workflow.getHandle(run.id, runId).fetchHistory(),
         codec.dataConverter.payloadCodecs ?? [],
+        dataConverter.externalStorage,
       );
       writeFileSync(path.join(violationsDir, `${run.id}${runId ? `.${runId}` : ""}.json`), historyToJSON(history));
     }
@@ -401,7 +411,7 @@ async function main(): Promise<number> {
   const mcp = checkMcp(mcpServer.calls, workload.runs, { pids: faultedPids, windows: faultWindows });
   const webhooks = checkWebhooks(receiver, workload.runs);
   log("reading every run's raw history (no codec) for plaintext");
-  const encryption = await checkEncryption(connection, workload.runs);
+  const encryption = await checkEncryption(connection, workload.runs, dataConverter.externalStorage);
   const atEnd = [
     ["context", contexts.violations],
     ["ledger", ledger.violations],

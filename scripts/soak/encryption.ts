@@ -10,9 +10,15 @@
  * on replay with no codec), and the history's wire bytes hold none of the run's texts (its prompts, the model's
  * answers, the tool results, as the decoded transcript has them) nor the script marker every prompt starts with:
  * that search covers the plain-by-design payloads, and ids and names too.
+ *
+ * The soak's payloads of 4 KB and more are in the PostgreSQL blob store (JAI_BLOB_STORE, docs/large-payloads.md):
+ * history holds a claim for each (plain by design: the blob's hash, its run, its size), and each claim's blob, read
+ * from the store, must be `binary/encrypted` and hold none of the run's texts either.
  */
 import type { Connection } from "@temporalio/client";
-import type { DataConverter, Payload } from "@temporalio/common";
+import type { DataConverter, ExternalStorage, Payload } from "@temporalio/common";
+import { isReferencePayload } from "@temporalio/common/lib/internal-non-workflow/extstore-helpers.js";
+import { resolvePayloadClaims } from "../../src/blobs/config.js";
 import proto from "@temporalio/proto";
 import { dataConverterFromEnv, newCodecKey } from "../../src/codec/config.js";
 import { ENCRYPTED_ENCODING } from "../../src/codec/aes-gcm.js";
@@ -73,12 +79,29 @@ export interface EncryptionReport {
   payloads: number;
   /** Bytes of raw history searched, and texts looked for. */
   bytes: number;
+  /** Claims found in history (payloads in the blob store), and bytes of their blobs searched. */
+  claims: number;
+  storedBytes: number;
   needles: number;
   violations: { run: string; what: string }[];
 }
 
-export async function checkEncryption(connection: Connection, runs: RunRecord[]): Promise<EncryptionReport> {
-  const report: EncryptionReport = { runs: 0, histories: 0, payloads: 0, bytes: 0, needles: 0, violations: [] };
+export async function checkEncryption(
+  connection: Connection,
+  runs: RunRecord[],
+  /** The blob store the runs' claims point into. */
+  storage?: ExternalStorage,
+): Promise<EncryptionReport> {
+  const report: EncryptionReport = {
+    runs: 0,
+    histories: 0,
+    payloads: 0,
+    bytes: 0,
+    needles: 0,
+    claims: 0,
+    storedBytes: 0,
+    violations: [],
+  };
   const one = async (run: RunRecord) => {
     if (!run.messages || !run.finalRunId) return;
     const texts = new Set<string>([MARKER]);
@@ -108,9 +131,33 @@ export async function checkEncryption(connection: Connection, runs: RunRecord[])
         });
       const all: { at: string; p: Payload }[] = [];
       payloads(history.events, "events", all);
+      const claims = all.filter(({ p }) => isReferencePayload(p));
+      report.claims += claims.length;
+      if (claims.length && !storage)
+        report.violations.push({ run: run.id, what: `${claims.length} blob-store claims and no store to check` });
+      if (claims.length && storage) {
+        const stored = await retry(`stored payloads of ${run.id}`, () =>
+          resolvePayloadClaims(
+            claims.map(({ p }) => p),
+            storage,
+          ),
+        );
+        for (const p of stored) {
+          const blob = Buffer.from(p.data ?? []);
+          report.storedBytes += blob.length;
+          const leaked = needles.filter((n) => blob.includes(n));
+          if (Buffer.from(p.metadata?.encoding ?? []).toString() !== ENCRYPTED_ENCODING || leaked.length)
+            report.violations.push({
+              run: run.id,
+              what: `a payload in the blob store is not encrypted or holds the run's text (${where})`,
+            });
+        }
+      }
       const plain = all.filter(
         ({ at, p }) =>
-          !PLAIN_BY_DESIGN.test(at) && Buffer.from(p.metadata?.encoding ?? []).toString() !== ENCRYPTED_ENCODING,
+          !PLAIN_BY_DESIGN.test(at) &&
+          !isReferencePayload(p) &&
+          Buffer.from(p.metadata?.encoding ?? []).toString() !== ENCRYPTED_ENCODING,
       );
       report.payloads += all.length;
       if (plain.length)

@@ -11,6 +11,7 @@
  * A browser request from an origin other than the UI's is refused (403) in every mode.
  */
 import { codecFromEnv } from "../codec/config.js";
+import { blobStorageFromEnv } from "../blobs/config.js";
 import { bearerTokens, CodecServerConfigError, createCodecServer, type CodecServerOptions } from "../codec/server.js";
 import { runningServer } from "./server-state.js";
 import { parseCli, runCli } from "./program.js";
@@ -81,7 +82,9 @@ async function main(): Promise<number> {
   }
   let server;
   try {
-    server = await createCodecServer({ codecs: [codec], origins, authorize, port, host });
+    // With JAI_BLOB_STORE the UI's claims are read from the store and decrypted like inline payloads.
+    const externalStorage = blobStorageFromEnv(env);
+    server = await createCodecServer({ codecs: [codec], origins, authorize, port, host, externalStorage });
   } catch (err) {
     if (!(err instanceof CodecServerConfigError)) throw err;
     console.error(`codec-server: ${err.message}`);

@@ -22,7 +22,9 @@ export function flag(args: string[], name: string): string | undefined {
 
 /** The environment's data converter, or one whose codec only names the missing keys of encrypted payloads. */
 export function cliDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter {
-  return dataConverterFromEnv(env) ?? { payloadCodecs: [new NoKeysCodec()] };
+  const converter = dataConverterFromEnv(env) ?? {};
+  // The blob store (JAI_BLOB_STORE) rides along either way.
+  return converter.payloadCodecs?.length ? converter : { ...converter, payloadCodecs: [new NoKeysCodec()] };
 }
 
 export interface CliClient {

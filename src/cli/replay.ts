@@ -13,6 +13,8 @@ import { DefaultLogger, Runtime } from "@temporalio/worker";
 import { bundleAgentWorkflows } from "../worker.js";
 import { flag, connectClient } from "./connect.js";
 import { codecFromEnv } from "../codec/config.js";
+import { blobStorageFromEnv, BlobStoreNotConfiguredError } from "../blobs/config.js";
+import { BlobNotFoundError } from "../blobs/drivers.js";
 import { CodecKeyError } from "../codec/aes-gcm.js";
 import { decodeHistoryPayloads, encryptedKeyIds } from "../codec/history.js";
 import {
@@ -66,15 +68,16 @@ async function main(): Promise<number> {
       await close();
     }
   }
-  // Replay feeds payloads to the workflow code: decrypt them as the workers would (a missing key is named here).
+  // Replay feeds payloads to the workflow code: read claims from the blob store (JAI_BLOB_STORE) and decrypt them
+  // as the workers would (a missing key, store or blob is named here).
   const codec = codecFromEnv();
-  if (codec) {
-    try {
-      history = await decodeHistoryPayloads(history, [codec]);
-    } catch (err) {
-      if (err instanceof CodecKeyError) throw new ReplayInputError(source, `cannot decrypt it: ${err.message}`);
-      throw err;
-    }
+  try {
+    history = await decodeHistoryPayloads(history, codec ? [codec] : [], blobStorageFromEnv());
+  } catch (err) {
+    if (err instanceof CodecKeyError) throw new ReplayInputError(source, `cannot decrypt it: ${err.message}`);
+    if (err instanceof BlobNotFoundError || err instanceof BlobStoreNotConfiguredError)
+      throw new ReplayInputError(source, `cannot read its stored payloads: ${err.message}`);
+    throw err;
   }
   // Encrypted payloads the workflow code cannot read would show as a divergence: say what is missing instead.
   const sealed = encryptedKeyIds(history);

@@ -37,6 +37,7 @@ import {
   withEncryptedFailures,
 } from "../codec/config.js";
 import type { AesGcmCodecOptions } from "../codec/aes-gcm.js";
+import { describeBlobStorage } from "../blobs/config.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "./connection.js";
 import { serveHealth } from "./health.js";
@@ -690,6 +691,7 @@ function describeWorker(
     `  tools: ${plan.tools.map((t) => t.name).join(", ") || "(none)"}; models: ${models}`,
     `  approval required: ${gated.join(", ") || "(none)"}; MCP servers: ${mcp.join(", ") || "(none)"}`,
     `  tracing: ${tracing ? "on (OTLP)" : "off (OTEL_*)"}; encryption: ${codec}`,
+    ...(dataConverter?.externalStorage ? [`  blob store: ${describeBlobStorage(dataConverter)}`] : []),
     ...(limits.length ? [`  provider limits (this worker): ${limits.join("; ")}`] : []),
     ...(plan.deployment
       ? [`  deployment: "${plan.deployment.name}" build "${plan.deployment.buildId}" (runs pinned to it)`]
