@@ -227,7 +227,11 @@ async function* overSse(
           yield* fallback();
           return;
         }
-        if (++failures > 20) throw err;
+        if (++failures > 20)
+          throw new Error(
+            `events of ${workflowId}: the run server ${url} does not answer (${(err as Error).message}) and the run is still open: is its worker up? (\`jai-agent show ${workflowId}\` reads it from history)`,
+            { cause: err },
+          );
         await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** failures))); // reconnect backoff
         continue;
       }
