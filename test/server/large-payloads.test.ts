@@ -25,7 +25,16 @@ import { replayHistory } from "../../src/replay.js";
 import { DEFAULT_LIMITS } from "../../src/activities/result-limits.js";
 import type { AgentTool } from "../../src/types.js";
 import { sharedBundle } from "../support/bundles.js";
-import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import {
+  deferred,
+  fauxModel,
+  openTestEnv,
+  testWorker,
+  textOf,
+  uniqueId,
+  within,
+  type TestEnv,
+} from "../support/helpers.js";
 
 const MB = 1024 * 1024;
 const KEY = "k1:" + Buffer.alloc(32, 9).toString("base64");
@@ -88,6 +97,51 @@ function storeHolds(text: string): { files: number; found: boolean } {
   }
   return { files, found };
 }
+
+describe("another worker serves the model call after the one that ran the tool stopped", () => {
+  it("it reads the context (the model's cut copy) from the workflow, whose worker reads the result from the store", async () => {
+    const toolRan = deferred();
+    const gated: AgentTool = {
+      ...tools[0],
+      execute: async () => {
+        toolRan.resolve();
+        return { content: [{ type: "text", text: file }] };
+      },
+    };
+    let seen = 0;
+    const faux = fauxModel([
+      fauxAssistantMessage([fauxToolCall("read_file", {}, { id: "f1" })], { stopReason: "toolUse" }),
+      (context: Context) => {
+        const result = context.messages.find((m) => m.role === "toolResult");
+        seen = result ? Buffer.byteLength(textOf(result)) : -1;
+        return fauxAssistantMessage("read it elsewhere");
+      },
+    ]);
+    const options = {
+      dataConverter: { payloadCodecs: [codec], externalStorage: blobStorage(driver) },
+      workflowBundle: bundle,
+      routeModelCalls: false,
+    };
+    const first = await testWorker(env, [gated], options);
+    const handle = await startAgentRun(client, {
+      taskQueue: first.taskQueue,
+      workflowId: uniqueId("large-elsewhere"),
+      model: faux.getModel(),
+      prompt: "read the log",
+      tools: ["read_file"],
+    });
+    // The first worker runs the tool and stops (its in-flight call completes first): it never sees turn 2.
+    await first.worker.runUntil(within(toolRan.promise, 60_000, "the tool to run"));
+    const second = await testWorker(env, [gated], { ...options, taskQueue: first.taskQueue });
+    const result = await second.worker.runUntil(within(handle.result(), 60_000, "the run to complete"));
+    expect(result.stopReason).toBe("stop");
+    expect(textOf(result.messages.at(-1))).toBe("read it elsewhere");
+    expect(seen).toBeGreaterThan(0);
+    expect(seen).toBeLessThan(DEFAULT_LIMITS.maxBytes + 1024);
+    expect(second.worker.cacheStats().misses).toBeGreaterThanOrEqual(1);
+    expect(result.messages.find((m) => m.role === "toolResult")?.content).toEqual([{ type: "text", text: file }]);
+  }, 180_000);
+});
 
 describe("a run whose tools return a 5 MB file and a 3 MB image, with a blob store and the codec", () => {
   let workflowId: string;
