@@ -69,7 +69,8 @@ async function follow(
       console.log(`  ⏸ ${a.toolName} waits for approval; approve with:`);
       console.log(
         url
-          ? `      curl -X POST ${url}/runs/${workflowId}/approve -H 'content-type: application/json' -d '${body}'`
+          ? // The run API needs its token: named by its variable (the shell fills it in), never printed.
+            `      curl -X POST ${url}/runs/${workflowId}/approve -H "Authorization: Bearer $JAI_HTTP_TOKEN" -H 'content-type: application/json' -d '${body}'`
           : `      jai-agent approve ${workflowId} ${a.toolCallId}    (or: jai-agent deny ${workflowId} ${a.toolCallId} --reason "…")`,
       );
     }

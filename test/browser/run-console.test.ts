@@ -116,6 +116,11 @@ describe("run console", () => {
         const attached = await within(live, 60_000, "watch of the running run");
         expect(attached).toContain('→ lookup {"word":"hello"}');
         expect(attached).toContain("waits for approval");
+        // The approve hint works as printed: it sends the token, named by its variable, never the token itself.
+        expect(attached).toContain(
+          `curl -X POST ${service.server.url}/runs/${workflowId}/approve -H "Authorization: Bearer $JAI_HTTP_TOKEN" -H 'content-type: application/json'`,
+        );
+        expect(attached).not.toContain(token);
         expect(attached).toContain("Final answer: hello is a greeting.");
         expect(attached).toMatch(/completed after 2 turn\(s\)/);
         const replayed = await within(watch(workflowId, token), 60_000, "watch of the finished run");
