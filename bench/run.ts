@@ -3,6 +3,7 @@
  * written to docs/benchmarks.md. `npm run bench -- growth parallel` runs a subset
  * (and prints it without writing the report); `--scale-*` flags size the scale bench (see scale.ts);
  * `npm run bench -- kill-stall` measures what a SIGKILLed worker costs its runs (kill-stall-bench.ts);
+ * `npm run bench -- cancel` how fast a cancel reaches a streaming model call and a running tool (cancel.ts);
  * `npm run bench -- deploy` how long a deploy through Worker Deployment Versioning takes to drain (deploy.ts);
  * `--peers` adds the side-by-side comparison with Temporal's AI SDK integration
  * (installed on first use into ~/.cache/jai-bench-peers), `npm run bench -- --peers peers` runs only that.
@@ -11,6 +12,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { cancelLatency } from "./cancel.js";
 import { codecCost } from "./codec.js";
 import { consoleList } from "./console.js";
 import { deploy } from "./deploy.js";
@@ -44,6 +46,7 @@ const SECTIONS = {
   replay: replayCost,
   scale,
   "kill-stall": killStall,
+  cancel: cancelLatency,
   deploy,
   streaming,
   console: consoleList,

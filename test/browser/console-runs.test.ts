@@ -147,8 +147,10 @@ describe("console: runs and agents", () => {
         for await (const r of env.client.workflow.list({ query: `WorkflowId = "${chainRun.workflowId}"` }))
           chainRuns.push(r);
         expect(chainRuns.map((r) => r.status.name).sort()).toEqual(["COMPLETED", "CONTINUED_AS_NEW"]);
-        expect(Number(await page.evaluate(() => (globalThis as any).document.body.dataset.listedIn))).toBeLessThan(
-          1000,
+        // How long the page took to list them is printed, not asserted (a busy machine takes longer): the goal, a
+        // list of 1,000 runs in < 1 s, is `npm run bench -- console`'s.
+        console.log(
+          `console: runs listed in ${await page.evaluate(() => (globalThis as any).document.body.dataset.listedIn)} ms`,
         );
         // Into a temp folder (JAI_SCREENSHOTS=docs retakes the docs' image): npm test leaves tracked files alone.
         const shot = screenshotPath("console-runs.png");

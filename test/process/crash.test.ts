@@ -42,6 +42,35 @@ const HEARTBEAT_MS = 2000;
 const config = (variant?: HarnessConfig["variant"], extra?: Partial<HarnessConfig>) =>
   files.config(variant, { stickyTimeout: "1s", ...extra });
 
+/** temporal.api.enums.v1.TimeoutType */
+const START_TO_CLOSE = 1;
+const SCHEDULE_TO_START = 2;
+
+/**
+ * What moved the run on after the kill, as its history records it: why each retried activity attempt's
+ * predecessor ended (the timeout type, or "failure"), and the workflow tasks that timed out, with how long each
+ * waited by the server's clock (from its scheduled event to its timed-out event).
+ */
+async function recoveryOf(run: ScenarioRun) {
+  const events = (await run.handle.workflow.fetchHistory()).events ?? [];
+  const millis = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+    Number(t?.seconds ?? 0) * 1000 + Math.floor((t?.nanos ?? 0) / 1e6);
+  const activities = events.flatMap((e) => {
+    const started = e.activityTaskStartedEventAttributes;
+    const timedOut = e.activityTaskTimedOutEventAttributes;
+    if (started && (started.attempt ?? 1) > 1)
+      return [started.lastFailure?.timeoutFailureInfo?.timeoutType ?? "failure"];
+    return timedOut ? [timedOut.failure?.timeoutFailureInfo?.timeoutType ?? "failure"] : [];
+  });
+  const tasks = events.flatMap((e) => {
+    const timedOut = e.workflowTaskTimedOutEventAttributes;
+    if (!timedOut) return [];
+    const scheduled = events.find((s) => Number(s.eventId) === Number(timedOut.scheduledEventId));
+    return [{ type: timedOut.timeoutType, waitedMs: millis(e.eventTime) - millis(scheduled?.eventTime) }];
+  });
+  return { activities, tasks };
+}
+
 const starts = (log: LogEntry[], toolCallId: string) =>
   log.filter((e) => e.event === "tool_start" && e.toolCallId === toolCallId);
 const has = (log: LogEntry[], event: string, toolCallId?: string) =>
@@ -60,16 +89,18 @@ afterAll(async () => {
 });
 
 /** The checks every kill point shares. */
-function expectRecovered(name: string, run: ScenarioRun): void {
+async function expectRecovered(name: string, run: ScenarioRun): Promise<void> {
   expect(run.result.stopReason).toBe("stop");
   expect(normalizeTranscript(run.result.messages)).toEqual(normalizeTranscript(baseline.result.messages));
   // Every model call, on either process, saw exactly the context history holds.
   expect(contextMismatches(seenContexts(run.log), run.result.messages)).toEqual([]);
   const reExecuted = run.completedBeforeKill.filter((id) => starts(run.log, id).length !== 1);
   expect(reExecuted).toEqual([]);
-  // Recovery waits for the heartbeat timeout, not the 10-minute start-to-close timeout.
+  // Recovery waits for the heartbeat timeout, not the 10-minute start-to-close timeout: no attempt was ended by
+  // one (the history says why each retried attempt's predecessor ended). How long it took is printed; the stall a
+  // kill costs is measured by `npm run bench -- kill-stall`.
   expect(run.progressMs).toBeDefined();
-  expect(run.progressMs!).toBeLessThan(HEARTBEAT_MS + 5000);
+  expect((await recoveryOf(run)).activities.filter((t) => t === START_TO_CLOSE)).toEqual([]);
   report.push(
     `${name}: completed=yes transcript-equal=yes re-executed-completed-tools=${reExecuted.length} ` +
       `seconds-new-worker-to-first-progress=${(run.progressMs! / 1000).toFixed(1)} seconds-new-worker-to-done=${(run.recoveryMs! / 1000).toFixed(1)}`,
@@ -86,7 +117,7 @@ describe("kill -9 of the worker", () => {
 
   it.concurrent("while the model is streaming: the cut stream is requested again on the new worker", async () => {
     const run = await runScenario(env.client, config(), (log) => has(log, "streaming"));
-    expectRecovered("model streaming", run);
+    await expectRecovered("model streaming", run);
     const firstCalls = run.log.filter((e) => e.event === "model_call" && e.results === 0);
     expect(new Set(firstCalls.map((e) => e.pid))).toEqual(new Set([run.firstPid, run.secondPid]));
   });
@@ -100,7 +131,7 @@ describe("kill -9 of the worker", () => {
         config(),
         async (log, handle) => has(log, "tool_start", "t1-c") && (await completedToolCalls(handle)).length >= 2,
       );
-      expectRecovered("parallel batch, partly done", run);
+      await expectRecovered("parallel batch, partly done", run);
       expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b"]));
       expect(starts(run.log, "t1-a")).toHaveLength(1);
       expect(starts(run.log, "t1-b")).toHaveLength(1);
@@ -110,7 +141,7 @@ describe("kill -9 of the worker", () => {
 
   it.concurrent("while a sequential tool runs: it is retried per its retry policy", async () => {
     const run = await runScenario(env.client, config(), (log) => has(log, "tool_start", "t2-d"));
-    expectRecovered("sequential tool running", run);
+    await expectRecovered("sequential tool running", run);
     expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
   });
 
@@ -118,7 +149,7 @@ describe("kill -9 of the worker", () => {
     const run = await runScenario(env.client, config(), (log) =>
       log.some((e) => e.event === "turn_end" && e.turn === 2),
     );
-    expectRecovered("between turns", run);
+    await expectRecovered("between turns", run);
     for (const id of ["t1-a", "t1-b", "t1-c", "t2-d"]) expect(starts(run.log, id)).toHaveLength(1);
   });
 
@@ -128,7 +159,7 @@ describe("kill -9 of the worker", () => {
       const run = await runScenario(env.client, config(), async (_log, handle) =>
         (await completedToolCalls(handle)).includes("t3-e"),
       );
-      expectRecovered("after the last tool result", run);
+      await expectRecovered("after the last tool result", run);
       expect(starts(run.log, "t3-e")).toHaveLength(1);
       const finalCalls = run.log.filter((e) => e.event === "model_call" && e.results === 5);
       expect(finalCalls.map((e) => e.pid)).toContain(run.secondPid);
@@ -141,7 +172,7 @@ describe("kill -9 of the worker", () => {
       const run = await runScenario(env.client, config("main", { localTools: true }), (log) =>
         has(log, "tool_start", "t2-d"),
       );
-      expectRecovered("fast (local) tool running", run);
+      await expectRecovered("fast (local) tool running", run);
       expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b", "t1-c"]));
       expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
       const events = (await run.handle.workflow.fetchHistory()).events ?? [];
@@ -163,7 +194,8 @@ describe("kill -9 of the worker", () => {
         /^Tool charge_card was interrupted .*it is not idempotent, so it was not run again/,
       );
       expect(textOf(run.result.messages.at(-1))).toContain("charge_card:error");
-      expect(run.progressMs!).toBeLessThan(HEARTBEAT_MS + 5000);
+      expect(run.progressMs).toBeDefined();
+      expect((await recoveryOf(run)).activities.filter((t) => t === START_TO_CLOSE)).toEqual([]);
       report.push(
         `non-idempotent tool running: completed=yes executions=1 seconds-new-worker-to-first-progress=${(run.progressMs! / 1000).toFixed(1)} seconds-new-worker-to-done=${(run.recoveryMs! / 1000).toFixed(1)}`,
       );
@@ -172,7 +204,7 @@ describe("kill -9 of the worker", () => {
 });
 
 describe("recovery with a 1 s sticky queue timeout (issue 9, row 10)", () => {
-  it("kill -9 during a model call: the call is requested again within the heartbeat timeout + 3 s", async () => {
+  it("kill -9 during a model call: the run's task leaves the dead worker's sticky queue after 1 s, not 10 s", async () => {
     // Temporal's default workflow task timeout; the sticky timeout a worker takes to recover that fast (its default
     // is Temporal's 10 s since #44: docs/crashes-and-upgrades.md, "A killed worker's calls").
     const run = await runScenario(env.client, config(), (log) => has(log, "streaming"), {
@@ -183,8 +215,14 @@ describe("recovery with a 1 s sticky queue timeout (issue 9, row 10)", () => {
     expect(normalizeTranscript(run.result.messages)).toEqual(normalizeTranscript(baseline.result.messages));
     expect(contextMismatches(seenContexts(run.log), run.result.messages)).toEqual([]);
     expect(run.sinceKillMs).toBeDefined();
-    // A generous bound that still fails at Temporal's 10 s sticky timeout (~3 + 10 s); the measured time is reported.
-    expect(run.sinceKillMs!).toBeLessThan(3000 + 9000);
+    // From the history, by the server's clock: the workflow task scheduled on the killed worker's sticky queue timed
+    // out (schedule-to-start) after the worker's 1 s, not Temporal's 10 s. The kill-to-call time is reported; the
+    // stall at each setting is `npm run bench -- kill-stall`'s.
+    const { activities, tasks } = await recoveryOf(run);
+    expect(activities.filter((t) => t === START_TO_CLOSE)).toEqual([]);
+    const sticky = tasks.filter((t) => t.type === SCHEDULE_TO_START);
+    expect(sticky.length).toBeGreaterThanOrEqual(1);
+    for (const t of sticky) expect(t.waitedMs).toBeLessThan(5000);
     report.push(
       `1 s sticky timeout, heartbeat 3 s: seconds-kill-to-model-call-requested-again=${(run.sinceKillMs! / 1000).toFixed(1)}`,
     );

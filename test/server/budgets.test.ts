@@ -42,12 +42,14 @@ const lookup: AgentTool = {
   },
 };
 
+/** What `slow` waits for before it returns (set by the test that uses it). */
+let slowUntil: () => Promise<void> = async () => {};
 const slow: AgentTool = {
   name: "slow",
-  description: "Takes 1.5 s",
+  description: "Returns once its run's time is up",
   parameters: Type.Object({}),
   async execute() {
-    await new Promise((r) => setTimeout(r, 1500));
+    await slowUntil();
     return { content: [{ type: "text", text: "done slowly" }] };
   },
 };
@@ -157,17 +159,30 @@ describe("budgets", () => {
       fauxAssistantMessage("never asked"),
     ]);
     const { worker, taskQueue } = await testWorker(env, [slow]);
+    const maxDurationMs = 3000;
     const handle = await startAgentRun(env.client, {
       taskQueue,
       workflowId: uniqueId("budget-time"),
       model: faux.getModel(),
       prompt: "be slow",
-      budget: { maxDuration: "1s" },
+      budget: { maxDuration: maxDurationMs },
     });
+    // The tool returns once the run's time is up by the run's own clock: the start of its first completed workflow
+    // task, which history records (the workflow's Date.now() is its task's start; the run's time starts there). So
+    // the run is past maxDuration when the tool ends, however slow the machine; and before it, the first model call
+    // is made within 3 s of the start.
+    slowUntil = async () => {
+      const events = (await handle.workflow.fetchHistory()).events ?? [];
+      const completed = events.find((e) => e.workflowTaskCompletedEventAttributes)!;
+      const startedId = Number(completed.workflowTaskCompletedEventAttributes!.startedEventId);
+      const first = events.find((e) => Number(e.eventId) === startedId)!.eventTime!;
+      const startedAt = Number(first.seconds) * 1000 + Math.floor((first.nanos ?? 0) / 1e6);
+      await new Promise((r) => setTimeout(r, Math.max(0, startedAt + maxDurationMs + 50 - Date.now())));
+    };
     const result = await worker.runUntil(handle.result());
     expect(result).toMatchObject({ stopReason: "budget", budgetExceeded: "maxDuration", turns: 1 });
     expect(result.messages.filter((m) => m.role === "toolResult").map(textOf)).toEqual(["done slowly"]);
-    expect(result.spend?.elapsedMs).toBeGreaterThanOrEqual(1000);
+    expect(result.spend?.elapsedMs).toBeGreaterThanOrEqual(maxDurationMs);
     expect(faux.state.callCount).toBe(1);
   });
 

@@ -391,10 +391,29 @@ beforeAll(async () => {
   const durableEvents = new Map<string, { events: AgentEvent[]; ids: Set<string>; repeats: number }>();
   /** Runs whose task emitting this event is to be held until it times out (once per run). */
   const holds = new Map<string, AgentEvent["type"]>();
+  const history = async (workflowId: string) =>
+    (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   const timedOutTasks = async (workflowId: string) =>
-    ((await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []).filter(
-      (e) => e.workflowTaskTimedOutEventAttributes,
-    ).length;
+    (await history(workflowId)).filter((e) => e.workflowTaskTimedOutEventAttributes).length;
+  /**
+   * Holds the workflow task in progress (its sink is running) until the server records its timeout: the task
+   * started last, as history has it now. Not any timeout: on a busy machine another task may have timed out
+   * before, one that emitted nothing.
+   */
+  const holdUntilTimedOut = async (workflowId: string) => {
+    const events = await history(workflowId);
+    const started = Math.max(
+      ...events.flatMap((e) => (e.workflowTaskStartedEventAttributes ? [Number(e.eventId)] : [])),
+    );
+    await waitFor(
+      async () =>
+        (await history(workflowId)).some(
+          (e) => Number(e.workflowTaskTimedOutEventAttributes?.startedEventId ?? -1) >= started,
+        ),
+      120_000,
+      `${workflowId}'s task timeout`,
+    );
+  };
   const { worker, taskQueue } = await testWorker(env, TOOLS, {
     onEvent: async (event, ref) => {
       const run = durableEvents.get(ref.workflowId) ?? { events: [], ids: new Set(), repeats: 0 };
@@ -405,7 +424,7 @@ beforeAll(async () => {
       if (holds.get(ref.workflowId) !== event.type) return;
       holds.delete(ref.workflowId);
       // The worker completes the task only once its sinks returned: held until the server timed it out.
-      await waitFor(async () => (await timedOutTasks(ref.workflowId)) > 0, 120_000, `${ref.workflowId}'s task timeout`);
+      await holdUntilTimedOut(ref.workflowId);
     },
   });
 

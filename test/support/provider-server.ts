@@ -31,6 +31,8 @@ export interface Step {
   fault?: Fault;
   /** Waits this long before answering (the request counts as in flight meanwhile). */
   delayMs?: number;
+  /** Answers once this settles (the request counts as in flight meanwhile): a test decides when, not a clock. */
+  until?: Promise<unknown>;
 }
 
 export interface RecordedRequest {
@@ -256,6 +258,7 @@ export class ProviderServer {
     res.on("close", () => this.inFlight--);
     const step = this.responder ? this.responder(recorded, this.requests.length - 1) : this.steps.shift();
     if (step?.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
+    if (step?.until) await step.until.catch(() => {});
     recorded.status = step?.fault?.kind === "status" ? step.fault.status : step ? 200 : 500;
     if (!step) {
       res
