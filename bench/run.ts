@@ -5,6 +5,7 @@
  * `npm run bench -- kill-stall` measures what a SIGKILLed worker costs its runs (kill-stall-bench.ts);
  * `npm run bench -- cancel` how fast a cancel reaches a streaming model call and a running tool (cancel.ts);
  * `npm run bench -- deploy` how long a deploy through Worker Deployment Versioning takes to drain (deploy.ts);
+ * `npm run bench -- payloads`: large tool results with and without a blob store (payloads.ts);
  * `--peers` adds the side-by-side comparison with Temporal's AI SDK integration
  * (installed on first use into ~/.cache/jai-bench-peers), `npm run bench -- --peers peers` runs only that.
  */
@@ -25,6 +26,7 @@ import { killStall } from "./kill-stall-bench.js";
 import { observability } from "./observability.js";
 import { overhead } from "./overhead.js";
 import { parallelTools } from "./parallel.js";
+import { payloadSizes } from "./payloads.js";
 import { replayCost } from "./replay.js";
 import { scale } from "./scale.js";
 import { streaming } from "./streaming.js";
@@ -51,6 +53,7 @@ const SECTIONS = {
   streaming,
   console: consoleList,
   fairness,
+  payloads: payloadSizes,
   peers: versus,
 };
 
