@@ -46,6 +46,25 @@ export interface AgentScheduleInfo {
   recentRuns: string[];
 }
 
+/** A schedule as `describeAgentSchedule` reports it: what `list` says, and what it is made of. */
+export interface AgentScheduleDetails extends AgentScheduleInfo {
+  /** When it fires: as it was created (kept in its memo), else read back from the server's calendars. */
+  spec: { cron: string[]; intervals: string[]; timezone?: string };
+  /** What it does when a run is still going at the next firing, e.g. "skip". */
+  overlap: string;
+  taskQueue: string;
+  /** The run input each firing starts (decoded with the client's codec). */
+  input: AgentRunInput;
+  /** Its latest firings: the run each started, when it was due and when it started; newest last. */
+  recentActions: { workflowId: string; scheduledAt: Date; takenAt: Date }[];
+  createdAt: Date;
+  /** Runs it has started. */
+  actionsTaken: number;
+}
+
+/** The memo key a schedule made here keeps its spec under, as given (the server turns cron strings into calendars). */
+const SPEC_MEMO = "agentScheduleSpec";
+
 /** A schedule option that cannot work; `field` names it (e.g. "spec.cron[1]"). Nothing was created. */
 export class InvalidScheduleError extends InvalidRunInputError {
   constructor(
@@ -280,7 +299,55 @@ function create(
     },
     policies: { overlap: (overlap ?? "skip").toUpperCase() as NonNullable<ScheduleOverlapPolicy> },
     state: { paused: paused ?? false, ...(note ? { note } : {}) },
+    memo: { [SPEC_MEMO]: spec },
   });
+}
+
+type Calendar = ScheduleDescription["spec"]["calendars"] extends (infer C)[] | undefined ? C : never;
+type CalendarRange = { start: number | string; end?: number | string; step?: number };
+
+const SHORT = (v: number | string) => (typeof v === "string" ? v.slice(0, 3) : String(v));
+
+/** One cron field from the server's calendar ranges: "*", "9", "1-5", "0-59/15", "MON-FRI". */
+function cronField(ranges: CalendarRange[] | undefined, min: number | string, max: number | string): string {
+  if (!ranges?.length) return "*";
+  return ranges
+    .map(({ start, end = start, step = 1 }) => {
+      const all = start === min && end === max;
+      const base = all ? "*" : start === end ? SHORT(start) : `${SHORT(start)}-${SHORT(end)}`;
+      return step > 1 ? `${base}/${step}` : base;
+    })
+    .join(",");
+}
+
+/** A calendar the server describes, written back as the cron string it stands for (seconds first when not 0). */
+function calendarCron(c: Calendar): string {
+  const cal = c as unknown as Record<string, CalendarRange[] | undefined> & { comment?: string };
+  const fields = [
+    cronField(cal.minute, 0, 59),
+    cronField(cal.hour, 0, 23),
+    cronField(cal.dayOfMonth, 1, 31),
+    cronField(cal.month, "JANUARY", "DECEMBER"),
+    cronField(cal.dayOfWeek, "SUNDAY", "SATURDAY"),
+  ];
+  const second = cronField(cal.second, 0, 59);
+  return [
+    ...(second === "0" ? [] : [second]),
+    ...fields,
+    ...(cal.year?.length ? [cronField(cal.year, 0, 0)] : []),
+  ].join(" ");
+}
+
+/** An interval in the words a person gives it: "1h", "90m", "30s", or ms. */
+function every(ms: number): string {
+  for (const [unit, size] of [
+    ["d", 86_400_000],
+    ["h", 3_600_000],
+    ["m", 60_000],
+    ["s", 1000],
+  ] as const)
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
 }
 
 const info = (scheduleId: string, d: ScheduleDescription): AgentScheduleInfo => ({
@@ -301,8 +368,37 @@ export async function listAgentSchedules(client: Client): Promise<AgentScheduleI
   return out;
 }
 
-export async function describeAgentSchedule(client: Client, scheduleId: string): Promise<AgentScheduleInfo> {
-  return info(scheduleId, await client.schedule.getHandle(scheduleId).describe());
+/** A schedule and what it is made of: its spec, the run input it starts, next firings and latest runs. */
+export async function describeAgentSchedule(client: Client, scheduleId: string): Promise<AgentScheduleDetails> {
+  const d = await client.schedule.getHandle(scheduleId).describe();
+  const given = d.memo?.[SPEC_MEMO] as AgentScheduleSpec | undefined;
+  const asList = (v: unknown) => (v === undefined ? [] : Array.isArray(v) ? v.map(String) : [String(v)]);
+  const spec = given
+    ? {
+        cron: asList(given.cron),
+        intervals: asList(given.interval).map((i) => (/^\d+$/.test(i) ? every(Number(i)) : i)),
+        ...(given.timezone ? { timezone: given.timezone } : {}),
+      }
+    : {
+        cron: (d.spec.calendars ?? []).map(calendarCron),
+        intervals: (d.spec.intervals ?? []).map((i) => every(Number(i.every))),
+        ...(d.spec.timezone ? { timezone: d.spec.timezone } : {}),
+      };
+  const action = d.action as { taskQueue?: string; args?: unknown[] };
+  return {
+    ...info(scheduleId, d),
+    spec,
+    overlap: String(d.policies.overlap).toLowerCase(),
+    taskQueue: action.taskQueue ?? DEFAULT_TASK_QUEUE,
+    input: (action.args?.[0] ?? {}) as AgentRunInput,
+    recentActions: d.info.recentActions.map((a) => ({
+      workflowId: a.action.workflow.workflowId,
+      scheduledAt: a.scheduledAt,
+      takenAt: a.takenAt,
+    })),
+    createdAt: d.info.createdAt,
+    actionsTaken: d.info.numActionsTaken,
+  };
 }
 
 /** Stops firing until `unpauseAgentSchedule`; runs already started go on. */
