@@ -23,6 +23,9 @@ import {
   type ScenarioRun,
 } from "../support/crash/harness.js";
 import { contextMismatches } from "../support/context-check.js";
+import { Client } from "@temporalio/client";
+import { blobStorage, claimDrivers } from "../../src/blobs/config.js";
+import { FileBlobDriver } from "../../src/blobs/drivers.js";
 import { openTestEnv, textOf, type TestEnv } from "../support/helpers.js";
 
 let env: TestEnv;
@@ -144,6 +147,26 @@ describe("kill -9 of the worker", () => {
     await expectRecovered("sequential tool running", run);
     expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
   });
+
+  it.concurrent(
+    "while a sequential tool runs, payloads in a blob store (issue 56): the new worker reads them from the store",
+    async () => {
+      const store = path.join(files.dir, "blobs");
+      const driver = new FileBlobDriver(store);
+      const client = new Client({
+        connection: env.client.connection,
+        dataConverter: { externalStorage: blobStorage(driver, { threshold: 1024 }) },
+      });
+      const run = await runScenario(client, config("main", { blobStore: `file:${store}` }), (log) =>
+        has(log, "tool_start", "t2-d"),
+      );
+      await expectRecovered("sequential tool running, blob store", run);
+      expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
+      // The run's payloads went through the store: its history holds claims, the store their bytes.
+      expect(claimDrivers(await run.handle.workflow.fetchHistory())).toEqual([driver.name]);
+      expect((await driver.stats()).blobs).toBeGreaterThan(0);
+    },
+  );
 
   it.concurrent("between turns: nothing that completed runs again", async () => {
     const run = await runScenario(env.client, config(), (log) =>

@@ -82,6 +82,8 @@ export interface HarnessConfig {
   localTools?: boolean;
   /** `workerOptions.stickyQueueScheduleToStartTimeout` (e.g. "1s"); default the worker's own. */
   stickyTimeout?: string;
+  /** The workers' blob store (JAI_BLOB_STORE, payloads of 1 KB and more go there); default none. */
+  blobStore?: string;
 }
 
 /** A test file's folder for its child workers' logs, one per scenario, and the workflow bundle they load. */
@@ -138,6 +140,8 @@ export async function startChildWorker(config: HarnessConfig): Promise<ChildWork
       CRASH_TOKENS_PER_SECOND: String(config.tokensPerSecond ?? 60),
       CRASH_LOCAL_TOOLS: config.localTools ? "1" : "",
       CRASH_STICKY_TIMEOUT: config.stickyTimeout ?? "",
+      JAI_BLOB_STORE: config.blobStore ?? "",
+      JAI_BLOB_THRESHOLD: config.blobStore ? "1k" : "",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -4,6 +4,7 @@
  */
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { createAgentWorker } from "../../../src/worker.js";
+import { blobStorageFromEnv } from "../../../src/blobs/config.js";
 import { crashTools, logLine, registerScriptedModel, type Variant } from "./scenario.js";
 
 const env = (name: string) => {
@@ -30,6 +31,8 @@ const worker = await createAgentWorker({
   tools: crashTools(logFile, Number(process.env.CRASH_SLOW_MS || 3000), tag, process.env.CRASH_LOCAL_TOOLS === "1"),
   models: [model],
   workflowBundle: { codePath: env("CRASH_BUNDLE") },
+  // JAI_BLOB_STORE (the harness's `blobStore`): payloads over JAI_BLOB_THRESHOLD go to the store.
+  ...(process.env.JAI_BLOB_STORE ? { dataConverter: { externalStorage: blobStorageFromEnv() } } : {}),
   ...(process.env.CRASH_STICKY_TIMEOUT
     ? { workerOptions: { stickyQueueScheduleToStartTimeout: process.env.CRASH_STICKY_TIMEOUT } }
     : {}),
