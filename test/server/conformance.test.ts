@@ -541,11 +541,11 @@ describe("conformance with pi-agent-core's runAgentLoop", () => {
         seed: o.scenario.seed,
         timedOut: true,
       });
-      expect({ seed: o.scenario.seed, repeated: o.durable.repeats! > 0 }).toEqual({
-        seed: o.scenario.seed,
-        repeated: true,
-      });
     }
+    // Repeats reached onEvent (with the same ids: the deduplicated streams above equal the reference). Not per
+    // run: a retried task whose first attempt had not yet handed its events to the sink re-emits nothing twice
+    // (test/server/event-repeats.test.ts forces one that had).
+    expect(held.filter((o) => o.durable.repeats! > 0).length).toBeGreaterThan(0);
     // Both kinds: the first workflow task, and one after a model call.
     expect(new Set(held.map((o) => retriedTask(o.scenario.seed)))).toEqual(new Set(["agent_start", "turn_end"]));
   });
