@@ -154,13 +154,14 @@ export function describeFailure(failure: unknown, usage?: string): { text: strin
 
 /**
  * Runs a command's `main` to its end: its exit code, or for a failure what `describeFailure` says on stderr
- * (with the stack trace only under --debug). Failures outside `main` (an unhandled rejection of a background
- * poll) end the same way. `usage` is printed after a usage mistake.
+ * (with the stack trace only under --debug). A failure outside `main` (an uncaught exception, an unhandled
+ * rejection of a background task: a bug, not a mistake of the person's) ends the same way but keeps its stack,
+ * so a crashed worker's log says where. `usage` is printed after a usage mistake.
  */
 export function runCli(usage: string | (() => string), main: () => Promise<number | void>): void {
   const debug = debugWanted();
   let ended = false;
-  const fail = (err: unknown) => {
+  const fail = (err: unknown, outside = false) => {
     if (ended) return;
     ended = true;
     let said: { text: string; code: number };
@@ -171,19 +172,22 @@ export function runCli(usage: string | (() => string), main: () => Promise<numbe
     }
     const { text, code } = said;
     console.error(text);
-    if (debug && err instanceof Error && err.stack) console.error(err.stack);
+    if ((debug || outside) && err instanceof Error && err.stack) console.error(err.stack);
     process.exit(code);
   };
-  process.on("uncaughtException", fail);
-  process.on("unhandledRejection", fail);
+  process.on("uncaughtException", (err) => fail(err, true));
+  process.on("unhandledRejection", (err) => fail(err, true));
   // A warning the code emits is a note in one line, not Node's two with its --trace-warnings advice.
   process.removeAllListeners("warning");
   process.on("warning", (w) => console.error(`note: ${w.message.replace(/\s*\n\s*/g, " ")}`));
-  main().then((code) => {
-    if (ended) return;
-    ended = true;
-    process.exit(code ?? 0);
-  }, fail);
+  main().then(
+    (code) => {
+      if (ended) return;
+      ended = true;
+      process.exit(code ?? 0);
+    },
+    (err: unknown) => fail(err),
+  );
 }
 
 /**
