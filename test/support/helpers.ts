@@ -113,8 +113,21 @@ export async function stateWhen<S>(
   ms = 30_000,
 ): Promise<S> {
   let state!: S;
+  // A query the server gave up on because the worker was busy (DEADLINE_EXCEEDED) is load, not a verdict: ask again.
+  const busy = (err: unknown) => /query timed out before a worker could process it/.test(errorChain(err));
   await within(
-    waitFor(async () => ok((state = await handle.state())), ms, what),
+    waitFor(
+      async () => {
+        try {
+          return ok((state = await handle.state()));
+        } catch (err) {
+          if (busy(err)) return false;
+          throw err;
+        }
+      },
+      ms,
+      what,
+    ),
     ms,
     what,
   );
