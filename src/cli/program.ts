@@ -18,6 +18,13 @@ export class UsageError extends Error {
 }
 
 /** A failure the command has already put in words: printed as is (one line), with its exit code. */
+/** The one `<workflowId>` argument a command takes (show, watch), or the usage mistake that there is none or more. */
+export function onlyWorkflowId(positionals: string[]): string {
+  if (!positionals[0]) throw new UsageError("missing <workflowId>");
+  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
+  return positionals[0];
+}
+
 export class CliError extends Error {
   constructor(
     message: string,

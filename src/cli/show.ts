@@ -6,7 +6,7 @@ import type { ToolResultMessage } from "@jai/ai";
 import type { AgentMessage } from "../types.js";
 import type { RunStory, StoryItem } from "../history-story.js";
 import { addUsage, emptyUsage } from "../common/usage.js";
-import { parseCli, runCli, UsageError } from "./program.js";
+import { onlyWorkflowId, parseCli, runCli } from "./program.js";
 import { modelChain, modelRefName } from "../common/model-ref.js";
 
 const clip = (text: string, max = 400) => (text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text);
@@ -121,9 +121,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const str = (v: unknown) => (typeof v === "string" ? v : undefined);
-  const workflowId = positionals[0];
-  if (!workflowId) throw new UsageError("missing <workflowId>");
-  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
+  const workflowId = onlyWorkflowId(positionals);
   // Loaded once the arguments are good: --help and a usage mistake answer without the client.
   const [{ connectCli }, { readChain }, { storyTranscript }] = await Promise.all([
     import("./connect.js"),

@@ -9,7 +9,7 @@
  * JAI_EVENTS_TRUSTED_HOSTS (history does not direct where the token goes).
  */
 import type { Client } from "@temporalio/client";
-import { parseCli, runCli, UsageError } from "./program.js";
+import { onlyWorkflowId, parseCli, runCli } from "./program.js";
 
 const USAGE = `usage: npm run watch -- <workflowId> [--from cursor] [--address host:port] [--namespace ns] [--url run-server]
   (jai-agent watch <workflowId> ...): prints a run as it happens, or replays a finished one
@@ -31,9 +31,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const str = (v: unknown) => (typeof v === "string" ? v : undefined);
-  const workflowId = positionals[0];
-  if (!workflowId) throw new UsageError("missing <workflowId>");
-  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
+  const workflowId = onlyWorkflowId(positionals);
   // Loaded once the arguments are good: --help and a usage mistake answer without the client.
   const { connectCli } = await import("./connect.js");
   // The environment the worker honours (address, namespace, TLS / API key, codec keys): encrypted runs read too.
