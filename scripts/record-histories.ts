@@ -13,7 +13,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { Client, Connection } from "@temporalio/client";
+import { Client, Connection, type WorkflowHandle } from "@temporalio/client";
 import { historyToJSON } from "@temporalio/common/lib/proto-utils.js";
 import proto from "@temporalio/proto";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
@@ -22,6 +22,7 @@ import { startAgentRun, type AgentRunHandle, type StartAgentRunOptions } from ".
 import { startDevServer } from "../src/dev-server.js";
 import type { AgentTool } from "../src/types.js";
 import { bundleAgentWorkflows, createAgentWorker } from "../src/worker.js";
+import { agentTool } from "../src/subagents/agent-tool.js";
 import { runScenario } from "../test/support/crash/harness.js";
 
 const OUT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../test/fixtures/histories");
@@ -84,6 +85,12 @@ interface Case {
   options?: Partial<StartAgentRunOptions>;
   /** Drives the run from outside (updates) before waiting for its result. */
   drive?: (handle: AgentRunHandle) => Promise<void>;
+  /** More worker tools, given the case's model (a sub-agent's). */
+  moreTools?: (model: ReturnType<ReturnType<typeof registerFauxProvider>["getModel"]>) => AgentTool<any>[];
+  /** Child runs to record beside the run, by their workflow id's suffix after the run's (`/sub-1-0`). */
+  children?: Record<string, string>;
+  /** The model as a fallback chain (the case's model twice). */
+  chain?: boolean;
 }
 
 const answer = fauxAssistantMessage("done");
@@ -196,6 +203,57 @@ const CASES: Case[] = [
       await handle.submitToolResult("c1", { color: "red" });
     },
   },
+  // One golden per run feature (issue 55): each replays against the current loop, so a change that moves a
+  // feature's commands is caught here, not in a customer's replay.
+  {
+    // Typed output: an invalid final answer corrected once, then accepted.
+    name: "typed-output",
+    script: [
+      fauxAssistantMessage([fauxToolCall("final_answer", { town: "Lisbon" }, { id: "o1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage([fauxToolCall("final_answer", { city: "Lisbon" }, { id: "o2" })], { stopReason: "toolUse" }),
+    ],
+    options: {
+      output: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      outputRetries: 1,
+    },
+  },
+  {
+    // A budget: a batch past maxToolCalls, the calls past it refused, the run ended "budget".
+    name: "budget-exceeded",
+    script: [
+      fauxAssistantMessage(
+        [fauxToolCall("add", { a: 1, b: 1 }, { id: "b1" }), fauxToolCall("add", { a: 2, b: 2 }, { id: "b2" })],
+        { stopReason: "toolUse" },
+      ),
+      answer,
+    ],
+    options: { budget: { maxToolCalls: 1, maxTokens: 100000 } },
+  },
+  {
+    // A model fallback chain (its setup names the fallback) and a policy floor the run's own policy cannot loosen.
+    name: "chain-and-floor",
+    script: [
+      fauxAssistantMessage([fauxToolCall("write", { path: "x" }, { id: "p1" })], { stopReason: "toolUse" }),
+      answer,
+    ],
+    options: {
+      approvalPolicy: { default: "allow" },
+      approvalPolicyFloor: [{ rules: [{ match: "write", action: "deny", reason: "read-only agent" }] }],
+    },
+    chain: true,
+  },
+  {
+    // A sub-agent (a child run) of a tenant's run: the child carries the tenant; its own history is recorded too.
+    name: "sub-agent",
+    script: [
+      fauxAssistantMessage([fauxToolCall("helper", { prompt: "find it" }, { id: "h1" })], { stopReason: "toolUse" }),
+      fauxAssistantMessage("found it"),
+      answer,
+    ],
+    moreTools: (model) => [agentTool({ name: "helper", description: "helps", model })],
+    options: { tools: ["helper"], tenant: "acme" },
+    children: { "sub-agent-child": "/sub-1-0" },
+  },
 ];
 
 /** Polls the run's state until `ok` holds. */
@@ -215,9 +273,10 @@ async function main(): Promise<void> {
   const client = new Client({ connection: clientConnection });
   const bundle = await bundleAgentWorkflows();
   await mkdir(OUT, { recursive: true });
-  const save = async (name: string, handle: AgentRunHandle) => {
+  const save = async (name: string, handle: AgentRunHandle | WorkflowHandle) => {
     const file = path.join(OUT, `${name}.json`);
-    const history = proto.temporal.api.history.v1.History.fromObject(await handle.workflow.fetchHistory());
+    const workflow = "workflow" in handle ? handle.workflow : handle;
+    const history = proto.temporal.api.history.v1.History.fromObject(await workflow.fetchHistory());
     await writeFile(file, `${historyToJSON(history)}\n`);
     console.log(`recorded ${path.relative(process.cwd(), file)}`);
   };
@@ -227,11 +286,17 @@ async function main(): Promise<void> {
       const faux = registerFauxProvider({ api: `record-${c.name}`, provider: "faux" });
       faux.setResponses(c.script);
       const taskQueue = `record-${c.name}`;
-      const worker = await createAgentWorker({ connection, taskQueue, tools, workflowBundle: bundle });
+      const model = faux.getModel();
+      const worker = await createAgentWorker({
+        connection,
+        taskQueue,
+        tools: [...tools, ...(c.moreTools?.(model) ?? [])],
+        workflowBundle: bundle,
+      });
       const handle = await startAgentRun(client, {
         taskQueue,
         workflowId: `golden-${c.name}`,
-        model: faux.getModel(),
+        model: c.chain ? [model, model] : model,
         prompt: `golden ${c.name}`,
         ...c.options,
       });
@@ -240,6 +305,8 @@ async function main(): Promise<void> {
         await handle.result();
       });
       await save(c.name, handle);
+      for (const [name, suffix] of Object.entries(c.children ?? {}))
+        await save(name, client.workflow.getHandle(`${handle.workflowId}${suffix}`));
     }
     if (only.length > 0 && !only.includes("crash-recovered")) return;
     // A run whose worker process was killed during a sequential tool and finished by another.

@@ -88,6 +88,13 @@ describe("golden histories", () => {
       "approval-denied",
       "crash-recovered",
       "later-features",
+      // One per run feature (issue 55): typed output, a budget, a fallback chain with a policy floor, a
+      // tenant's sub-agent and its child.
+      "typed-output",
+      "budget-exceeded",
+      "chain-and-floor",
+      "sub-agent",
+      "sub-agent-child",
     ]) {
       expect(fixtures).toContain(`${name}.json`);
     }
