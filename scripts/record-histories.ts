@@ -17,7 +17,15 @@ import { Client, Connection, type WorkflowHandle } from "@temporalio/client";
 import { historyToJSON } from "@temporalio/common/lib/proto-utils.js";
 import proto from "@temporalio/proto";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
-import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type FauxResponseStep } from "@jai/ai";
+import {
+  fauxAssistantMessage,
+  fauxToolCall,
+  registerFauxProvider,
+  Type,
+  type Api,
+  type FauxResponseStep,
+  type Model,
+} from "@jai/ai";
 import { startAgentRun, type AgentRunHandle, type StartAgentRunOptions } from "../src/client.js";
 import { startDevServer } from "../src/dev-server.js";
 import type { AgentTool } from "../src/types.js";
@@ -86,7 +94,7 @@ interface Case {
   /** Drives the run from outside (updates) before waiting for its result. */
   drive?: (handle: AgentRunHandle) => Promise<void>;
   /** More worker tools, given the case's model (a sub-agent's). */
-  moreTools?: (model: ReturnType<ReturnType<typeof registerFauxProvider>["getModel"]>) => AgentTool<any>[];
+  moreTools?: (model: Model<Api>) => AgentTool<any>[];
   /** Child runs to record beside the run, by their workflow id's suffix after the run's (`/sub-1-0`). */
   children?: Record<string, string>;
   /** The model as a fallback chain (the case's model twice). */
@@ -213,7 +221,7 @@ const CASES: Case[] = [
       fauxAssistantMessage([fauxToolCall("final_answer", { city: "Lisbon" }, { id: "o2" })], { stopReason: "toolUse" }),
     ],
     options: {
-      output: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      output: Type.Object({ city: Type.String() }),
       outputRetries: 1,
     },
   },
@@ -286,7 +294,7 @@ async function main(): Promise<void> {
       const faux = registerFauxProvider({ api: `record-${c.name}`, provider: "faux" });
       faux.setResponses(c.script);
       const taskQueue = `record-${c.name}`;
-      const model = faux.getModel();
+      const model = faux.getModel()!;
       const worker = await createAgentWorker({
         connection,
         taskQueue,

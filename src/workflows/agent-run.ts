@@ -34,7 +34,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  patched,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
@@ -48,30 +47,22 @@ import {
 } from "./activities.js";
 import { FailureType } from "../common/failure-types.js";
 import type { AgentMessage, AgentRunInput, AgentRunResult } from "../contracts.js";
-import type { AgentRunWorkflowInput, PromptLoopState, RunSetup } from "./wire.js";
+import type { AgentRunWorkflowInput, ContinuedRun, PromptLoopState, RunSetup } from "./wire.js";
 import type { RunContext } from "./run-context.js";
 import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, shouldContinueAsNew } from "./continue-as-new.js";
 import { AGENT_RUN_FAILED } from "./definitions.js";
 import { emit } from "./event-sink.js";
+import { RUN_FEATURES, type ActiveFeature, type RunFeature, type TurnHooks } from "./features/index.js";
 import { installHandlers } from "./handlers.js";
-import {
-  BUDGET_FIELDS,
-  POLICY_FLOOR_FIELDS,
-  TYPED_OUTPUT_FIELDS,
-  unknownFieldProblem,
-  validateRunInput,
-} from "./input.js";
-import { OUTPUT_TOOL } from "./output-schema.js";
-import { outputEffects } from "./typed-output.js";
+import { unknownFieldProblem, validateRunInput } from "./input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { metrics } from "./metrics-sink.js";
 import { promptSummary } from "./summary.js";
 import { AgentStatus } from "./search-attributes.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
-import { closeCancelledBatch, runTools, withClientTools } from "./tool-calls.js";
+import { closeCancelledBatch, runTools } from "./tool-calls.js";
 import {
-  CLIENT_TOOLS_PATCH,
   FAILED_STATUS_PATCH,
   LOCAL_ACTIVITIES_PATCH,
   MEMO_PATCH,
@@ -79,20 +70,12 @@ import {
   SEARCH_ATTRIBUTES_PATCH,
   SETUP_ANY_WORKER_PATCH,
   UNKNOWN_FIELDS_PATCH,
-  TYPED_OUTPUT_PATCH,
-  RUN_SCHEMAS_PATCH,
-  POLICY_FLOOR_PATCH,
-  BUDGET_PATCH,
-  MODEL_CHAIN_PATCH,
   baseline,
   hasChange,
   startBaseline,
 } from "./patches.js";
-import { runPrompt, type BudgetEffects, type LoopEffects } from "./prompt-loop.js";
+import { runPrompt, type LoopEffects } from "./prompt-loop.js";
 import { modelChain, modelRefName } from "../common/model-ref.js";
-import { worstCall } from "./spend.js";
-import { estimateTokens } from "./compaction.js";
-import { modelTools } from "./context-fit.js";
 import { withCompletionWebhook } from "./webhook.js";
 
 const DEFAULT_MAX_TURNS = 50;
@@ -112,86 +95,30 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
   // a context other than the one history holds (found by the soak, #43).
   const promptAt = Date.now();
   const state = new RunState();
-  // Unknown fields behind a patch asked only when there is one: runs recorded before accepted them. A continued
-  // run's input is its chain's first input, accepted then (with the fields the loop adds).
-  // Typed output behind a patch asked only when the input has its fields: runs recorded before ignored them or
-  // refused them as unknown, and replay that way.
-  const typed = (input.output !== undefined || input.outputRetries !== undefined) && hasChange(TYPED_OUTPUT_PATCH);
-  // Budgets and model chains likewise (issue #42): asked only when the input has them.
-  // A continued run goes on with its chain's budget exactly when the chain carries a spend.
-  const budgeted = input.continued
-    ? input.continued.spend !== undefined
-    : input.budget !== undefined && hasChange(BUDGET_PATCH);
-  const chained = Array.isArray(input.model) && hasChange(MODEL_CHAIN_PATCH);
-  // The run's own schemas likewise, after baseline v4: its own marker, asked only when the input has some.
-  const schemas =
-    !input.continued && (input.output !== undefined || input.clientTools !== undefined) && patched(RUN_SCHEMAS_PATCH);
-  // A policy floor likewise (issue #53), asked only when the input has one; a continued run's input is its chain's
-  // first, whose floor was taken then.
-  const floored =
-    input.approvalPolicyFloor !== undefined && (input.continued !== undefined || patched(POLICY_FLOOR_PATCH));
-  const unknownToo = [
-    ...(typed ? [] : TYPED_OUTPUT_FIELDS),
-    ...(budgeted ? [] : BUDGET_FIELDS),
-    ...(floored ? [] : POLICY_FLOOR_FIELDS),
-  ];
-  const unknown = input.continued ? undefined : unknownFieldProblem(input, [], unknownToo);
-  const problem =
-    validateRunInput(input, {
-      unknownFields: false,
-      output: typed,
-      modelChain: chained,
-      budget: budgeted,
-      schemas,
-    }) ?? (unknown && hasChange(UNKNOWN_FIELDS_PATCH) ? unknown : undefined);
+  // Each feature asks its patch here, in list order (features/index.ts).
+  const opened = RUN_FEATURES.map((f) => ({ feature: f, active: f.open(input) }));
+  const features = opened.flatMap((o) => (o.active ? [o.active] : []));
+  const problem = inputProblem(input, opened);
   if (problem) await refuse(`Invalid run input: ${problem}`, FailureType.InvalidRunInput);
   const carried = input.continued;
   // Before the handlers: updates that arrived with the first task are validated against the carried state.
   if (carried) state.fromCarry(carried, workflowInfo().continuedFromExecutionRunId);
-  state.tools.startApprovals(carried?.approvals, input.approvalPolicy, floored ? input.approvalPolicyFloor : undefined);
-  // A budget is the chain's: a continued run goes on with what the runs before it spent.
-  if (budgeted) state.spend.start(input.budget, carried?.spend, Date.now());
+  state.useFeatures(features);
+  for (const f of features) f.start?.(state, input);
   installHandlers(state, input);
   state.publishDetails();
-  let memo = false;
+  let started: Started | undefined;
   let promptStart = 0;
-  let modelLabel: string | undefined;
   try {
-    let setup = carried ? carried.setup : await resolveSetup(input);
-    // Client tools join the setup once (a continued run carries them in it); patched: see CLIENT_TOOLS_PATCH.
-    if (!carried && input.clientTools?.length && hasChange(CLIENT_TOOLS_PATCH)) {
-      const withClient = withClientTools(setup, input.clientTools);
-      if (typeof withClient === "string") await refuse(`Invalid run input: ${withClient}`, FailureType.InvalidRunInput);
-      else setup = withClient;
-    }
-    // A setup another worker of the queue answered: that worker serves the model (recorded, so replays agree).
-    if (!carried && setup.taskQueue) state.route.setUpBy(setup.taskQueue);
-    state.useBlobStore(setup.blobStore);
-    const run: RunContext = { input, setup, state, ...(typed && input.output ? { output: input.output } : {}) };
-    if (run.output && setup.tools.some((t) => t.name === OUTPUT_TOOL))
-      await refuse(
-        `Invalid run input: "output" offers the model a tool named ${OUTPUT_TOOL}, and the run has a tool of that name`,
-        FailureType.InvalidRunInput,
-      );
-    // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
-    // Since baseline v3 only where the namespace lacks the search attributes, which carry the same model, tools and outcome.
-    memo = hasChange(MEMO_PATCH) && !(setup.searchAttributes && baseline() >= 3);
-    if (memo) upsertMemo({ model: `${setup.model.provider}/${setup.model.id}`, tools: setup.tools.map((t) => t.name) });
-    modelLabel = `${setup.model.provider}/${setup.model.id}`;
-    if (!carried) metrics.runStarted(modelLabel);
-    // Only when the namespace has them (the setup activity looked); patched so runs recorded before replay.
-    if (setup.searchAttributes && hasChange(SEARCH_ATTRIBUTES_PATCH)) {
-      // The summary is the first prompt's line: not for a continued run (its input has no prompt), nor in plain text when encrypted.
-      const summary = carried || setup.private ? "" : promptSummary(input.prompt);
-      state.enableSearchAttributes(
-        `${setup.model.provider}/${setup.model.id}`,
-        setup.tools.map((t) => t.name),
-        summary,
-        // One upsert for all of them since baseline v2; runs recorded before it upserted twice.
-        baseline() >= 2,
-      );
-    }
-
+    const setup = await runSetup(input, features);
+    started = announce(input, setup, state);
+    const run: RunContext = {
+      input,
+      setup,
+      state,
+      features,
+      featureTools: features.flatMap((f) => f.modelTools ?? []),
+    };
     let prompts: AgentMessage[] = [];
     let resume: PromptLoopState | undefined;
     if (carried) resume = carried.loop;
@@ -202,27 +129,20 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
       (Array.isArray(input.prompt) ? input.prompt : prompts).forEach((m, i) =>
         state.conversation.noteInput(m, `prompt:${i}`),
       );
-
     promptStart = resume?.start ?? state.conversation.newMessages.length;
     // A continued session that was waiting for its next prompt goes straight back to waiting.
     let promptDue = !carried || resume !== undefined;
     let ended: string;
     for (;;) {
       if (promptDue) {
-        const outcome = await runPrompt(
-          state,
-          prompts,
-          workflowEffects(run),
-          input.maxTurns ?? DEFAULT_MAX_TURNS,
-          resume,
-        );
+        const hooks = features.flatMap((f) => (f.turns ? [f.turns(run, resume)] : []));
+        const effects = workflowEffects(run, hooks);
+        state.promptEnded(await runPrompt(state, prompts, effects, input.maxTurns ?? DEFAULT_MAX_TURNS, resume));
         resume = undefined;
-        state.promptEnded(outcome);
-        if (outcome.budgetExceeded) metrics.budgetExceeded(outcome.budgetExceeded);
+        for (const f of features) f.promptEnded?.(state);
       }
       promptDue = true;
-      // A budget spent ends a session too: another prompt could only end the same way.
-      if (!input.session || state.stopReason === "budget") {
+      if (!input.session || features.some((f) => f.endsSession?.(state))) {
         ended = `run ended: ${state.stopReason}`;
         break;
       }
@@ -245,11 +165,72 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
       await CancellationScope.nonCancellable(async () => endCancelled(state, err, promptStart));
     }
   }
+  return finish(state, carried, started);
+}
 
+/** What runAgent opened of each feature: checked against the input as the run was recorded. */
+function inputProblem(
+  input: AgentRunWorkflowInput,
+  opened: { feature: RunFeature; active: ActiveFeature | undefined }[],
+): string | undefined {
+  // Fields of a feature the run does not use are unknown to it, as they were to runs recorded before the feature.
+  // Unknown fields behind a patch asked only when there is one: runs recorded before accepted them. A continued
+  // run's input is its chain's first input, accepted then (with the fields the loop adds).
+  const unknownToo = opened.flatMap((o) => (o.active ? (o.active.unknownFields ?? []) : o.feature.fields));
+  const unknown = input.continued ? undefined : unknownFieldProblem(input, [], unknownToo);
+  const off = new Set(opened.filter((o) => !o.active).map((o) => o.feature.name));
+  return (
+    validateRunInput(input, { unknownFields: false, off }) ??
+    (unknown && hasChange(UNKNOWN_FIELDS_PATCH) ? unknown : undefined)
+  );
+}
+
+/** The run's setup: resolved once per chain (a continued run carries it), with what its features add. */
+async function runSetup(input: AgentRunWorkflowInput, features: ActiveFeature[]): Promise<RunSetup> {
+  let setup = input.continued ? input.continued.setup : await resolveSetup(input);
+  for (const f of features) {
+    const next = f.setup?.(setup, input) ?? setup;
+    if (typeof next === "string") await refuse(`Invalid run input: ${next}`, FailureType.InvalidRunInput);
+    else setup = next;
+  }
+  return setup;
+}
+
+/** What the run's end reports: its model, and whether it writes a memo. */
+interface Started {
+  modelLabel: string;
+  memo: boolean;
+}
+
+/** A run with its setup shows itself: route, memo, metrics, search attributes. */
+function announce(input: AgentRunWorkflowInput, setup: RunSetup, state: RunState): Started {
+  const carried = input.continued;
+  // A setup another worker of the queue answered: that worker serves the model (recorded, so replays agree).
+  if (!carried && setup.taskQueue) state.route.setUpBy(setup.taskQueue);
+  state.useBlobStore(setup.blobStore);
+  const modelLabel = `${setup.model.provider}/${setup.model.id}`;
+  const tools = setup.tools.map((t) => t.name);
+  // Added after the first release: runs recorded before it have no memo command (see README, "Changing the loop").
+  // Since baseline v3 only where the namespace lacks the search attributes, which carry the same model, tools and outcome.
+  const memo = hasChange(MEMO_PATCH) && !(setup.searchAttributes && baseline() >= 3);
+  if (memo) upsertMemo({ model: modelLabel, tools });
+  if (!carried) metrics.runStarted(modelLabel);
+  // Only when the namespace has them (the setup activity looked); patched so runs recorded before replay.
+  if (setup.searchAttributes && hasChange(SEARCH_ATTRIBUTES_PATCH)) {
+    // The summary is the first prompt's line: not for a continued run (its input has no prompt), nor in plain text when encrypted.
+    const summary = carried || setup.private ? "" : promptSummary(input.prompt);
+    // One upsert for all of them since baseline v2; runs recorded before it upserted twice.
+    state.enableSearchAttributes(modelLabel, tools, summary, baseline() >= 2);
+  }
+  return { modelLabel, memo };
+}
+
+/** The run ends: its memo and metrics, callers given their answers, and its result (or its failure, telling the truth). */
+async function finish(state: RunState, carried: ContinuedRun | undefined, started: Started | undefined) {
   // A session continued as new while idle and closed before another prompt: it ends as its last prompt did.
   state.finished(carried?.stopReason);
   const { conversation, inbox } = state;
-  if (memo)
+  if (started?.memo)
     upsertMemo({ stopReason: state.stopReason, turns: state.turn, totalTokens: conversation.usage.totalTokens });
   await CancellationScope.nonCancellable(async () => {
     // Callers handed over by a continue-as-new come back for their answers: give them a moment before the run closes.
@@ -257,7 +238,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     // After a cancel request the root scope throws on every new wait: hence non-cancellable.
     await condition(allHandlersFinished);
   });
-  if (modelLabel) metrics.runEnded(modelLabel, state.stopReason!);
+  if (started) metrics.runEnded(started.modelLabel, state.stopReason!);
   const result: AgentRunResult = {
     ...fitMessages(conversation.newMessages, conversation.newMessagesOmitted, state.resultBudgetBytes),
     stopReason: state.stopReason!,
@@ -265,9 +246,7 @@ async function runAgent(input: AgentRunWorkflowInput): Promise<AgentRunResult> {
     usage: conversation.usage,
     ...(state.errorMessage !== undefined ? { errorMessage: state.errorMessage } : {}),
     ...(inbox.dropped.length > 0 ? { dropped: inbox.dropped } : {}),
-    ...(state.output !== undefined ? { output: state.output } : {}),
-    ...(state.stopReason === "budget" && state.spend.exceeded ? { budgetExceeded: state.spend.exceeded } : {}),
-    ...(state.spend.active ? { spend: state.spend.report(conversation.usage, Date.now()) } : {}),
+    ...state.featureFields("result"),
   };
   // The run's status tells the truth: Failed in the UI, in Temporal's metrics and alerts. The result travels in the
   // failure's details and handle.result() returns it as before. Patched: earlier "error" runs completed.
@@ -345,8 +324,8 @@ async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
   }
 }
 
-/** The loop's effects in a workflow: activities, the sink, continue-as-new. */
-function workflowEffects(run: RunContext): LoopEffects {
+/** The loop's effects in a workflow: activities, the sink, continue-as-new; and the run features' hooks. */
+function workflowEffects(run: RunContext, hooks: TurnHooks[]): LoopEffects {
   return {
     emit,
     fitContext: () => fitContext(run, "budget"),
@@ -354,28 +333,7 @@ function workflowEffects(run: RunContext): LoopEffects {
     runTools: (calls) => runTools(run, calls, emit),
     continueAsNewDue: () => shouldContinueAsNew(run.input, run.state),
     continueAsNew: (loop) => continueAsNewWith(run, loop),
-    output: outputEffects(run),
-    ...(run.state.spend.active ? { budget: budgetEffects(run) } : {}),
-  };
-}
-
-/** The run's budget as the loop asks it (spend.ts keeps the count). */
-function budgetEffects(run: RunContext): BudgetEffects {
-  const { input, setup, state } = run;
-  const { spend, conversation } = state;
-  return {
-    beforeCall() {
-      const context = estimateTokens(conversation.context, input.systemPrompt, modelTools(setup, run.output));
-      // Any model of a fallback chain may take the call: the worst of them.
-      const worst = [setup.model, ...(setup.fallbacks ?? [])]
-        .map((model) => worstCall(model, context))
-        .reduce((a, b) => ({ tokens: Math.max(a.tokens, b.tokens), costUsd: Math.max(a.costUsd, b.costUsd) }));
-      const now = Date.now();
-      const limit = spend.beforeCall(conversation.usage, now, worst);
-      return limit ? { limit, why: spend.explain(limit, conversation.usage, now, worst) } : undefined;
-    },
-    allowToolCalls: (n) => spend.allowToolCalls(n),
-    toolCallsRefused: () => spend.explain("maxToolCalls", conversation.usage, Date.now()),
+    hooks,
   };
 }
 

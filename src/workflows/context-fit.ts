@@ -3,18 +3,15 @@ import { ActivityFailure, log } from "@temporalio/workflow";
 import type { Tool } from "@jai/ai";
 import { compactContext } from "./activities.js";
 import type { AgentMessage } from "../contracts.js";
-import type { RunSetup } from "./wire.js";
-import type { TSchema } from "@sinclair/typebox";
-import { outputTool } from "./output-schema.js";
 import { contextBudget, estimateTokens, shortenToolResults, structureProblem } from "./compaction.js";
 import { wholeContextRef } from "./context-ref.js";
 import type { RunContext } from "./run-context.js";
 import { metrics } from "./metrics-sink.js";
 
-/** The tools as the model is offered them (no worker-side settings), and a typed output's final tool last. */
-export function modelTools(setup: RunSetup, output?: TSchema): Tool[] {
+/** The tools as the model is offered them (no worker-side settings), and the run features' (a final tool) last. */
+export function modelTools({ setup, featureTools }: Pick<RunContext, "setup" | "featureTools">): Tool[] {
   const tools = setup.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
-  return output ? [...tools, outputTool(output)] : tools;
+  return featureTools.length > 0 ? [...tools, ...featureTools] : tools;
 }
 
 /**
@@ -27,7 +24,7 @@ export function modelTools(setup: RunSetup, output?: TSchema): Tool[] {
  */
 export function fitContext(run: RunContext, reason: "budget" | "overflow"): Promise<boolean> | false {
   const { input, setup } = run;
-  const tools = modelTools(setup, run.output);
+  const tools = modelTools(run);
   const estimate = (messages: AgentMessage[]) => estimateTokens(messages, input.systemPrompt, tools);
   const budget = contextBudget(input, setup.model);
   const used = estimate(run.state.conversation.context);

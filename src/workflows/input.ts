@@ -3,45 +3,16 @@
  * runs it first thing and the client runs it before starting, so both reject
  * the same input with the same message naming the field.
  */
-import { compileRetryPolicy, msToNumber } from "@temporalio/common";
 import { BUDGETS, jsonBytes, overBudget } from "./budgets.js";
 import { messageProblem } from "./message-schema.js";
-import { approvalPolicyProblem, policyFloorProblem } from "./approval-policy.js";
-import { clientToolsProblem } from "./client-tools.js";
-import { runSchemasProblem } from "./run-schemas.js";
 import { checkWebhookField } from "../webhooks/field.js";
-import { budgetProblem } from "./spend.js";
+import { RUN_FEATURES } from "./features/index.js";
 import { isObject } from "./plain-object.js";
+import { checkModel } from "./model-field.js";
+import { checkActivityOptions, checkDuration } from "./activity-options.js";
 import { nearestName } from "../common/near-name.js";
 
 const ROLES = ["user", "assistant", "toolResult"];
-
-/** Most models of a fallback chain. */
-export const MAX_MODEL_CHAIN = 5;
-
-function checkModel(model: unknown, list = true): string | undefined {
-  if (Array.isArray(model) && list) {
-    if (model.length === 0 || model.length > MAX_MODEL_CHAIN)
-      return `"model" as a fallback chain must list 1 to ${MAX_MODEL_CHAIN} models, got ${model.length}`;
-    for (let i = 0; i < model.length; i++) {
-      const problem = checkModel(model[i], false);
-      if (problem) return problem.replace(/^"model/, `"model[${i}]`);
-    }
-    return undefined;
-  }
-  if (typeof model === "string") {
-    const slash = model.indexOf("/");
-    if (slash <= 0 || slash === model.length - 1)
-      return `"model" must be "provider/modelId" or a Model object, got "${model}"`;
-    return undefined;
-  }
-  if (!isObject(model))
-    return `"model" must be "provider/modelId" or a Model object${list ? ", or a list of them (a fallback chain)" : ""}`;
-  for (const key of ["id", "api", "provider"]) {
-    if (typeof model[key] !== "string" || model[key] === "") return `"model.${key}" must be a non-empty string`;
-  }
-  return undefined;
-}
 
 function checkPrompt(prompt: unknown): string | undefined {
   if (typeof prompt === "string") return prompt.length === 0 ? `"prompt" must not be empty` : undefined;
@@ -59,79 +30,6 @@ function checkPrompt(prompt: unknown): string | undefined {
   if (typeof prompt !== "object" || prompt === null)
     return `"prompt" must be a string, a user message or a list of messages`;
   return messageProblem(prompt, "prompt");
-}
-
-/**
- * A duration as Temporal reads it (ms number or an `ms` string like "30s"),
- * positive and finite: what the SDK would throw on inside the workflow task,
- * retried forever, is refused here instead.
- */
-export function checkDuration(value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "string" && typeof value !== "number")
-    return `"${field}" must be a duration (milliseconds, or a string like "30s")`;
-  let ms: number;
-  try {
-    ms = msToNumber(value as never);
-  } catch {
-    return `"${field}" is not a duration: ${JSON.stringify(value)} (use milliseconds, or a string like "30s")`;
-  }
-  if (!Number.isFinite(ms) || ms <= 0) return `"${field}" must be a positive duration, got ${JSON.stringify(value)}`;
-  return undefined;
-}
-
-const RETRY_KEYS = [
-  "initialInterval",
-  "backoffCoefficient",
-  "maximumInterval",
-  "maximumAttempts",
-  "nonRetryableErrorTypes",
-];
-
-/** A retry policy Temporal accepts (its own compileRetryPolicy decides), as plain JSON. */
-export function checkRetry(retry: unknown, field: string): string | undefined {
-  if (retry === undefined) return undefined;
-  if (!isObject(retry)) return `"${field}" must be an object`;
-  for (const key of Object.keys(retry)) if (!RETRY_KEYS.includes(key)) return `"${field}.${key}" is not a retry option`;
-  const problem =
-    checkDuration(retry.initialInterval, `${field}.initialInterval`) ??
-    checkDuration(retry.maximumInterval, `${field}.maximumInterval`);
-  if (problem) return problem;
-  const attempts = retry.maximumAttempts;
-  if (attempts !== undefined && (typeof attempts !== "number" || !Number.isInteger(attempts) || attempts < 1)) {
-    return `"${field}.maximumAttempts" must be a positive integer`;
-  }
-  const coefficient = retry.backoffCoefficient;
-  if (
-    coefficient !== undefined &&
-    (typeof coefficient !== "number" || !Number.isFinite(coefficient) || coefficient < 1)
-  ) {
-    return `"${field}.backoffCoefficient" must be a number ≥ 1`;
-  }
-  const types = retry.nonRetryableErrorTypes;
-  if (types !== undefined && (!Array.isArray(types) || types.some((t) => typeof t !== "string")))
-    return `"${field}.nonRetryableErrorTypes" must be a list of strings`;
-  try {
-    compileRetryPolicy(retry as never);
-  } catch (err) {
-    return `"${field}": ${(err as Error).message}`;
-  }
-  return undefined;
-}
-
-/** Timeouts and retry policy of an activity (the model's, or a tool's). */
-export function checkActivityOptions(options: unknown, field: string): string | undefined {
-  if (options === undefined) return undefined;
-  if (!isObject(options)) return `"${field}" must be an object`;
-  for (const key of Object.keys(options)) {
-    if (!["startToCloseTimeout", "heartbeatTimeout", "retry"].includes(key))
-      return `"${field}.${key}" is not an activity option`;
-  }
-  return (
-    checkDuration(options.startToCloseTimeout, `${field}.startToCloseTimeout`) ??
-    checkDuration(options.heartbeatTimeout, `${field}.heartbeatTimeout`) ??
-    checkRetry(options.retry, `${field}.retry`)
-  );
 }
 
 function checkOptional(input: Record<string, unknown>): string | undefined {
@@ -178,39 +76,7 @@ function checkOptional(input: Record<string, unknown>): string | undefined {
     if (n !== undefined && (typeof n !== "number" || !Number.isInteger(n) || n < 1))
       return `"continueAsNew.afterTurns" must be a positive integer`;
   }
-  if (input.approvalPolicy !== undefined) {
-    const policy = approvalPolicyProblem(input.approvalPolicy);
-    if (policy) return policy;
-  }
-  if (input.approvalPolicyFloor !== undefined) {
-    const floor = policyFloorProblem(input.approvalPolicyFloor);
-    if (floor) return floor;
-  }
-  if (input.clientTools !== undefined) {
-    const client = clientToolsProblem(input.clientTools, checkDuration);
-    if (client) return client;
-  }
   return checkSession(input.session) ?? checkWebhookField(input.webhook);
-}
-
-/** Typed results: `output` a JSON Schema object, `outputRetries` a non-negative integer, only with `output`. */
-function checkOutput(input: Record<string, unknown>): string | undefined {
-  const schema = input.output;
-  if (schema !== undefined) {
-    if (!isObject(schema)) return `"output" must be a JSON Schema object (e.g. a TypeBox schema)`;
-    const type = schema.type;
-    if (
-      type !== undefined &&
-      typeof type !== "string" &&
-      !(Array.isArray(type) && type.every((t) => typeof t === "string"))
-    )
-      return `"output.type" must be a JSON Schema type name or a list of them`;
-  }
-  const retries = input.outputRetries;
-  if (retries === undefined) return undefined;
-  if (typeof retries !== "number" || !Number.isInteger(retries) || retries < 0)
-    return `"outputRetries" must be a non-negative integer`;
-  return schema === undefined ? `"outputRetries" needs "output" (the schema of the typed result)` : undefined;
 }
 
 /** Checks a message a person sends in (steer, follow-up, prompt): text or a user message, within its byte budget. */
@@ -253,17 +119,13 @@ export const RUN_INPUT_FIELDS = [
   "output",
   "outputRetries",
 ] as const;
-/** The fields of typed results: runs recorded before them treat them as unknown (see TYPED_OUTPUT_PATCH). */
-export const TYPED_OUTPUT_FIELDS: readonly string[] = ["output", "outputRetries"];
-/** Budgets: runs recorded before them treat the field as unknown (see BUDGET_PATCH). */
-export const BUDGET_FIELDS: readonly string[] = ["budget"];
-/** A policy floor: runs recorded before it treat the field as unknown (see POLICY_FLOOR_PATCH). */
-export const POLICY_FLOOR_FIELDS: readonly string[] = ["approvalPolicyFloor"];
 /** Fields the loop itself sets (`AgentRunWorkflowInput`): a continued run's carry, a sub-agent's depth. */
 const INTERNAL_FIELDS = ["continued", "subAgentDepth"];
 const REQUIRED_FIELDS = ["model", "prompt"];
 const KNOWN_FIELDS: ReadonlySet<string> = new Set([...RUN_INPUT_FIELDS, ...INTERNAL_FIELDS]);
 
+export { checkActivityOptions, checkDuration, checkRetry } from "./activity-options.js";
+export { MAX_MODEL_CHAIN } from "./model-field.js";
 // Edit distance and near misses live in src/common/near-name.ts (the CLIs use them without this module).
 export { editDistance, nearestName } from "../common/near-name.js";
 
@@ -309,41 +171,30 @@ export interface RunInputChecks {
   /** More names to suggest for an unknown field (a caller's own options, e.g. startAgentRun's). */
   alsoNamed?: readonly string[];
   /**
-   * Check the typed-result fields (default true). The workflow passes false for a run that replays as
-   * recorded before them (see TYPED_OUTPUT_PATCH).
+   * Run features this input is checked as recorded before (features/index.ts, by name): their `offProblem` is
+   * asked instead of their `problem`. The workflow passes those a replayed run did not use. Default: none.
    */
-  output?: boolean;
-  /**
-   * Accept `model` as a list, a fallback chain (default true). The workflow passes false for a run that replays
-   * as recorded before chains (see MODEL_CHAIN_PATCH): such a list was refused then.
-   */
-  modelChain?: boolean;
-  /**
-   * Check `budget` (default true). The workflow passes false for a run that replays as recorded before budgets
-   * (see BUDGET_PATCH): such a field was ignored or refused as unknown then.
-   */
-  budget?: boolean;
-  /**
-   * Check the run's own schemas (typed `output`, client tools' `parameters` and `result`: local references
-   * only, RE2 patterns; default true). The workflow passes false for a run that replays as recorded before the
-   * check (see RUN_SCHEMAS_PATCH): such schemas were accepted then.
-   */
-  schemas?: boolean;
+  off?: ReadonlySet<string>;
 }
 
 /** Returns a message naming the first bad field, or undefined when the input is usable. */
 export function validateRunInput(input: unknown, checks: RunInputChecks = {}): string | undefined {
   if (!isObject(input)) return "run input must be an object";
   const { prompt, continued: _continued, ...rest } = input;
+  const feature = () => {
+    for (const f of RUN_FEATURES) {
+      const problem = checks.off?.has(f.name) ? f.offProblem?.(input) : f.problem?.(input);
+      if (problem) return problem;
+    }
+    return undefined;
+  };
   return (
     missingNearMiss(input) ??
     (checks.unknownFields === false ? undefined : unknownFieldProblem(input, checks.alsoNamed)) ??
-    checkModel(input.model, checks.modelChain !== false) ??
+    (Array.isArray(input.model) ? undefined : checkModel(input.model)) ??
     checkPrompt(prompt) ??
     checkOptional(input) ??
-    (checks.output === false ? undefined : checkOutput(input)) ??
-    (checks.budget === false ? undefined : budgetProblem(input.budget)) ??
-    (checks.schemas === false ? undefined : runSchemasProblem(input)) ??
+    feature() ??
     overBudget("prompt", jsonBytes(prompt), BUDGETS.promptBytes) ??
     overBudget("run input (without prompt)", jsonBytes(rest), BUDGETS.inputBytes)
   );

@@ -76,7 +76,7 @@ export function callModel(run: RunContext, retriedOverflow = false, fallback = 0
       model,
       systemPrompt: input.systemPrompt,
       context: modelContextRef(state.conversation),
-      tools: modelTools(setup, run.output),
+      tools: modelTools(run),
       turn: state.turn,
       ...(route ? { route: true, doneAt: true } : {}),
     },

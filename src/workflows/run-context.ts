@@ -1,5 +1,6 @@
 /** The one object a run's steps are given: what it was asked, what it resolved once, and what it knows now. */
-import type { TSchema } from "@sinclair/typebox";
+import type { Tool } from "@jai/ai";
+import type { ActiveFeature } from "./features/feature.js";
 import type { AgentRunWorkflowInput, RunSetup } from "./wire.js";
 import type { RunState } from "./run-state.js";
 
@@ -10,6 +11,8 @@ export interface RunContext {
   readonly setup: RunSetup;
   /** Everything the run knows; each part written by one file (see run-state.ts). */
   readonly state: RunState;
-  /** The typed output's schema, when the run takes that path (`output` in its input, TYPED_OUTPUT_PATCH). */
-  readonly output?: TSchema;
+  /** The run features this run uses (features/index.ts), in list order. */
+  readonly features: readonly ActiveFeature[];
+  /** Tools the features offer the model beside the setup's (a typed output's final tool), last. */
+  readonly featureTools: readonly Tool[];
 }

@@ -9,7 +9,7 @@
 import { setCurrentDetails, upsertSearchAttributes } from "@temporalio/workflow";
 import type { SearchAttributeUpdatePair } from "@temporalio/common";
 import type { UserMessage } from "@jai/ai";
-import type { AgentMessage, AgentRunState, AgentStopReason, PromptResult } from "../contracts.js";
+import type { AgentMessage, AgentRunResult, AgentRunState, AgentStopReason, PromptResult } from "../contracts.js";
 import type { ContinuedRun, PromptAnswer, PromptLoopState, RunSetup } from "./wire.js";
 import { jsonBytes } from "./budgets.js";
 import { shortenToolResults } from "./compaction.js";
@@ -29,6 +29,7 @@ import {
 } from "./search-attributes.js";
 import { approvalDetails, clientResultDetails, runDetails } from "./summary.js";
 import { policyLine } from "./approval-policy.js";
+import type { ActiveFeature } from "./features/feature.js";
 import { ToolBatchState } from "./tool-batch-state.js";
 import { Spend } from "./spend.js";
 
@@ -102,6 +103,13 @@ export interface RunPublisher {
 
 const temporalPublisher: RunPublisher = { details: setCurrentDetails, searchAttributes: upsertSearchAttributes };
 
+/** What the run features add to each: the snapshot, the result, the carry. */
+interface FeatureFields {
+  snapshot: Partial<AgentRunState>;
+  result: Partial<AgentRunResult>;
+  carry: Partial<ContinuedRun>;
+}
+
 export class RunState {
   constructor(private readonly publisher: RunPublisher = temporalPublisher) {}
 
@@ -115,6 +123,8 @@ export class RunState {
   readonly route = new ModelRoute();
   /** What the run spent against its budget (spend.ts writes it). */
   readonly spend = new Spend();
+  /** The run features this run uses (`useFeatures`). */
+  private features: readonly ActiveFeature[] = [];
 
   /** Model calls started (the whole chain). */
   turn = 0;
@@ -276,15 +286,19 @@ export class RunState {
       stopReason: this.stopReason,
       errorMessage: this.errorMessage,
       ...(inbox.dropped.length > 0 ? { dropped: [...inbox.dropped] } : {}),
-      ...(this.tools.policy !== undefined ? { approvalPolicy: this.tools.policy } : {}),
-      ...(this.tools.remembered.length > 0 ? { rememberedTools: [...this.tools.remembered] } : {}),
-      ...(this.tools.floor.length > 0 ? { approvalPolicyFloor: [...this.tools.floor] } : {}),
       ...(this.tools.clientWaits.size > 0 ? { pendingClientResults: this.tools.waitingClientResults() } : {}),
-      ...(this.spend.active ? { spend: this.spend.report(conversation.usage, Date.now()) } : {}),
-      ...(this.spend.exceeded !== undefined && this.stopReason === "budget"
-        ? { budgetExceeded: this.spend.exceeded }
-        : {}),
+      ...this.featureFields("snapshot"),
     };
+  }
+
+  /** The run features this run uses (features/index.ts): their parts of the snapshot, result and carry. */
+  useFeatures(features: readonly ActiveFeature[]): void {
+    this.features = features;
+  }
+
+  /** The features' fields of the `state` query ("snapshot"), of the run's result ("result"), or of the carry. */
+  featureFields<K extends "snapshot" | "result" | "carry">(kind: K): FeatureFields[K] {
+    return Object.assign({}, ...this.features.map((f) => f[kind]?.(this)));
   }
 
   /** A turn begins: counters up, phase "streaming", shown to operators. */
@@ -390,8 +404,7 @@ export class RunState {
       dropped: inbox.dropped.slice(-CARRIED_DROPPED),
       ...(loop ? { loop: { ...loop, pending: inbox.pendingInput } } : {}),
       ...(!loop && this.output !== undefined ? { output: this.output } : {}),
-      ...(this.tools.approvalsCarry() ? { approvals: this.tools.approvalsCarry() } : {}),
-      ...(this.spend.carry() ? { spend: this.spend.carry() } : {}),
+      ...this.featureFields("carry"),
     };
     let left = budgetBytes - jsonBytes(fixed) - 1000;
     const { kept, left: omitted } = newest(

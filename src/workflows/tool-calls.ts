@@ -15,11 +15,10 @@ import {
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
 import { toolResultMessage } from "../common/tool-result.js";
 import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activities.js";
-import type { AgentEvent, ClientToolDeclaration, ToolExecutionMode } from "../contracts.js";
+import type { AgentEvent, ToolExecutionMode } from "../contracts.js";
 import { emit as emitEvent } from "./event-sink.js";
 import { policyDenial } from "./approval-policy.js";
-import { clientToolSpecs } from "./client-tools.js";
-import type { ExecuteToolInput, ExecuteToolOutput, RunSetup, ToolSpec } from "./wire.js";
+import type { ExecuteToolInput, ExecuteToolOutput, ToolSpec } from "./wire.js";
 import type { Conversation } from "./conversation.js";
 import type { RunContext } from "./run-context.js";
 import type { RunState } from "./run-state.js";
@@ -34,17 +33,6 @@ import { APPROVAL_POLICY_PATCH, CLIENT_WAIT_STATUS_PATCH, LOCAL_ACTIVITIES_PATCH
 export const DEFAULT_TOOL_EXECUTION: ToolExecutionMode = "parallel";
 export const SKIPPED_BY_STEERING = "Skipped: the user sent a steering message before this tool call started.";
 export const ABORTED_BY_CANCEL = "Aborted: the run was cancelled before this tool call finished.";
-
-/**
- * The run's setup with its client tools added (offered to the model like the worker's), or why it cannot have
- * them: a client tool named like a worker tool.
- */
-export function withClientTools(setup: RunSetup, declared: ClientToolDeclaration[]): RunSetup | string {
-  const clash = declared.find((d) => setup.tools.some((t) => t.name === d.name));
-  if (clash)
-    return `"clientTools": "${clash.name}" is the name of a worker tool; a client tool needs a name of its own`;
-  return { ...setup, tools: [...setup.tools, ...clientToolSpecs(declared)] };
-}
 
 export function resultOf(call: ToolCall, output: ExecuteToolOutput): ToolResultMessage {
   return toolResultMessage(call.id, call.name, output, Date.now());

@@ -48,6 +48,7 @@ function harness(
   const continued: PromptLoopState[] = [];
   const emit = (e: AgentEvent) => void events.push(e);
   const effects: LoopEffects = {
+    hooks: [],
     emit,
     fitContext: async () => undefined,
     callModel: async () => {

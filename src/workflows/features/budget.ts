@@ -1,0 +1,91 @@
+/**
+ * A run's budget (input `budget`, docs/budgets.md): spend counted in spend.ts; here its say in the loop (no model
+ * call past a limit, no tool call past `maxToolCalls`), its result, snapshot and carry. Patched: BUDGET_PATCH.
+ */
+import type { ToolResultMessage } from "@jai/ai";
+import { toolResultMessage } from "../../common/tool-result.js";
+import { modelTools } from "../context-fit.js";
+import { estimateTokens } from "../compaction.js";
+import { metrics } from "../metrics-sink.js";
+import { BUDGET_PATCH, hasChange } from "../patches.js";
+import { enter } from "../prompt-loop.js";
+import { budgetProblem, worstCall } from "../spend.js";
+import { errorOutput } from "../tool-output.js";
+import type { RunContext } from "../run-context.js";
+import type { RunState } from "../run-state.js";
+import type { RunFeature, TurnFacts, TurnHooks } from "./feature.js";
+
+export const budgetFeature: RunFeature = {
+  name: "budget",
+  fields: ["budget"],
+  problem: (input) => budgetProblem(input.budget),
+  open(input) {
+    // A continued run goes on with its chain's budget exactly when the chain carries a spend.
+    const on = input.continued
+      ? input.continued.spend !== undefined
+      : input.budget !== undefined && hasChange(BUDGET_PATCH);
+    if (!on) return undefined;
+    return {
+      // A budget is the chain's: a continued run goes on with what the runs before it spent.
+      start: (state, input) => state.spend.start(input.budget, input.continued?.spend, Date.now()),
+      turns: (run) => budgetTurns(run),
+      promptEnded: (state) => {
+        if (state.stopReason === "budget" && state.spend.exceeded) metrics.budgetExceeded(state.spend.exceeded);
+      },
+      // A budget spent ends a session too: another prompt could only end the same way.
+      endsSession: (state) => state.stopReason === "budget",
+      result: (state) => budgetFields(state),
+      snapshot: (state) => budgetFields(state),
+      carry: (state) => (state.spend.carry() ? { spend: state.spend.carry() } : {}),
+    };
+  },
+};
+
+/** What the run spent, and the limit that ended it. */
+function budgetFields(state: RunState) {
+  const { spend } = state;
+  return {
+    ...(spend.exceeded !== undefined && state.stopReason === "budget" ? { budgetExceeded: spend.exceeded } : {}),
+    ...(spend.active ? { spend: spend.report(state.conversation.usage, Date.now()) } : {}),
+  };
+}
+
+/** The budget in one prompt's loop. */
+function budgetTurns(run: RunContext): TurnHooks {
+  const { input, setup, state } = run;
+  const { spend, conversation } = state;
+  const refusal = () => spend.explain("maxToolCalls", conversation.usage, Date.now());
+  return {
+    beforeModelCall() {
+      const context = estimateTokens(conversation.context, input.systemPrompt, modelTools(run));
+      // Any model of a fallback chain may take the call: the worst of them.
+      const worst = [setup.model, ...(setup.fallbacks ?? [])]
+        .map((model) => worstCall(model, context))
+        .reduce((a, b) => ({ tokens: Math.max(a.tokens, b.tokens), costUsd: Math.max(a.costUsd, b.costUsd) }));
+      const now = Date.now();
+      const limit = spend.beforeCall(conversation.usage, now, worst);
+      if (!limit) return undefined;
+      return { stopReason: "budget", errorMessage: spend.explain(limit, conversation.usage, now, worst) };
+    },
+    limit: (calls) => spend.allowToolCalls(calls.length),
+    // Calls past maxToolCalls are not run: each gets an error result, after those that ran; the prompt ends.
+    afterTools(turn) {
+      if (turn.held.length === 0) return undefined;
+      const why = refusal();
+      return { results: refuseCalls(state, turn, why), end: { stopReason: "budget", errorMessage: why } };
+    },
+  };
+}
+
+/** Tool calls the budget does not let run: each gets an error result (with its events), in the model's order. */
+function refuseCalls(state: RunState, turn: TurnFacts, why: string): ToolResultMessage[] {
+  const { emit } = turn;
+  const out = errorOutput(why);
+  return turn.held.map((call) => {
+    emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+    emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: out.result, isError: true });
+    const result = toolResultMessage(call.id, call.name, out, Date.now());
+    enter(state, [result], emit);
+    return result;
+  });
+}
