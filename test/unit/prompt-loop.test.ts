@@ -257,3 +257,60 @@ describe("runPrompt in-process", () => {
     ).toEqual({ stopReason: "max_turns" });
   });
 });
+
+describe("runPrompt: the run-feature hooks (features/feature.ts)", () => {
+  it("beforeModelCall ends the prompt before the call, with queued input given back", async () => {
+    const h = harness([toolUse("a"), fauxAssistantMessage("never")]);
+    let asked = 0;
+    h.effects.hooks = [
+      { beforeModelCall: () => (++asked > 1 ? { stopReason: "budget", errorMessage: "spent" } : undefined) },
+    ];
+    expect(await runPrompt(h.run, [user("go")], h.effects, 10)).toEqual({
+      stopReason: "budget",
+      errorMessage: "spent",
+    });
+    expect(h.calls).toHaveLength(1);
+  });
+
+  it("claimed calls do not run as tools; a limit holds the rest; verdicts add results and ask for another turn", async () => {
+    const h = harness([toolUse("mine", "a", "b"), fauxAssistantMessage("done")]);
+    const seen: { claimed: string[]; unclaimed: string[]; held: string[] }[] = [];
+    h.effects.hooks = [
+      { limit: () => 1 },
+      {
+        claim: (calls) => calls.filter((c) => c.name === "mine"),
+        afterTools: (turn) => {
+          seen.push({
+            claimed: turn.claimed.map((c) => c.name),
+            unclaimed: turn.unclaimed.map((c) => c.name),
+            held: turn.held.map((c) => c.name),
+          });
+          return seen.length === 1 ? { results: [], again: true } : undefined;
+        },
+      },
+    ];
+    expect(await runPrompt(h.run, [user("go")], h.effects, 10)).toEqual({ stopReason: "stop" });
+    expect(seen[0]).toEqual({ claimed: ["mine"], unclaimed: ["a", "b"], held: ["b"] });
+    // Only "a" ran as a tool: "mine" was claimed, "b" held by the limit.
+    expect(h.run.transcript.filter((m) => m.role === "toolResult").map((m) => (m as any).toolName)).toEqual(["a"]);
+  });
+
+  it("a feature's end comes before terminate, and what it carries goes with a continue-as-new", async () => {
+    const h = harness([toolUse("stop"), toolUse("x"), fauxAssistantMessage("done")], {
+      terminating: (c) => c.name === "stop",
+      continueAsNewAt: 99,
+    });
+    h.effects.hooks = [
+      {
+        afterTools: (turn) =>
+          turn.terminate ? { results: [], end: { stopReason: "error", errorMessage: "mine" } } : undefined,
+      },
+    ];
+    expect(await runPrompt(h.run, [user("go")], h.effects, 10)).toEqual({ stopReason: "error", errorMessage: "mine" });
+
+    const c = harness([toolUse("a"), toolUse("b"), fauxAssistantMessage("done")], { continueAsNewAt: 1 });
+    c.effects.hooks = [{ carry: () => ({ outputFailures: 2 }) }];
+    await runPrompt(c.run, [user("go")], c.effects, 10);
+    expect(c.continued[0]).toMatchObject({ turns: 1, outputFailures: 2 });
+  });
+});
