@@ -18,37 +18,14 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
     },
   },
+  // Folders by side (docs/design.md, "Layout"): each side imports at run time only from the sides below it; a type
+  // import may cross (types leave no code behind). Entry points (src/cli, src/entry, src/demo, src/index.ts) may
+  // import any side.
+  ...sideWalls(),
   {
-    // The loop, and fast failover's workflow code (its presence workflow and workflow entry).
-    files: [
-      "src/workflows/**/*.ts",
-      "src/common/**/*.ts",
-      "src/failover/presence-workflow.ts",
-      "src/failover/workflows.ts",
-    ],
+    // The sandbox: workflow code, and the pure code it shares with every side.
+    files: ["src/workflows/**/*.ts", "src/shared/**/*.ts"],
     rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          paths: nodeBuiltins.map((name) => ({ name, message: "Workflow code is deterministic: no Node built-ins." })),
-          patterns: [
-            {
-              group: ["@jai/ai", "@jai/ai/*"],
-              allowTypeImports: true,
-              message: "Workflow code may only `import type` from @jai/ai.",
-            },
-            {
-              group: ["**/activities/**"],
-              allowTypeImports: true,
-              message: "Workflows reach activities through proxyActivities only.",
-            },
-            {
-              group: ["@temporalio/worker", "@temporalio/client", "@temporalio/activity"],
-              message: "Workflow code imports @temporalio/workflow only.",
-            },
-          ],
-        },
-      ],
       "no-restricted-globals": [
         "error",
         { name: "setTimeout", message: "Use sleep() from @temporalio/workflow." },
@@ -58,3 +35,62 @@ export default tseslint.config(
     },
   },
 );
+
+/** Which sides each side may import from at run time (besides itself and packages). */
+function sideWalls() {
+  const SIDES = {
+    // Pure and deterministic: contracts, wire types, input checks. Loaded by every side, the workflow sandbox included.
+    shared: [],
+    // The workflow sandbox: the loop.
+    workflows: ["shared"],
+    // Node code both sides load: the payload codec, the blob store, connections, the dev server.
+    node: ["shared"],
+    // The Temporal client side: starting and reading runs.
+    client: ["shared", "node"],
+    // The HTTP app: run API, console, codec server, health (hosted by a client process or a worker process).
+    http: ["shared", "node", "client"],
+    // The worker side: activities, tools, MCP, telemetry, the worker and its process.
+    worker: ["shared", "node", "client", "http"],
+  };
+  const sandbox = ["shared", "workflows"];
+  return Object.entries(SIDES).map(([side, may]) => {
+    const others = Object.keys(SIDES).filter((s) => s !== side && !may.includes(s));
+    const patterns = others.map((other) => ({
+      group: [`**/${other}/**`, `../${other}/*`, `./${other}/*`],
+      allowTypeImports: true,
+      message: `src/${side} may not import src/${other} at run time (folders by side: see eslint.config.js).`,
+    }));
+    if (sandbox.includes(side))
+      patterns.push(
+        {
+          group: ["@jai/ai", "@jai/ai/*"],
+          allowTypeImports: true,
+          message: "Workflow code may only `import type` from @jai/ai.",
+        },
+        {
+          group: ["@temporalio/worker", "@temporalio/client", "@temporalio/activity"],
+          allowTypeImports: side === "shared",
+          message: "Workflow code imports @temporalio/workflow only.",
+        },
+      );
+    return {
+      files: [`src/${side}/**/*.ts`],
+      rules: {
+        "no-restricted-imports": [
+          "error",
+          {
+            ...(sandbox.includes(side)
+              ? {
+                  paths: nodeBuiltins.map((name) => ({
+                    name,
+                    message: "Sandbox code is deterministic: no Node built-ins.",
+                  })),
+                }
+              : {}),
+            patterns,
+          },
+        ],
+      },
+    };
+  });
+}

@@ -4,8 +4,8 @@
  * always answers. Interleaved rounds, the first discarded as warm-up; the median per-turn time of each.
  */
 import { registerFauxProvider } from "@jai/ai";
-import { startAgentRun } from "../src/client.js";
-import type { AgentRunInput } from "../src/contracts.js";
+import { startAgentRun } from "../src/client/client.js";
+import type { AgentRunInput } from "../src/shared/contracts.js";
 import { benchWorker, median, pageScript, table, type Bench } from "./common.js";
 
 const TURNS = 20;

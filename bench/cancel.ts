@@ -3,12 +3,12 @@
  * verdicts must not depend on how busy the machine is (test/server/people.test.ts checks what happens, not how
  * fast): cancel → a streaming model call aborted and the run ended (the partial message kept), and cancel → a
  * running tool's AbortSignal fired. Cancellation reaches an activity in a heartbeat's answer: the activity
- * heartbeats at most 1 s apart (src/activities/heartbeat.ts) and the worker's throttle is 1 s.
+ * heartbeats at most 1 s apart (src/worker/activities/heartbeat.ts) and the worker's throttle is 1 s.
  */
 import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type } from "@jai/ai";
-import { startAgentRun } from "../src/client.js";
-import type { AgentTool } from "../src/contracts.js";
-import { createAgentWorker } from "../src/worker.js";
+import { startAgentRun } from "../src/client/client.js";
+import type { AgentTool } from "../src/shared/contracts.js";
+import { createAgentWorker } from "../src/worker/worker.js";
 import { median, table, type Bench } from "./common.js";
 
 const ROUNDS = 5;

@@ -10,10 +10,10 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
 import type proto from "@temporalio/proto";
-import { startAgentRun } from "../src/client.js";
-import { AesGcmCodec } from "../src/codec/aes-gcm.js";
-import type { AgentTool } from "../src/types.js";
-import { createAgentWorker } from "../src/worker.js";
+import { startAgentRun } from "../src/client/client.js";
+import { AesGcmCodec } from "../src/node/codec/aes-gcm.js";
+import type { AgentTool } from "../src/shared/contracts.js";
+import { createAgentWorker } from "../src/worker/worker.js";
 import { eventBytes, mb, median, pageScript, table, type Bench } from "./common.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;

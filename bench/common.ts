@@ -5,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, Worker, type InjectedSinks } from "@temporalio/worker";
-import { replayOptions, type History } from "../src/replay.js";
+import { replayOptions, type History } from "../src/worker/replay.js";
 import { Context as ActivityContext } from "@temporalio/activity";
 import proto from "@temporalio/proto";
 import {
@@ -18,13 +18,13 @@ import {
   type Context,
   type Model,
 } from "@jai/ai";
-import { createActivities } from "../src/activities/index.js";
-import { freePort, startDevServer, type DevServer } from "../src/dev-server.js";
-import type { AgentTool } from "../src/types.js";
-import { bundleAgentWorkflows } from "../src/worker.js";
-import type { AgentSinks } from "../src/workflows/definitions.js";
+import { createActivities } from "../src/worker/activities/index.js";
+import { freePort, startDevServer, type DevServer } from "../src/node/dev-server.js";
+import type { AgentTool } from "../src/shared/contracts.js";
+import { bundleAgentWorkflows } from "../src/worker/worker.js";
+import type { AgentSinks } from "../src/shared/definitions.js";
 import type { BenchActivities } from "./naive-workflows.js";
-import { noMetricsSink } from "../src/telemetry/metrics.js";
+import { noMetricsSink } from "../src/worker/telemetry/metrics.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 

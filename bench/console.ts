@@ -5,10 +5,10 @@
  * for approval" filter finds). Timed once visibility lists them all: median of several calls per page.
  */
 import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type Context } from "@jai/ai";
-import { startAgentRun } from "../src/client.js";
+import { startAgentRun } from "../src/client/client.js";
 import { startRunServer } from "../src/http/server.js";
-import type { AgentTool } from "../src/types.js";
-import { AGENT_RUN_WORKFLOW } from "../src/workflows/definitions.js";
+import type { AgentTool } from "../src/shared/contracts.js";
+import { AGENT_RUN_WORKFLOW } from "../src/shared/definitions.js";
 import { benchWorker, median, table, type Bench } from "./common.js";
 
 const RUNS = 1000;

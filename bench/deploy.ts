@@ -13,9 +13,9 @@
 import { fileURLToPath } from "node:url";
 import type { WorkflowHandleWithFirstExecutionRunId } from "@temporalio/client";
 import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type Context } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../src/client.js";
-import { bundleAgentWorkflows, createAgentWorker, type AgentWorker } from "../src/worker.js";
-import type { AgentTool } from "../src/types.js";
+import { startAgentRun, type AgentRunHandle } from "../src/client/client.js";
+import { bundleAgentWorkflows, createAgentWorker, type AgentWorker } from "../src/worker/worker.js";
+import type { AgentTool } from "../src/shared/contracts.js";
 import {
   buildIdsOf,
   chainHistories,

@@ -10,11 +10,11 @@ import { Client, Connection } from "@temporalio/client";
 import { NativeConnection } from "@temporalio/worker";
 import { Context as ActivityContext } from "@temporalio/activity";
 import { fauxAssistantMessage, registerFauxProvider } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../src/client.js";
+import { startAgentRun, type AgentRunHandle } from "../src/client/client.js";
 import { ensureTemporalServer } from "../scripts/tools.js";
 import { startPostgres } from "../test/support/cluster/postgres.js";
 import { createTemporalServer, freeLowPort, setupSchema } from "../test/support/cluster/temporal-server.js";
-import { AGENT_SEARCH_ATTRIBUTES } from "../src/workflows/search-attributes.js";
+import { AGENT_SEARCH_ATTRIBUTES } from "../src/shared/search-attributes.js";
 import { benchWorker, median, serverConfig, table, taskQueueStats, type Bench } from "./common.js";
 
 function flag(name: string, fallback: number): number {

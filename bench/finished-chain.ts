@@ -6,9 +6,9 @@
  */
 import { pathToFileURL } from "node:url";
 import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type Context } from "@jai/ai";
-import { getAgentRun, startAgentRun } from "../src/client.js";
-import { readChain } from "../src/history-view.js";
-import type { AgentTool } from "../src/types.js";
+import { getAgentRun, startAgentRun } from "../src/client/client.js";
+import { readChain } from "../src/client/history-view.js";
+import type { AgentTool } from "../src/shared/contracts.js";
 import { benchWorker, median, openBench, table, type Bench } from "./common.js";
 
 const TURNS = 200;

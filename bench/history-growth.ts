@@ -1,7 +1,7 @@
 /** History growth: this loop vs the naive loop that sends the whole transcript with every model call. */
 import type { Client } from "@temporalio/client";
 import type proto from "@temporalio/proto";
-import { startAgentRun } from "../src/client.js";
+import { startAgentRun } from "../src/client/client.js";
 import { benchWorker, eventBytes, mb, pageScript, table, type Bench } from "./common.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;

@@ -1,6 +1,6 @@
 /** The measure of the kill-stall and scale benches: how long a SIGKILL left a run standing still (issue 17). */
 import type proto from "@temporalio/proto";
-import { eventMs } from "../src/history-story.js";
+import { eventMs } from "../src/client/history-story.js";
 
 type Event = proto.temporal.api.history.v1.IHistoryEvent;
 

@@ -5,7 +5,8 @@
  */
 import { proxyActivities } from "@temporalio/workflow";
 import type { AssistantMessage, Tool, ToolCall } from "@jai/ai";
-import type { AgentMessage, ExecuteToolInput, ExecuteToolOutput } from "../src/types.js";
+import type { AgentMessage } from "../src/shared/contracts.js";
+import type { ExecuteToolInput, ExecuteToolOutput } from "../src/shared/wire.js";
 
 export interface BenchActivities {
   naiveModel(input: { modelRef: string; messages: AgentMessage[]; tools: Tool[] }): Promise<AssistantMessage>;

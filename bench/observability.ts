@@ -6,10 +6,10 @@
  */
 import { BatchSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { Client } from "@temporalio/client";
-import { startAgentRun } from "../src/client.js";
-import { createAgentMetrics } from "../src/telemetry/metrics.js";
-import { createAgentTracing } from "../src/telemetry/tracing.js";
-import { bundleAgentWorkflows, createAgentWorker } from "../src/worker.js";
+import { startAgentRun } from "../src/client/client.js";
+import { createAgentMetrics } from "../src/worker/telemetry/metrics.js";
+import { createAgentTracing } from "../src/worker/telemetry/tracing.js";
+import { bundleAgentWorkflows, createAgentWorker } from "../src/worker/worker.js";
 import { median, pageScript, table, type Bench } from "./common.js";
 
 const TURNS = 20;

@@ -1,7 +1,7 @@
 /** Per-turn overhead: this loop vs a bare Temporal workflow (the floor) vs pi-agent-core in process (no durability). */
 import { runAgentLoop } from "@mariozechner/pi-agent-core";
 import { streamSimple } from "@jai/ai";
-import { startAgentRun } from "../src/client.js";
+import { startAgentRun } from "../src/client/client.js";
 import { benchWorker, median, pageScript, table, type Bench } from "./common.js";
 
 const TURNS = 20;

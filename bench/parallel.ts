@@ -1,6 +1,6 @@
 /** Parallel tools: 10 calls of 500 ms, parallel vs sequential vs a single call. */
-import { startAgentRun } from "../src/client.js";
-import type { ToolExecutionMode } from "../src/types.js";
+import { startAgentRun } from "../src/client/client.js";
+import type { ToolExecutionMode } from "../src/shared/contracts.js";
 import { benchWorker, median, pageScript, table, type Bench } from "./common.js";
 
 const RUNS = 3;

@@ -5,9 +5,9 @@
  * 8 KB tool results, against a bare workflow with the same activities (Temporal's floor), and the context digest
  * the workflow computes for every message (pure JavaScript: workflow code cannot use Node's crypto).
  */
-import { startAgentRun } from "../src/client.js";
-import type { History } from "../src/replay.js";
-import { sha256Hex } from "../src/workflows/context-digest.js";
+import { startAgentRun } from "../src/client/client.js";
+import type { History } from "../src/worker/replay.js";
+import { sha256Hex } from "../src/shared/context-digest.js";
 import { benchWorker, median, pageScript, replayMsEach, table, type Bench } from "./common.js";
 
 const TURNS = [2, 10, 20];

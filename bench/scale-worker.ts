@@ -14,8 +14,8 @@ import {
   Type,
   type Context as ModelContext,
 } from "@jai/ai";
-import type { AgentTool } from "../src/types.js";
-import { createAgentWorker } from "../src/worker.js";
+import type { AgentTool } from "../src/shared/contracts.js";
+import { createAgentWorker } from "../src/worker/worker.js";
 
 const env = (name: string) => {
   const value = process.env[name];

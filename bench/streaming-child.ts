@@ -4,7 +4,7 @@
  * on one machine, so the clocks compare). argv: workflowId.
  */
 import { Client, Connection } from "@temporalio/client";
-import { getAgentRun } from "../src/client.js";
+import { getAgentRun } from "../src/client/client.js";
 
 const [workflowId] = process.argv.slice(2);
 const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });

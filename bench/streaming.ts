@@ -14,11 +14,11 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider, Type, type Context } from "@jai/ai";
-import { getAgentRun, startAgentRun } from "../src/client.js";
-import { startRunEventsService, type RunEventsService } from "../src/events/serve.js";
-import { EventTap } from "../src/events/tap.js";
-import type { AgentEvent, AgentTool } from "../src/types.js";
-import { createAgentWorker, type AgentWorker } from "../src/worker.js";
+import { getAgentRun, startAgentRun } from "../src/client/client.js";
+import { startRunEventsService, type RunEventsService } from "../src/worker/events/serve.js";
+import { EventTap } from "../src/worker/events/tap.js";
+import type { AgentEvent, AgentTool } from "../src/shared/contracts.js";
+import { createAgentWorker, type AgentWorker } from "../src/worker/worker.js";
 import { eventBytes, median, quantile, table, type Bench } from "./common.js";
 
 const TURNS = 10;

@@ -1,5 +1,5 @@
 /** Throughput: 200 concurrent runs of 5 turns on one worker. */
-import { startAgentRun } from "../src/client.js";
+import { startAgentRun } from "../src/client/client.js";
 import { benchWorker, pageScript, table, type Bench } from "./common.js";
 
 const RUNS = 200;

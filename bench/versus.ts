@@ -9,9 +9,9 @@ import { readFileSync } from "node:fs";
 import { Client } from "@temporalio/client";
 import type proto from "@temporalio/proto";
 import type { Api, Model } from "@jai/ai";
-import { startAgentRun } from "../src/client.js";
-import { createAgentWorker } from "../src/worker.js";
-import type { AgentTool } from "../src/types.js";
+import { startAgentRun } from "../src/client/client.js";
+import { createAgentWorker } from "../src/worker/worker.js";
+import type { AgentTool } from "../src/shared/contracts.js";
 import {
   eventBytes,
   mb,

@@ -26,11 +26,11 @@ import {
   type FauxResponseStep,
   type Model,
 } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle, type StartAgentRunOptions } from "../src/client.js";
-import { startDevServer } from "../src/dev-server.js";
-import type { AgentTool } from "../src/types.js";
-import { bundleAgentWorkflows, createAgentWorker } from "../src/worker.js";
-import { agentTool } from "../src/subagents/agent-tool.js";
+import { startAgentRun, type AgentRunHandle, type StartAgentRunOptions } from "../src/client/client.js";
+import { startDevServer } from "../src/node/dev-server.js";
+import type { AgentTool } from "../src/shared/contracts.js";
+import { bundleAgentWorkflows, createAgentWorker } from "../src/worker/worker.js";
+import { agentTool } from "../src/worker/subagents/agent-tool.js";
 import { runScenario } from "../test/support/crash/harness.js";
 
 const OUT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../test/fixtures/histories");

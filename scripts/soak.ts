@@ -45,8 +45,8 @@ import {
   type WebhookReceiver,
 } from "./soak/webhook-receiver.js";
 import { checkEncryption, soakCodec } from "./soak/encryption.js";
-import { decodeHistoryPayloads } from "../src/codec/history.js";
-import { dataConverterFromEnv } from "../src/codec/config.js";
+import { decodeHistoryPayloads } from "../src/node/codec/history.js";
+import { dataConverterFromEnv } from "../src/node/codec/config.js";
 import { soakReportFile, writeReport, type FaultRecord, type SoakSummary, type WindowStats } from "./soak/report.js";
 
 const { values: opts } = parseArgs({

@@ -9,7 +9,7 @@ import { spawnSync, type SpawnSyncOptions } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { isExecutable, userCacheDir } from "../src/dev-server.js";
+import { isExecutable, userCacheDir } from "../src/node/dev-server.js";
 
 export const TEMPORAL_SERVER_VERSION = "v1.29.1";
 /**

@@ -6,9 +6,9 @@
 import type { Client } from "@temporalio/client";
 import type { NativeConnection } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type Context } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../src/client.js";
-import type { AgentTool } from "../src/types.js";
-import { createAgentWorker, type AgentWorker } from "../src/worker.js";
+import { startAgentRun, type AgentRunHandle } from "../src/client/client.js";
+import type { AgentTool } from "../src/shared/contracts.js";
+import { createAgentWorker, type AgentWorker } from "../src/worker/worker.js";
 
 const tools: AgentTool<any>[] = [
   {

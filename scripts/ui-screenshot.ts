@@ -13,7 +13,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { launchChromium } from "./chromium.js";
-import { WAITING_FOR_APPROVAL_QUERY } from "../src/workflows/search-attributes.js";
+import { WAITING_FOR_APPROVAL_QUERY } from "../src/shared/search-attributes.js";
 
 export { CHROMIUM } from "./chromium.js";
 
@@ -85,7 +85,7 @@ export async function captureWorkflowList(
 async function main(): Promise<void> {
   const { Client, Connection } = await import("@temporalio/client");
   const { DefaultLogger, NativeConnection, Runtime } = await import("@temporalio/worker");
-  const { startDevServer } = await import("../src/dev-server.js");
+  const { startDevServer } = await import("../src/node/dev-server.js");
   const { startUiRuns } = await import("./ui-runs.js");
   Runtime.install({ logger: new DefaultLogger("WARN") });
   const server = await startDevServer({ log: console.log });

@@ -11,13 +11,13 @@
 export * from "./entry/client.js";
 export * from "./entry/worker.js";
 // Both entry points carry these: one binding each.
-export { DEFAULT_TASK_QUEUE } from "./workflows/definitions.js";
-export { temporalTarget, type TemporalTarget } from "./worker-process/connection.js";
+export { DEFAULT_TASK_QUEUE } from "./shared/definitions.js";
+export { temporalTarget, type TemporalTarget } from "./node/connection.js";
 
 /** What every way of serving runs is given (worker, plugin, worker process config). */
-export type { AgentServeOptions, AgentWorkerServeOptions } from "./serving.js";
+export type { AgentServeOptions, AgentWorkerServeOptions } from "./worker/serving.js";
 /** Provider failures as the loop sees them (the one classifier). */
-export { classifyModelOutcome, keyEnvVar, retryAfterMs } from "./activities/index.js";
+export { classifyModelOutcome, keyEnvVar, retryAfterMs } from "./worker/activities/index.js";
 /** Replaying recorded histories against the loop before a deploy. */
 export {
   readHistoryFile,
@@ -26,7 +26,7 @@ export {
   checkAgentHistory,
   ReplayInputError,
   type ReplayOutcome,
-} from "./replay.js";
+} from "./worker/replay.js";
 /** The codec server the Temporal UI decrypts through. */
 export {
   createCodecServer,
@@ -35,6 +35,6 @@ export {
   CodecServerConfigError,
   type CodecServerOptions,
   type CodecAuthorizer,
-} from "./codec/server.js";
+} from "./node/codec/server.js";
 /** A local Temporal dev server (tests, demos). */
-export { startDevServer, findTemporalCli, type DevServer, type DevServerOptions } from "./dev-server.js";
+export { startDevServer, findTemporalCli, type DevServer, type DevServerOptions } from "./node/dev-server.js";

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Registers the namespace the workers use and the agent's search attributes (run by the admin-tools container
-# once the server is healthy). Keep the attribute list in step with src/workflows/search-attributes.ts.
+# once the server is healthy). Keep the attribute list in step with src/shared/search-attributes.ts.
 set -eu
 ns="${DEFAULT_NAMESPACE:-default}"
 if temporal operator namespace describe --namespace "$ns" >/dev/null 2>&1; then

@@ -18,10 +18,10 @@
 import type { Connection } from "@temporalio/client";
 import type { DataConverter, ExternalStorage, Payload } from "@temporalio/common";
 import { isReferencePayload } from "@temporalio/common/lib/internal-non-workflow/extstore-helpers.js";
-import { resolvePayloadClaims } from "../../src/blobs/config.js";
+import { resolvePayloadClaims } from "../../src/node/blobs/config.js";
 import proto from "@temporalio/proto";
-import { dataConverterFromEnv, newCodecKey } from "../../src/codec/config.js";
-import { ENCRYPTED_ENCODING } from "../../src/codec/aes-gcm.js";
+import { dataConverterFromEnv, newCodecKey } from "../../src/node/codec/config.js";
+import { ENCRYPTED_ENCODING } from "../../src/node/codec/aes-gcm.js";
 import { SCRIPT_PREFIX } from "./script-model.js";
 import { retry, type RunRecord } from "./workload.js";
 

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { serveMcpOnLoopback } from "../../src/demo/mcp-loopback.js";
-import type { AgentMessage } from "../../src/types.js";
+import type { AgentMessage } from "../../src/shared/contracts.js";
 import { mcpAnswer, SOAK_MCP, SOAK_TOOLS } from "./script-model.js";
 import type { RunRecord } from "./workload.js";
 

@@ -11,7 +11,12 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { timingSafeEqual } from "node:crypto";
-import { DELIVERY_HEADER, SIGNATURE_HEADER, signWebhookBody, type RunOutcome } from "../../src/webhooks/deliver.js";
+import {
+  DELIVERY_HEADER,
+  SIGNATURE_HEADER,
+  signWebhookBody,
+  type RunOutcome,
+} from "../../src/worker/webhooks/deliver.js";
 import type { RunRecord } from "./workload.js";
 
 /** The secret's name in the worker config and in each run's `webhook`. */

@@ -29,8 +29,8 @@ import {
   type Context,
   type Message,
 } from "@jai/ai";
-import type { AgentTool } from "../../src/types.js";
-import type { McpServerConfig } from "../../src/mcp/config.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import type { McpServerConfig } from "../../src/worker/mcp/config.js";
 import { canonical, plan, SOAK_MCP, SOAK_TOOLS, toMsg, toolAnswer, withoutDetails } from "./script-model.js";
 
 const ledgerFile = process.env.SOAK_LEDGER;

@@ -7,8 +7,8 @@
 import { createHash, randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { WorkflowUpdateFailedError, type Client, type WorkflowHandle } from "@temporalio/client";
-import { getAgentRun, runResult, startAgentRun } from "../../src/client.js";
-import type { AgentMessage, AgentRunResult, AgentRunState } from "../../src/types.js";
+import { getAgentRun, runResult, startAgentRun } from "../../src/client/client.js";
+import type { AgentMessage, AgentRunResult, AgentRunState } from "../../src/shared/contracts.js";
 import {
   approveUpdate,
   closeUpdate,
@@ -16,7 +16,7 @@ import {
   promptAnswerUpdate,
   promptUpdate,
   steerUpdate,
-} from "../../src/workflows/definitions.js";
+} from "../../src/shared/definitions.js";
 import { SKIPPED_BY_STEERING } from "../../src/workflows/tool-calls.js";
 import {
   expectedTranscript,

@@ -8,8 +8,8 @@
  * Connected like the other CLIs (TEMPORAL_ADDRESS / --address, --namespace). Exit 0, 1 on a failure, 2 bad usage.
  */
 import { parseArgs } from "node:util";
-import { blobStorageFromEnv } from "../blobs/config.js";
-import { sweepBlobs } from "../blobs/sweep.js";
+import { blobStorageFromEnv } from "../node/blobs/config.js";
+import { sweepBlobs } from "../node/blobs/sweep.js";
 import { connectClient } from "./connect.js";
 
 const USAGE = `usage: npm run blobs -- stats | sweep [--dry-run] [--min-age 1h] [--address host:port] [--namespace ns]

@@ -20,7 +20,7 @@ async function main(): Promise<number> {
   }
   if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
   const out = path.resolve(positionals[0] ?? fileURLToPath(new URL("../workflow-bundle.js", import.meta.url)));
-  const { bundleAgentWorkflows } = await import("../worker.js"); // after the arguments: --help answers at once
+  const { bundleAgentWorkflows } = await import("../worker/worker.js"); // after the arguments: --help answers at once
   const { code } = await bundleAgentWorkflows(undefined, { encryptFailures: values["encrypt-failures"] === true });
   writeFileSync(out, code);
   console.log(`workflow bundle: ${out} (${(code.length / 1024).toFixed(0)} KB)`);

@@ -10,10 +10,15 @@
  *   host's loopback only); off loopback without either, it refuses to start (exit 2).
  * A browser request from an origin other than the UI's is refused (403) in every mode.
  */
-import { codecFromEnv } from "../codec/config.js";
-import { blobStorageFromEnv } from "../blobs/config.js";
-import { bearerTokens, CodecServerConfigError, createCodecServer, type CodecServerOptions } from "../codec/server.js";
-import { runningServer } from "./server-state.js";
+import { codecFromEnv } from "../node/codec/config.js";
+import { blobStorageFromEnv } from "../node/blobs/config.js";
+import {
+  bearerTokens,
+  CodecServerConfigError,
+  createCodecServer,
+  type CodecServerOptions,
+} from "../node/codec/server.js";
+import { runningServer } from "../node/server-state.js";
 import { parseCli, runCli } from "./program.js";
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The CLIs' Temporal client, configured like the worker process: Temporal's environment configuration
  * (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE + temporal.toml;
- * see src/worker-process/connection.ts), --address / --namespace over it, else the `npm run temporal` dev
+ * see src/node/connection.ts), --address / --namespace over it, else the `npm run temporal` dev
  * server, else localhost:7233. With JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE set, payloads are encrypted and
  * decrypted like the workers do; without them, an encrypted payload is an error naming its key id and
  * JAI_CODEC_KEYS (not the SDK's `Unknown encoding: binary/encrypted`).
@@ -9,10 +9,10 @@
 import { connect as tcpConnect } from "node:net";
 import { Client, Connection } from "@temporalio/client";
 import type { DataConverter } from "@temporalio/common";
-import { NoKeysCodec } from "../codec/aes-gcm.js";
-import { dataConverterFromEnv } from "../codec/config.js";
-import { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";
-import { runningServer } from "./server-state.js";
+import { NoKeysCodec } from "../node/codec/aes-gcm.js";
+import { dataConverterFromEnv } from "../node/codec/config.js";
+import { temporalTarget, type TemporalTarget } from "../node/connection.js";
+import { runningServer } from "../node/server-state.js";
 import { NoServerError, noServer } from "./program.js";
 
 export function flag(args: string[], name: string): string | undefined {

@@ -5,7 +5,7 @@
  * name is refused with the nearest known one, instead of a schedule whose every run fails at setup.
  */
 import { getModels, getProviders, type Api, type Model } from "@jai/ai";
-import { nearestName } from "../common/near-name.js";
+import { nearestName } from "../shared/near-name.js";
 
 /** The offline demo model every worker process serves unless told not to (src/demo/offline-model.ts). */
 export const DEMO_MODEL = "demo/offline-scripted";

@@ -7,7 +7,7 @@
  * 2 bad usage (an unknown flag, a missing argument, a bad value); a command may add its own (3: a tenant limit).
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { nearestName } from "../common/near-name.js";
+import { nearestName } from "../shared/near-name.js";
 
 /** Bad usage: printed with the command's usage, exit 2. */
 export class UsageError extends Error {

@@ -10,13 +10,13 @@
 import path from "node:path";
 import { debugWanted, describeFailure, unknownFlag, UsageError } from "./program.js";
 import { DefaultLogger, Runtime } from "@temporalio/worker";
-import { bundleAgentWorkflows } from "../worker.js";
+import { bundleAgentWorkflows } from "../worker/worker.js";
 import { flag, connectClient } from "./connect.js";
-import { codecFromEnv } from "../codec/config.js";
-import { blobStorageFromEnv, BlobStoreNotConfiguredError } from "../blobs/config.js";
-import { BlobNotFoundError } from "../blobs/drivers.js";
-import { CodecKeyError } from "../codec/aes-gcm.js";
-import { decodeHistoryPayloads, encryptedKeyIds } from "../codec/history.js";
+import { codecFromEnv } from "../node/codec/config.js";
+import { blobStorageFromEnv, BlobStoreNotConfiguredError } from "../node/blobs/config.js";
+import { BlobNotFoundError } from "../node/blobs/drivers.js";
+import { CodecKeyError } from "../node/codec/aes-gcm.js";
+import { decodeHistoryPayloads, encryptedKeyIds } from "../node/codec/history.js";
 import {
   checkAgentHistory,
   divergenceLine,
@@ -25,7 +25,7 @@ import {
   replayHistory,
   ReplayInputError,
   type History,
-} from "../replay.js";
+} from "../worker/replay.js";
 
 const USAGE =
   "usage: npm run replay -- <workflowId> [--run-id ID] [--address host:port] [--workflows path]\n" +

@@ -1,6 +1,6 @@
 /**
  * People in the loop from a shell (`jai-agent <command>`, `npm run <command> --`): list runs, look at one, and
- * approve, deny, steer, follow up, prompt or cancel it through the client API (src/client.ts), connected like
+ * approve, deny, steer, follow up, prompt or cancel it through the client API (src/client/client.ts), connected like
  * the worker (src/cli/connect.ts: Temporal's environment configuration and JAI_CODEC_KEYS).
  *
  * Exit codes: 0 done; 1 refused or failed (one line on stderr: the run's reason, a finished run, no such run,
@@ -11,22 +11,22 @@ import type { ParseArgsConfig } from "node:util";
 import type { Client } from "@temporalio/client";
 import type { Payload } from "@temporalio/common";
 import type proto from "@temporalio/proto";
-import type { AgentRunHandle } from "../client.js";
-import type { AgentMessage, AgentRunState } from "../types.js";
-import { approvalPolicyProblem } from "../workflows/approval-policy.js";
+import type { AgentRunHandle } from "../client/client.js";
+import type { AgentMessage, AgentRunState } from "../shared/contracts.js";
+import { approvalPolicyProblem } from "../shared/approval-rules.js";
 import type { RunRow } from "../http/run-list.js";
 import { CliError, parseCli, runCli, UsageError } from "./program.js";
 
 /** What the commands run with, loaded once their arguments are good: --help and a usage mistake answer without it. */
 async function loadLib() {
   const [client, common, history, definitions, runList, connect, tenants] = await Promise.all([
-    import("../client.js"),
+    import("../client/client.js"),
     import("@temporalio/common"),
-    import("../codec/history.js"),
-    import("../workflows/definitions.js"),
+    import("../node/codec/history.js"),
+    import("../shared/definitions.js"),
     import("../http/run-list.js"),
     import("./connect.js"),
-    import("../tenants.js"),
+    import("../shared/tenants.js"),
   ]);
   return {
     getAgentRun: client.getAgentRun,

@@ -10,7 +10,7 @@
  * its next firings and latest runs (`--json`: all of it).
  */
 import type { Client } from "@temporalio/client";
-import type { AgentScheduleDetails, AgentScheduleInfo, ScheduleAgentRunOptions } from "../schedules.js";
+import type { AgentScheduleDetails, AgentScheduleInfo, ScheduleAgentRunOptions } from "../client/schedules.js";
 import { parseCli, runCli, UsageError } from "./program.js";
 
 const USAGE = `usage: npm run schedule -- <command> [options]   (jai-agent schedule <command> ...)
@@ -77,8 +77,8 @@ async function main(): Promise<number> {
   // Loaded once the arguments are good: --help and a usage mistake answer without the client.
   const [{ connectCli }, schedules, { InvalidRunInputError }] = await Promise.all([
     import("./connect.js"),
-    import("../schedules.js"),
-    import("../client.js"),
+    import("../client/schedules.js"),
+    import("../client/client.js"),
   ]);
   const { describeAgentSchedule, listAgentSchedules, scheduleAgentRun } = schedules;
   // The environment the worker honours (address, namespace, TLS / API key, codec keys: a schedule's input is encrypted too).
@@ -133,9 +133,9 @@ async function main(): Promise<number> {
  */
 async function checkCreate(options: ScheduleAgentRunOptions, config: string | undefined): Promise<void> {
   const [{ scheduleOptionsProblem }, { modelProblem }, { findConfigFile, loadServiceConfig }] = await Promise.all([
-    import("../schedules.js"),
+    import("../client/schedules.js"),
     import("./model-check.js"),
-    import("../worker-process/config.js"),
+    import("../worker/process/config.js"),
   ]);
   const problem = scheduleOptionsProblem(options);
   if (problem) throw new UsageError(problem.message);
@@ -154,7 +154,7 @@ type Statuses = Map<string, string>;
 
 /** The status of each of its latest runs (a run since deleted reads "-"). */
 async function runStatuses(client: Client, schedule: string | AgentScheduleDetails): Promise<Statuses> {
-  const { describeAgentSchedule } = await import("../schedules.js");
+  const { describeAgentSchedule } = await import("../client/schedules.js");
   const details = typeof schedule === "string" ? await describeAgentSchedule(client, schedule) : schedule;
   const out: Statuses = new Map();
   await Promise.all(

@@ -3,11 +3,11 @@
  * alone (no worker needed): every run of a continue-as-new chain, oldest first.
  */
 import type { ToolResultMessage } from "@jai/ai";
-import type { AgentMessage } from "../types.js";
-import type { RunStory, StoryItem } from "../history-story.js";
-import { addUsage, emptyUsage } from "../common/usage.js";
+import type { AgentMessage } from "../shared/contracts.js";
+import type { RunStory, StoryItem } from "../client/history-story.js";
+import { addUsage, emptyUsage } from "../shared/usage.js";
 import { onlyWorkflowId, parseCli, runCli } from "./program.js";
-import { modelChain, modelRefName } from "../common/model-ref.js";
+import { modelChain, modelRefName } from "../shared/model-ref.js";
 
 const clip = (text: string, max = 400) => (text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text);
 
@@ -125,8 +125,8 @@ async function main(): Promise<number> {
   // Loaded once the arguments are good: --help and a usage mistake answer without the client.
   const [{ connectCli }, { readChain }, { storyTranscript }] = await Promise.all([
     import("./connect.js"),
-    import("../history-view.js"),
-    import("../history-story.js"),
+    import("../client/history-view.js"),
+    import("../client/history-story.js"),
   ]);
   const { client, close } = await connectCli({ address: str(values.address), namespace: str(values.namespace) });
   try {

@@ -11,9 +11,9 @@
  * --tenant); 3 refused: the tenant is at a limit of the config's `tenants` (docs/tenants.md).
  */
 import { readFileSync } from "node:fs";
-import { AgentRequestError, agentRunOptions } from "../agents.js";
-import { TenantLimitError } from "../tenants.js";
-import { DEFAULT_TASK_QUEUE } from "../workflows/definitions.js";
+import { AgentRequestError, agentRunOptions } from "../shared/agents.js";
+import { TenantLimitError } from "../shared/tenants.js";
+import { DEFAULT_TASK_QUEUE } from "../shared/definitions.js";
 import { describeFailure, parseCli, UsageError } from "./program.js";
 
 export const START_AGENT_USAGE = `usage: jai-agent start --agent <name> [options] "<prompt>" | -   (- reads the prompt from stdin)
@@ -74,8 +74,8 @@ async function start(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
 
   // Loaded once the arguments are good: --help and a usage mistake answer without them.
   const [{ findConfigFile, loadServiceConfig }, { startAgentRun }, { connectCli }] = await Promise.all([
-    import("../worker-process/config.js"),
-    import("../client.js"),
+    import("../worker/process/config.js"),
+    import("../client/client.js"),
     import("./connect.js"),
   ]);
   // The same module, found the same way, as the worker process: CLI and worker agree on the agents.

@@ -7,8 +7,8 @@ import path from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { NativeConnection, Runtime } from "@temporalio/worker";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
-import { startAgentRun } from "../client.js";
-import { dataConverterFromEnv } from "../codec/config.js";
+import { startAgentRun } from "../client/client.js";
+import { dataConverterFromEnv } from "../node/codec/config.js";
 import { DEMO_LABEL, registerDemoModel } from "../demo/offline-model.js";
 import {
   createTourTools,
@@ -20,13 +20,13 @@ import {
   tourGuide,
   type TourMcpServer,
 } from "../demo/tour.js";
-import { portInUse, startDevServer, type DevServer } from "../dev-server.js";
-import { createFileTools } from "../tools/fs-tools.js";
-import type { AgentBudget, ModelRef } from "../types.js";
-import { eventPrinter } from "../events/render.js";
-import { startRunEventsService } from "../events/serve.js";
-import { AgentRuntimeLogger, agentLogLevel, createAgentWorker } from "../worker.js";
-import { dbFile, runningServer } from "./server-state.js";
+import { portInUse, startDevServer, type DevServer } from "../node/dev-server.js";
+import { createFileTools } from "../worker/tools/fs-tools.js";
+import type { AgentBudget, ModelRef } from "../shared/contracts.js";
+import { eventPrinter } from "../client/events/render.js";
+import { startRunEventsService } from "../worker/events/serve.js";
+import { AgentRuntimeLogger, agentLogLevel, createAgentWorker } from "../worker/worker.js";
+import { dbFile, runningServer } from "../node/server-state.js";
 import { probeServer } from "./connect.js";
 
 function chooseModel(): { model: ModelRef; models: Model<Api>[]; note: string } {

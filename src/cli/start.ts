@@ -9,9 +9,9 @@
  * `npm start -- --agent <name> "<prompt>"`: a named agent of the worker's config module, run by the worker
  * process (src/cli/start-agent.ts).
  */
-import { tenantProblem } from "../tenants.js";
-import { budgetProblem } from "../workflows/spend.js";
-import type { AgentBudget } from "../types.js";
+import { tenantProblem } from "../shared/tenants.js";
+import { budgetProblem } from "../shared/budget-checks.js";
+import type { AgentBudget } from "../shared/contracts.js";
 import { parseCli, runCli, UsageError } from "./program.js";
 
 const USAGE = `usage: npm start -- [--address host:port] [--tenant <name>] [--budget '<json>'] "<prompt>" | --tour | --agent <name> "<prompt>"

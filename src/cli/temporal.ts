@@ -6,8 +6,8 @@
  * (JAI_CODEC_KEYS / JAI_CODEC_KEY_FILE) it defaults to that command's address, http://127.0.0.1:8888
  * (JAI_CODEC_SERVER_PORT), so the UI shows plaintext once it runs; "none" turns it off.
  */
-import { portInUse, startDevServer } from "../dev-server.js";
-import { clearServerState, dbFile, runningServer, writeServerState } from "./server-state.js";
+import { portInUse, startDevServer } from "../node/dev-server.js";
+import { clearServerState, dbFile, runningServer, writeServerState } from "../node/server-state.js";
 import { parseCli, runCli, UsageError } from "./program.js";
 
 const USAGE = `usage: npm run temporal -- [--port n] [--ui-port n] [--ip address] [--ui-codec-endpoint url|none]

@@ -50,7 +50,11 @@ async function follow(
   givenUrl: string | undefined,
 ): Promise<number> {
   const [{ getAgentRun }, { eventPrinter, renderOutput }, { discoverEventsUrl, isTrustedEventsUrl }] =
-    await Promise.all([import("../client.js"), import("../events/render.js"), import("../events/subscribe.js")]);
+    await Promise.all([
+      import("../client/client.js"),
+      import("../client/events/render.js"),
+      import("../client/events/subscribe.js"),
+    ]);
   const handle = getAgentRun(client, workflowId);
   // Configured: gets the token. Found in history: handle.events() decides (token only on a trusted host).
   const configured = givenUrl || process.env.JAI_EVENTS_URL || undefined;

@@ -26,12 +26,12 @@ import {
 } from "@jai/ai";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { getAgentRun } from "../client.js";
-import type { McpServerConfig } from "../mcp/config.js";
+import { getAgentRun } from "../client/client.js";
+import type { McpServerConfig } from "../worker/mcp/config.js";
 import { serveMcpOnLoopback } from "./mcp-loopback.js";
-import { agentTool } from "../subagents/agent-tool.js";
-import { createFileTools } from "../tools/fs-tools.js";
-import type { AgentEvent, AgentTool } from "../types.js";
+import { agentTool } from "../worker/subagents/agent-tool.js";
+import { createFileTools } from "../worker/tools/fs-tools.js";
+import type { AgentEvent, AgentTool } from "../shared/contracts.js";
 
 export const TOUR_LABEL = "offline tour model (scripted, no LLM)";
 export const TOUR_MODEL = "demo/offline-tour";

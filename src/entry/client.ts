@@ -2,7 +2,7 @@
  * `jai-agent/client`: what a process that only starts and watches runs needs.
  * It loads neither the worker (native code), the bundler nor the dev server.
  */
-export type * from "../contracts.js";
+export type * from "../shared/contracts.js";
 export {
   scheduleAgentRun,
   listAgentSchedules,
@@ -15,7 +15,7 @@ export {
   type ScheduleAgentRunOptions,
   type AgentScheduleSpec,
   type AgentScheduleInfo,
-} from "../schedules.js";
+} from "../client/schedules.js";
 export {
   startAgentRun,
   getAgentRun,
@@ -23,32 +23,32 @@ export {
   RunFinishedError,
   RunUpdateRejectedError,
   TEMPORAL_PAYLOAD_LIMIT_BYTES,
-} from "../client.js";
-export type { AgentRunHandle, StartAgentRunOptions } from "../client.js";
-export { TenantLimitError, TENANT_NAME, type TenantConfig, type TenantsConfig } from "../tenants.js";
-export { DEFAULT_TASK_QUEUE, AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
+} from "../client/client.js";
+export type { AgentRunHandle, StartAgentRunOptions } from "../client/client.js";
+export { TenantLimitError, TENANT_NAME, type TenantConfig, type TenantsConfig } from "../shared/tenants.js";
+export { DEFAULT_TASK_QUEUE, AGENT_RUN_WORKFLOW } from "../shared/definitions.js";
 export {
   storyFromHistory,
   storyFromEncodedHistory,
   storyTranscript,
   type RunStory,
   type StoryItem,
-} from "../history-story.js";
+} from "../client/history-story.js";
 export {
   AesGcmCodec,
   CodecKeyError,
   CodecConfigError,
   type AesGcmCodecOptions,
   type CodecKey,
-} from "../codec/aes-gcm.js";
+} from "../node/codec/aes-gcm.js";
 export {
   codecFromEnv,
   dataConverterFromEnv,
   parseCodecKeys,
   newCodecKey,
   withEncryptedFailures,
-} from "../codec/config.js";
-export { decodeHistory, decodeHistoryPayloads } from "../codec/history.js";
+} from "../node/codec/config.js";
+export { decodeHistory, decodeHistoryPayloads } from "../node/codec/history.js";
 export {
   AgentBlobStorage,
   blobStorage,
@@ -57,7 +57,7 @@ export {
   BlobStoreNotConfiguredError,
   resolveHistoryClaims,
   type BlobStorageOptions,
-} from "../blobs/config.js";
+} from "../node/blobs/config.js";
 export {
   BlobCorruptError,
   BlobDriver,
@@ -67,6 +67,6 @@ export {
   type BlobClaim,
   type BlobOwner,
   type BlobStats,
-} from "../blobs/drivers.js";
-export { sweepBlobs, type SweepOptions, type SweepReport } from "../blobs/sweep.js";
-export { temporalTarget, type TemporalTarget } from "../worker-process/connection.js";
+} from "../node/blobs/drivers.js";
+export { sweepBlobs, type SweepOptions, type SweepReport } from "../node/blobs/sweep.js";
+export { temporalTarget, type TemporalTarget } from "../node/connection.js";

@@ -1,6 +1,6 @@
 /**
  * The console's list of runs: Temporal visibility, read with the search attributes the loop writes
- * (src/workflows/search-attributes.ts), one row per continue-as-new chain (its earlier runs closed as
+ * (src/shared/search-attributes.ts), one row per continue-as-new chain (its earlier runs closed as
  * ContinuedAsNew and are left out, so the row is the chain's newest run). Listed with the raw service call:
  * search attributes are never encrypted, so no codec work per row and a page of 50 answers in milliseconds.
  */
@@ -9,7 +9,7 @@ import type { TypedSearchAttributes } from "@temporalio/common";
 import { decodeTypedSearchAttributes } from "@temporalio/common/lib/converter/payload-search-attributes.js";
 import { optionalTsToDate } from "@temporalio/common/lib/time.js";
 import proto from "@temporalio/proto";
-import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
+import { AGENT_RUN_WORKFLOW } from "../shared/definitions.js";
 import {
   AgentCostUsd,
   AgentModel,
@@ -19,7 +19,7 @@ import {
   AgentTotalTokens,
   AgentTurns,
   AgentTenant,
-} from "../workflows/search-attributes.js";
+} from "../shared/search-attributes.js";
 
 export interface RunRow {
   workflowId: string;

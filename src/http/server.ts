@@ -35,17 +35,17 @@ import {
   startAgentRun,
   type AgentRunHandle,
   type StartAgentRunOptions,
-} from "../client.js";
-import type { EventTap } from "../events/tap.js";
-import { AGENT_RUN_WORKFLOW } from "../workflows/definitions.js";
-import { UserMessageSchema } from "../workflows/message-schema.js";
-import { validateUserInput } from "../workflows/input.js";
-import { approvalPolicyProblem } from "../workflows/approval-policy.js";
-import { AgentRequestError, agentRunOptions, describeAgent, type AgentDefinition } from "../agents.js";
-import { TenantLimitError, type TenantsConfig } from "../tenants.js";
+} from "../client/client.js";
+import type { EventTap } from "../worker/events/tap.js";
+import { AGENT_RUN_WORKFLOW } from "../shared/definitions.js";
+import { UserMessageSchema } from "../shared/message-schema.js";
+import { validateUserInput } from "../shared/run-input.js";
+import { approvalPolicyProblem } from "../shared/approval-rules.js";
+import { AgentRequestError, agentRunOptions, describeAgent, type AgentDefinition } from "../shared/agents.js";
+import { TenantLimitError, type TenantsConfig } from "../shared/tenants.js";
 import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_SHELL, CONSOLE_SHELL_HASH } from "./console/assets.js";
 import { listRunPage, RUN_FILTERS } from "./run-list.js";
-import type { RunReader } from "../events/subscribe.js";
+import type { RunReader } from "../client/events/subscribe.js";
 import { streamRunEvents } from "./sse.js";
 
 export interface RunServerOptions {

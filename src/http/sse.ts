@@ -1,9 +1,9 @@
 /** Server-Sent Events for one run: from the worker's event tap when it holds the run, else rebuilt from the transcript. */
 import type { ServerResponse } from "node:http";
-import type { EventTap } from "../events/tap.js";
-import type { RunReader } from "../events/subscribe.js";
-import { transcriptEvents } from "../events/from-history.js";
-import { partialRebuilder, type WireEvent, type WireFrame } from "../events/wire.js";
+import type { EventTap } from "../worker/events/tap.js";
+import type { RunReader } from "../client/events/subscribe.js";
+import { transcriptEvents } from "../client/events/from-history.js";
+import { partialRebuilder, type WireEvent, type WireFrame } from "../shared/event-wire.js";
 import type { AssistantMessage } from "@jai/ai";
 
 /** How often an idle stream sends a comment (keeps proxies from closing it) and re-checks whether the run closed. */

@@ -1,5 +1,5 @@
 /** Where the console links a run's history: a configured Temporal UI, else the `npm run temporal` dev server's. */
-import { readServerState } from "../cli/server-state.js";
+import { readServerState } from "../node/server-state.js";
 
 /** "host:port" (IPv6 in brackets) as host and port; undefined when it has no port. */
 function hostAndPort(address: string): { host: string; port: string } | undefined {

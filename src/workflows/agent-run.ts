@@ -21,7 +21,7 @@
  *                                an approval predicate: one `prepareToolCall` activity
  *                                an approval: the `approve`/`deny` update (accepted + completed events)
  *                                the call: one `executeTool` activity, input = name + args,
- *                                          output = the capped result (activities/result-limits.ts), once
+ *                                          output = the capped result (worker/activities/result-limits.ts), once
  *   5. between turns           continue-as-new when due (continue-as-new.ts): the carry is the next run's input
  *
  * plus three workflow-task events per step that waits. So every message enters
@@ -44,22 +44,22 @@ import {
   resolveRunSetup,
   resolveRunSetupLocally,
   resolveRunSetupOnAnyWorker,
-} from "./activities.js";
-import { FailureType } from "../common/failure-types.js";
-import type { AgentMessage, AgentRunInput, AgentRunResult } from "../contracts.js";
-import type { AgentRunWorkflowInput, ContinuedRun, PromptLoopState, RunSetup } from "./wire.js";
+} from "./activity-proxies.js";
+import { FailureType } from "../shared/failure-types.js";
+import type { AgentMessage, AgentRunInput, AgentRunResult } from "../shared/contracts.js";
+import type { AgentRunWorkflowInput, ContinuedRun, PromptLoopState, RunSetup } from "../shared/wire.js";
 import type { RunContext } from "./run-context.js";
 import { fitContext } from "./context-fit.js";
 import { continueAsNewWith, shouldContinueAsNew } from "./continue-as-new.js";
-import { AGENT_RUN_FAILED } from "./definitions.js";
+import { AGENT_RUN_FAILED } from "../shared/definitions.js";
 import { emit } from "./event-sink.js";
 import { RUN_FEATURES, type ActiveFeature, type RunFeature, type TurnHooks } from "./features/index.js";
 import { installHandlers } from "./handlers.js";
-import { unknownFieldProblem, validateRunInput } from "./input.js";
+import { unknownFieldProblem, validateRunInput } from "../shared/run-input.js";
 import { callModel, CancelledDuringModelCall } from "./model-call.js";
 import { metrics } from "./metrics-sink.js";
-import { promptSummary } from "./summary.js";
-import { AgentStatus } from "./search-attributes.js";
+import { promptSummary } from "../shared/summary.js";
+import { AgentStatus } from "../shared/search-attributes.js";
 import { fitMessages, RunState, toUserMessage } from "./run-state.js";
 import { closeCancelledBatch, runTools } from "./tool-calls.js";
 import {
@@ -75,7 +75,7 @@ import {
   startBaseline,
 } from "./patches.js";
 import { runPrompt, type LoopEffects } from "./prompt-loop.js";
-import { modelChain, modelRefName } from "../common/model-ref.js";
+import { modelChain, modelRefName } from "../shared/model-ref.js";
 import { withCompletionWebhook } from "./webhook.js";
 
 const DEFAULT_MAX_TURNS = 50;

@@ -4,7 +4,7 @@
  * when the provider answers with a context overflow (once, then it retries).
  */
 import type { Api, Model, Tool } from "@jai/ai";
-import type { AgentMessage, AgentRunInput } from "../contracts.js";
+import type { AgentMessage, AgentRunInput } from "../shared/contracts.js";
 
 /** Tokens an image costs, roughly, whatever its size (providers bill ~1-1.6k for a typical one). */
 const IMAGE_TOKENS = 1200;

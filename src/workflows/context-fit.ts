@@ -1,8 +1,8 @@
 /** Brings the model's context under its budget before a call, or after the provider said it overflowed. */
 import { ActivityFailure, log } from "@temporalio/workflow";
 import type { Tool } from "@jai/ai";
-import { compactContext } from "./activities.js";
-import type { AgentMessage } from "../contracts.js";
+import { compactContext } from "./activity-proxies.js";
+import type { AgentMessage } from "../shared/contracts.js";
 import { contextBudget, estimateTokens, shortenToolResults, structureProblem } from "./compaction.js";
 import { wholeContextRef } from "./context-ref.js";
 import type { RunContext } from "./run-context.js";

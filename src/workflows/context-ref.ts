@@ -6,10 +6,10 @@
  * digest, so no cache, late attempt or reused tool-call id can change what the
  * model sees.
  */
-import type { AgentMessage } from "../contracts.js";
-import type { ModelContextRef, ToolResultRef, UserInputRef } from "./wire.js";
-import { jsonBytes } from "./budgets.js";
-import { combineDigests, messageDigest } from "./context-digest.js";
+import type { AgentMessage } from "../shared/contracts.js";
+import type { ModelContextRef, ToolResultRef, UserInputRef } from "../shared/wire.js";
+import { jsonBytes } from "../shared/payload-limits.js";
+import { combineDigests, messageDigest } from "../shared/context-digest.js";
 import type { Conversation } from "./conversation.js";
 
 /** New messages ride along inline up to this size; beyond it the worker reads them with the query (no big payloads). */

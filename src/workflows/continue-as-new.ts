@@ -7,12 +7,12 @@
  * Two rules keep it safe. It never waits on a caller: update handlers that wait
  * (session prompts) hand their callers over to the next run, so "all handlers
  * finished" always comes. And the carry always fits: queued messages are
- * bounded at the door (see budgets.ts), the rest is sized to what is left.
+ * bounded at the door (see shared/payload-limits.ts), the rest is sized to what is left.
  */
 import { allHandlersFinished, condition, log, makeContinueAsNewFunc, workflowInfo } from "@temporalio/workflow";
-import type { AgentRunInput } from "../contracts.js";
-import type { AgentRunWorkflowInput, PromptLoopState } from "./wire.js";
-import { BUDGETS, jsonBytes } from "./budgets.js";
+import type { AgentRunInput } from "../shared/contracts.js";
+import type { AgentRunWorkflowInput, PromptLoopState } from "../shared/wire.js";
+import { BUDGETS, jsonBytes } from "../shared/payload-limits.js";
 import type { RunContext } from "./run-context.js";
 import type { RunState } from "./run-state.js";
 

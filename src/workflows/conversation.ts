@@ -5,9 +5,9 @@
  * `RunState` that only this file writes.
  */
 import type { ToolResultMessage, Usage } from "@jai/ai";
-import type { AgentMessage } from "../contracts.js";
-import type { ContinuedRun } from "./wire.js";
-import { addUsage, emptyUsage } from "../common/usage.js";
+import type { AgentMessage } from "../shared/contracts.js";
+import type { ContinuedRun } from "../shared/wire.js";
+import { addUsage, emptyUsage } from "../shared/usage.js";
 
 /** `details` is for logs and UI only: the model never sees it. */
 export function withoutDetails(message: AgentMessage): AgentMessage {

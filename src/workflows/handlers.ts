@@ -4,7 +4,7 @@
  */
 import { CancellationScope, condition, currentUpdateInfo, setHandler } from "@temporalio/workflow";
 import type { UserMessage } from "@jai/ai";
-import type { AgentRunInput, ApproveOptions, SubmitToolResultOptions } from "../contracts.js";
+import type { AgentRunInput, ApproveOptions, SubmitToolResultOptions } from "../shared/contracts.js";
 import {
   approveUpdate,
   closeUpdate,
@@ -20,11 +20,11 @@ import {
   submitToolResultUpdate,
   transcriptQuery,
   type UserInput,
-} from "./definitions.js";
-import { BUDGETS, formatCount, jsonBytes, overBudget } from "./budgets.js";
-import { approvalPolicyProblem } from "./approval-policy.js";
-import { clientResultOutput, clientResultProblem } from "./client-tools.js";
-import { validateUserInput } from "./input.js";
+} from "../shared/definitions.js";
+import { BUDGETS, formatCount, jsonBytes, overBudget } from "../shared/payload-limits.js";
+import { approvalPolicyProblem } from "../shared/approval-rules.js";
+import { clientResultOutput, clientResultProblem } from "../shared/client-tool-checks.js";
+import { validateUserInput } from "../shared/run-input.js";
 import { toUserMessage, type RunState } from "./run-state.js";
 
 /** Most bytes one query page carries: under Temporal's 512 KB payload warning, far under the 2 MB limit. */

@@ -6,9 +6,9 @@
  * intent methods.
  */
 import type { UserMessage } from "@jai/ai";
-import type { AgentMessage, AgentStopReason, DroppedMessage } from "../contracts.js";
-import type { ContinuedRun, PromptAnswer } from "./wire.js";
-import { jsonBytes } from "./budgets.js";
+import type { AgentMessage, AgentStopReason, DroppedMessage } from "../shared/contracts.js";
+import type { ContinuedRun, PromptAnswer } from "../shared/wire.js";
+import { jsonBytes } from "../shared/payload-limits.js";
 
 /** A session prompt waiting to be taken up; its caller waits for the answer under its id. */
 export interface QueuedPrompt {

@@ -9,16 +9,16 @@ import {
   TimeoutFailure,
 } from "@temporalio/workflow";
 import type { AssistantMessage } from "@jai/ai";
-import type { ModelReply } from "./wire.js";
+import type { ModelReply } from "../shared/wire.js";
 import { modelContextRef } from "./context-ref.js";
 import { fitContext, modelTools } from "./context-fit.js";
 import { emit as emitEvent } from "./event-sink.js";
 import type { RunContext } from "./run-context.js";
 import { routedOptions } from "./routing.js";
-import { modelSummary } from "./summary.js";
-import { activityOverrides, streamAssistantMessage } from "./activities.js";
-import { emptyUsage } from "../common/usage.js";
-import { FailureType } from "../common/failure-types.js";
+import { modelSummary } from "../shared/summary.js";
+import { activityOverrides, streamAssistantMessage } from "./activity-proxies.js";
+import { emptyUsage } from "../shared/usage.js";
+import { FailureType } from "../shared/failure-types.js";
 import { MODEL_ROUTE_PATCH, hasChange } from "./patches.js";
 import { metrics } from "./metrics-sink.js";
 

@@ -105,7 +105,7 @@ export const MODEL_CHAIN_PATCH = "jai-model-chain-v1" as const;
 
 /**
  * After baseline v4, so asked with `patched()` by every run, v4 ones too (issue #53): a run's own schemas are
- * refused at start when they refer outside themselves or hold a pattern RE2 cannot run (run-schemas.ts). Asked
+ * refused at start when they refer outside themselves or hold a pattern RE2 cannot run (shared/run-schema-checks.ts). Asked
  * only when the input has `output` or `clientTools`: runs recorded before accepted any such schema, and replay
  * that way; other runs record no marker.
  */

@@ -7,8 +7,8 @@
  * in-process tests pass plain functions (test/unit/prompt-loop.test.ts).
  */
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
-import type { AgentEvent, AgentMessage } from "../contracts.js";
-import type { ExecuteToolOutput, PromptLoopState } from "./wire.js";
+import type { AgentEvent, AgentMessage } from "../shared/contracts.js";
+import type { ExecuteToolOutput, PromptLoopState } from "../shared/wire.js";
 import type { RunState } from "./run-state.js";
 import type { LoopOutcome, TurnHooks, TurnVerdict } from "./features/feature.js";
 

@@ -6,9 +6,9 @@
  */
 import { workflowInfo, type ActivityOptions } from "@temporalio/workflow";
 import { msToNumber } from "@temporalio/common";
-import type { AgentRunInput } from "../contracts.js";
-import type { ModelReply } from "./wire.js";
-import { MODEL_DEFAULTS } from "./activities.js";
+import type { AgentRunInput } from "../shared/contracts.js";
+import type { ModelReply } from "../shared/wire.js";
+import { MODEL_DEFAULTS } from "./activity-proxies.js";
 
 /**
  * How long a routed call waits for its worker to pick it up before it goes to

@@ -1,7 +1,7 @@
 /** The one object a run's steps are given: what it was asked, what it resolved once, and what it knows now. */
 import type { Tool } from "@jai/ai";
 import type { ActiveFeature } from "./features/feature.js";
-import type { AgentRunWorkflowInput, RunSetup } from "./wire.js";
+import type { AgentRunWorkflowInput, RunSetup } from "../shared/wire.js";
 import type { RunState } from "./run-state.js";
 
 export interface RunContext {

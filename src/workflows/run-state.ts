@@ -9,12 +9,18 @@
 import { setCurrentDetails, upsertSearchAttributes } from "@temporalio/workflow";
 import type { SearchAttributeUpdatePair } from "@temporalio/common";
 import type { UserMessage } from "@jai/ai";
-import type { AgentMessage, AgentRunResult, AgentRunState, AgentStopReason, PromptResult } from "../contracts.js";
-import type { ContinuedRun, PromptAnswer, PromptLoopState, RunSetup } from "./wire.js";
-import { jsonBytes } from "./budgets.js";
+import type {
+  AgentMessage,
+  AgentRunResult,
+  AgentRunState,
+  AgentStopReason,
+  PromptResult,
+} from "../shared/contracts.js";
+import type { ContinuedRun, PromptAnswer, PromptLoopState, RunSetup } from "../shared/wire.js";
+import { jsonBytes } from "../shared/payload-limits.js";
 import { shortenToolResults } from "./compaction.js";
 import { Conversation } from "./conversation.js";
-import type { UserInput } from "./definitions.js";
+import type { UserInput } from "../shared/definitions.js";
 import { Inbox } from "./inbox.js";
 import { ModelRoute } from "./routing.js";
 import {
@@ -26,9 +32,9 @@ import {
   AgentTools,
   AgentTotalTokens,
   AgentTurns,
-} from "./search-attributes.js";
-import { approvalDetails, clientResultDetails, runDetails } from "./summary.js";
-import { policyLine } from "./approval-policy.js";
+} from "../shared/search-attributes.js";
+import { approvalDetails, clientResultDetails, runDetails } from "../shared/summary.js";
+import { policyLine } from "../shared/approval-rules.js";
 import type { ActiveFeature } from "./features/feature.js";
 import { ToolBatchState } from "./tool-batch-state.js";
 import { Spend } from "./spend.js";

@@ -27,11 +27,11 @@ import {
   workflowInfo,
 } from "@temporalio/workflow";
 import type { ToolCall } from "@jai/ai";
-import type { AgentRunResult, SubAgentSpec } from "../contracts.js";
-import type { AgentRunWorkflowInput, ExecuteToolOutput, ToolSpec } from "./wire.js";
-import { AGENT_RUN_FAILED, AGENT_RUN_WORKFLOW } from "./definitions.js";
+import type { AgentRunResult, SubAgentSpec } from "../shared/contracts.js";
+import type { AgentRunWorkflowInput, ExecuteToolOutput, ToolSpec } from "../shared/wire.js";
+import { AGENT_RUN_FAILED, AGENT_RUN_WORKFLOW } from "../shared/definitions.js";
 import type { RunContext } from "./run-context.js";
-import { errorOutput } from "./tool-output.js";
+import { errorOutput } from "../shared/tool-output.js";
 import { childTenantOptions } from "./tenant.js";
 
 const DEFAULT_SUB_AGENT_TURNS = 10;

@@ -6,7 +6,7 @@
  * namespace has the attribute (a start naming an unregistered attribute would fail the workflow task).
  */
 import { workflowInfo, type ChildWorkflowOptions } from "@temporalio/workflow";
-import { AgentTenant } from "./search-attributes.js";
+import { AgentTenant } from "../shared/search-attributes.js";
 
 /** Options to spread into a sub-agent's child start: its parent's AgentTenant, if the parent has one. */
 export function childTenantOptions(): Pick<ChildWorkflowOptions, "typedSearchAttributes"> {

@@ -12,9 +12,9 @@ import type {
   PendingApproval,
   PendingClientResult,
   PendingToolCall,
-} from "../contracts.js";
-import type { ContinuedRun, ExecuteToolOutput } from "./wire.js";
-import { flooredVerdict, type Verdict } from "./approval-policy.js";
+} from "../shared/contracts.js";
+import type { ContinuedRun, ExecuteToolOutput } from "../shared/wire.js";
+import { flooredVerdict, type Verdict } from "../shared/approval-rules.js";
 
 /** One tool call waiting for a person. */
 export interface ApprovalWait {

@@ -11,7 +11,7 @@
  * all-parallel batch behaves as pi's parallel batch and an all-sequential one
  * as pi's sequential batch (each call's result right after it finishes).
  */
-import type { ToolExecutionMode } from "../contracts.js";
+import type { ToolExecutionMode } from "../shared/contracts.js";
 
 export interface BatchHooks<R> {
   /** Runs call `index`; never rejects (failures are results). */

@@ -13,17 +13,17 @@ import {
   type LocalActivityOptions,
 } from "@temporalio/workflow";
 import type { ToolCall, ToolResultMessage } from "@jai/ai";
-import { toolResultMessage } from "../common/tool-result.js";
-import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activities.js";
-import type { AgentEvent, ToolExecutionMode } from "../contracts.js";
+import { toolResultMessage } from "../shared/tool-result.js";
+import { activityOverrides, executeFastTool, executeTool, prepareToolCall, TOOL_DEFAULTS } from "./activity-proxies.js";
+import type { AgentEvent, ToolExecutionMode } from "../shared/contracts.js";
 import { emit as emitEvent } from "./event-sink.js";
-import { policyDenial } from "./approval-policy.js";
-import type { ExecuteToolInput, ExecuteToolOutput, ToolSpec } from "./wire.js";
+import { policyDenial } from "../shared/approval-rules.js";
+import type { ExecuteToolInput, ExecuteToolOutput, ToolSpec } from "../shared/wire.js";
 import type { Conversation } from "./conversation.js";
 import type { RunContext } from "./run-context.js";
 import type { RunState } from "./run-state.js";
-import { toolSummary } from "./summary.js";
-import { errorOutput } from "./tool-output.js";
+import { toolSummary } from "../shared/summary.js";
+import { errorOutput } from "../shared/tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
 import { runSubAgent } from "./sub-agent.js";

@@ -12,11 +12,11 @@ import {
   workflowInfo,
   type ActivityOptions,
 } from "@temporalio/workflow";
-import { deliverRunWebhook } from "./activities.js";
-import type { AgentRunInput, AgentRunResult } from "../contracts.js";
-import type { RunOutcome } from "../webhooks/deliver.js";
-import { checkWebhookField } from "../webhooks/field.js";
-import { emptyUsage } from "../common/usage.js";
+import { deliverRunWebhook } from "./activity-proxies.js";
+import type { AgentRunInput, AgentRunResult } from "../shared/contracts.js";
+import type { RunOutcome } from "../worker/webhooks/deliver.js";
+import { checkWebhookField } from "../shared/webhook-field.js";
+import { emptyUsage } from "../shared/usage.js";
 
 function finalText(result: AgentRunResult): string {
   const last = [...result.messages].reverse().find((m) => m.role === "assistant");

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../../scripts/chromium.js";
 import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { startRunEventsService, type RunEventsService } from "../../src/events/serve.js";
-import { createAgentWorker } from "../../src/worker.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { startRunEventsService, type RunEventsService } from "../../src/worker/events/serve.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
 import { fauxModel, openTestEnv, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
 
 let env: TestEnv;

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../../scripts/chromium.js";
-import { getAgentRun } from "../../src/client.js";
+import { getAgentRun } from "../../src/client/client.js";
 import { startRunServer } from "../../src/http/server.js";
 import { demoWorkspace, killAllWorkers, startSourceWorker, type WorkerProcess } from "../support/service/processes.js";
 import { openTestEnv, uniqueId, within, type TestEnv } from "../support/helpers.js";

@@ -10,10 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../../scripts/chromium.js";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { startRunEventsService, type RunEventsService } from "../../src/events/serve.js";
-import type { AgentTool } from "../../src/types.js";
-import { createAgentWorker } from "../../src/worker.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { startRunEventsService, type RunEventsService } from "../../src/worker/events/serve.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
 import { fauxModel, openTestEnv, uniqueId, type TestEnv } from "../support/helpers.js";
 import { screenshotPath } from "../support/screenshots.js";
 

@@ -11,10 +11,10 @@
 import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { Client, Connection } from "@temporalio/client";
-import { runResult, startAgentRun } from "../../src/client.js";
-import { blobStorage, claimDrivers } from "../../src/blobs/config.js";
-import { PostgresBlobDriver } from "../../src/blobs/drivers.js";
-import type { AgentRunResult } from "../../src/types.js";
+import { runResult, startAgentRun } from "../../src/client/client.js";
+import { blobStorage, claimDrivers } from "../../src/node/blobs/config.js";
+import { PostgresBlobDriver } from "../../src/node/blobs/drivers.js";
+import type { AgentRunResult } from "../../src/shared/contracts.js";
 import { ensureTemporalServer } from "../../scripts/tools.js";
 import { startPostgres, type Postgres } from "../support/cluster/postgres.js";
 import {

@@ -11,7 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { StorageDriverClaim } from "@temporalio/common";
-import { FileBlobDriver } from "../../src/blobs/drivers.js";
+import { FileBlobDriver } from "../../src/node/blobs/drivers.js";
 import { nodeEntry } from "../support/entry.js";
 import { repoRoot } from "../support/service/processes.js";
 import { within } from "../support/helpers.js";

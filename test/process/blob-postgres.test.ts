@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { Payload } from "@temporalio/common";
-import { BlobNotFoundError, parseClaim, PostgresBlobDriver } from "../../src/blobs/drivers.js";
+import { BlobNotFoundError, parseClaim, PostgresBlobDriver } from "../../src/node/blobs/drivers.js";
 import { startPostgres, type Postgres } from "../support/cluster/postgres.js";
 import { freeLowPort } from "../support/cluster/temporal-server.js";
 

@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type proto from "@temporalio/proto";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
+import { startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
 import { harnessDir, startChildWorker, waitFor, type HarnessDir } from "../support/crash/harness.js";
 import { MODEL_REF } from "../support/crash/scenario.js";
 import { openTestEnv, type TestEnv } from "../support/helpers.js";

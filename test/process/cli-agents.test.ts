@@ -6,8 +6,8 @@
  * lists the agents (`GET /agents`) and starts one (`POST /runs { agent, prompt }`).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { getAgentRun } from "../../src/client.js";
-import type { AgentMessage } from "../../src/types.js";
+import { getAgentRun } from "../../src/client/client.js";
+import type { AgentMessage } from "../../src/shared/contracts.js";
 import { killAllWorkers, startSourceWorker, type WorkerProcess } from "../support/service/processes.js";
 import { openTestEnv, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { jaiAgent } from "../support/cli.js";

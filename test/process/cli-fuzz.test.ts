@@ -8,9 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Client } from "@temporalio/client";
 import { fauxAssistantMessage } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { dataConverterFromEnv } from "../../src/codec/config.js";
-import { freePort } from "../../src/dev-server.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { dataConverterFromEnv } from "../../src/node/codec/config.js";
+import { freePort } from "../../src/node/dev-server.js";
 import { sharedBundle } from "../support/bundles.js";
 import { jaiAgent, type ProgramOutput } from "../support/cli.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";

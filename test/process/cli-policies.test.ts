@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import type { AgentRunState, AgentTool, ClientToolDeclaration } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type { AgentRunState, AgentTool, ClientToolDeclaration } from "../../src/shared/contracts.js";
 import { fauxModel, stateWhen, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 import { jaiAgent } from "../support/cli.js";
 

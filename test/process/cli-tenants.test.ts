@@ -5,8 +5,8 @@
  * starts, by agent or plain. No worker serves the queue: the runs stay running, which is what a limit counts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { runningRunsQuery } from "../../src/tenants.js";
-import { AgentTenant } from "../../src/workflows/search-attributes.js";
+import { runningRunsQuery } from "../../src/shared/tenants.js";
+import { AgentTenant } from "../../src/shared/search-attributes.js";
 import { openTestEnv, uniqueId, type TestEnv } from "../support/helpers.js";
 import { jaiAgent } from "../support/cli.js";
 

@@ -13,8 +13,8 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Payload } from "@temporalio/common";
 import { ensureCompose } from "../../scripts/tools.js";
-import { dataConverterFromEnv } from "../../src/codec/config.js";
-import { freePort } from "../../src/dev-server.js";
+import { dataConverterFromEnv } from "../../src/node/codec/config.js";
+import { freePort } from "../../src/node/dev-server.js";
 import { within } from "../support/helpers.js";
 import { repoRoot } from "../support/service/processes.js";
 

@@ -15,12 +15,12 @@ import { Client } from "@temporalio/client";
 import { historyToJSON } from "@temporalio/common/lib/proto-utils.js";
 import proto from "@temporalio/proto";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { getAgentRun, startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import { AesGcmCodec, CodecKeyError, ENCRYPTED_ENCODING, KEY_ID_METADATA } from "../../src/codec/aes-gcm.js";
-import { parseCodecKeys } from "../../src/codec/config.js";
-import { decodeHistory } from "../../src/codec/history.js";
-import { closedRunView } from "../../src/history-view.js";
-import type { AgentTool } from "../../src/types.js";
+import { getAgentRun, startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import { AesGcmCodec, CodecKeyError, ENCRYPTED_ENCODING, KEY_ID_METADATA } from "../../src/node/codec/aes-gcm.js";
+import { parseCodecKeys } from "../../src/node/codec/config.js";
+import { decodeHistory } from "../../src/node/codec/history.js";
+import { closedRunView } from "../../src/client/history-view.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
 import {
   deferred,
   fauxModel,

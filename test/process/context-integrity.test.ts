@@ -7,10 +7,10 @@
 import { describe, expect, it } from "@jest/globals";
 import { createHash } from "node:crypto";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { ContextCache, workerContextDigest } from "../../src/activities/context-cache.js";
-import type { AgentMessage, AgentTool } from "../../src/types.js";
-import { canonicalJson, contextDigest, sha256Hex } from "../../src/workflows/context-digest.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { ContextCache, workerContextDigest } from "../../src/worker/activities/context-cache.js";
+import type { AgentMessage, AgentTool } from "../../src/shared/contracts.js";
+import { canonicalJson, contextDigest, sha256Hex } from "../../src/shared/context-digest.js";
 import { contextMismatches, SeenContexts } from "../support/context-check.js";
 import { fauxModel, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 

@@ -24,8 +24,8 @@ import {
 } from "../support/crash/harness.js";
 import { contextMismatches } from "../support/context-check.js";
 import { Client } from "@temporalio/client";
-import { blobStorage, claimDrivers } from "../../src/blobs/config.js";
-import { FileBlobDriver } from "../../src/blobs/drivers.js";
+import { blobStorage, claimDrivers } from "../../src/node/blobs/config.js";
+import { FileBlobDriver } from "../../src/node/blobs/drivers.js";
 import { openTestEnv, textOf, type TestEnv } from "../support/helpers.js";
 
 let env: TestEnv;

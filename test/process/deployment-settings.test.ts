@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import type { WorkflowHandleWithFirstExecutionRunId } from "@temporalio/client";
-import { startAgentRun } from "../../src/client.js";
-import { runWorkerProcess } from "../../src/worker-process/run.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { runWorkerProcess } from "../../src/worker/process/run.js";
 import { buildIdsOf, chainHistories, makeCurrent, versionTaskQueues } from "../support/deploy.js";
 import { openTestEnv, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { killAllWorkers, startSourceWorker } from "../support/service/processes.js";

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "@jest/globals";
 import { chmod, mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { findTemporalCli, freePort, portInUse, waitForServer } from "../../src/dev-server.js";
+import { findTemporalCli, freePort, portInUse, waitForServer } from "../../src/node/dev-server.js";
 
 const saved = { ...process.env };
 afterEach(() => {

@@ -10,8 +10,8 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from "nod
 import type { AddressInfo } from "node:net";
 import { describe, expect, it, jest } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import type { AgentEvent } from "../../src/types.js";
+import { startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import type { AgentEvent } from "../../src/shared/contracts.js";
 import { fauxModel, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
 import { nodeEntry } from "../support/entry.js";
 

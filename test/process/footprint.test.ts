@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 import { Worker } from "@temporalio/worker";
-import { createAgentWorker, type AgentWorker } from "../../src/worker.js";
+import { createAgentWorker, type AgentWorker } from "../../src/worker/worker.js";
 import { openTestEnv, uniqueId, type TestEnv } from "../support/helpers.js";
 import { killAllWorkers, startSourceWorker } from "../support/service/processes.js";
 
@@ -120,7 +120,7 @@ describe("the worker process", () => {
   }, 180000);
 
   it("--help prints every setting of the table: flag, environment variable, config key and default", async () => {
-    const { SETTINGS, WORKER_USAGE: usage } = await import("../../src/worker-process/run.js");
+    const { SETTINGS, WORKER_USAGE: usage } = await import("../../src/worker/process/run.js");
     const WORKER_USAGE = usage.replace(/\s+/g, " ");
     for (const s of SETTINGS) {
       if (s.flag) expect(WORKER_USAGE).toContain(`--${s.flag}`);

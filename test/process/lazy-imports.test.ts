@@ -30,7 +30,7 @@ async function loadedBy(module: string): Promise<string[]> {
 describe("a worker loads what it does not use only when it uses it", () => {
   it.concurrent.each([
     ["the library's worker entry (jai-agent/worker)", "src/entry/worker.js"],
-    ["the worker process (jai-agent worker), with no OTEL_* environment", "src/worker-process/run.js"],
+    ["the worker process (jai-agent worker), with no OTEL_* environment", "src/worker/process/run.js"],
   ])("%s loads neither OpenTelemetry's SDK nor the MCP client", async (_what, module) => {
     const loaded = await loadedBy(module);
     expect(loaded).toContain("@temporalio/worker");
@@ -38,7 +38,7 @@ describe("a worker loads what it does not use only when it uses it", () => {
   });
 
   it.concurrent("the probe sees them where they are used: tracing and the MCP tool source", async () => {
-    expect(await loadedBy("src/telemetry/tracing.js")).toEqual(expect.arrayContaining(TRACING));
-    expect(await loadedBy("src/mcp/source.js")).toEqual(expect.arrayContaining(MCP));
+    expect(await loadedBy("src/worker/telemetry/tracing.js")).toEqual(expect.arrayContaining(TRACING));
+    expect(await loadedBy("src/worker/mcp/source.js")).toEqual(expect.arrayContaining(MCP));
   });
 });

@@ -13,10 +13,10 @@ import { fileURLToPath } from "node:url";
 import { fauxAssistantMessage, fauxToolCall, Type, type Tool } from "@jai/ai";
 import { WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
-import { startAgentRun } from "../../src/client.js";
-import type { McpServerConfig } from "../../src/mcp/config.js";
-import { McpServerUnavailable, McpToolSource } from "../../src/mcp/source.js";
-import type { AgentTool, AgentToolResult } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type { McpServerConfig } from "../../src/worker/mcp/config.js";
+import { McpServerUnavailable, McpToolSource } from "../../src/worker/mcp/source.js";
+import type { AgentTool, AgentToolResult } from "../../src/shared/contracts.js";
 import { fauxModel, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { nodeEntry } from "../support/entry.js";
 

@@ -18,11 +18,11 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { defineSearchAttributeKey } from "@temporalio/common";
 import { MockActivityEnvironment } from "@temporalio/testing";
-import { createActivities } from "../../src/activities/index.js";
-import { startAgentRun } from "../../src/client.js";
-import { McpToolSource } from "../../src/mcp/source.js";
-import type { McpServerConfig } from "../../src/mcp/config.js";
-import type { AgentEvent } from "../../src/types.js";
+import { createActivities } from "../../src/worker/activities/index.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { McpToolSource } from "../../src/worker/mcp/source.js";
+import type { McpServerConfig } from "../../src/worker/mcp/config.js";
+import type { AgentEvent } from "../../src/shared/contracts.js";
 import {
   deferred,
   fauxModel,

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import { startAgentRun } from "../../src/client.js";
+import { startAgentRun } from "../../src/client/client.js";
 import { openTestEnv, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { repoRoot, withSharedBundle } from "../support/service/processes.js";
 import { nodeEntry } from "../support/entry.js";

@@ -17,10 +17,11 @@ import {
   type AssistantMessage,
   type Model,
 } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { createActivities } from "../../src/activities/index.js";
-import { createAgentMetrics } from "../../src/telemetry/metrics.js";
-import type { AgentRunResult, AgentRunWorkflowInput, StreamAssistantInput } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { createActivities } from "../../src/worker/activities/index.js";
+import { createAgentMetrics } from "../../src/worker/telemetry/metrics.js";
+import type { AgentRunResult } from "../../src/shared/contracts.js";
+import type { AgentRunWorkflowInput, StreamAssistantInput } from "../../src/shared/wire.js";
 import { fauxModel, openTestEnv, outcome, testWorker, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
 import { ProviderServer } from "../support/provider-server.js";
 import { killAllWorkers, startSourceWorker } from "../support/service/processes.js";

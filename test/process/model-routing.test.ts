@@ -7,9 +7,9 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import type { AgentTool } from "../../src/types.js";
-import { replayHistory } from "../../src/replay.js";
+import { startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import { replayHistory } from "../../src/worker/replay.js";
 import { ROUTED_SCHEDULE_TO_START, routedScheduleToStartMs, taskLost } from "../../src/workflows/model-call.js";
 import { deferred, fauxModel, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 

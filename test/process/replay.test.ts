@@ -10,9 +10,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { readHistoryFile, replayHistory, replayOptions } from "../../src/replay.js";
-import { bundleAgentWorkflows } from "../../src/worker.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { readHistoryFile, replayHistory, replayOptions } from "../../src/worker/replay.js";
+import { bundleAgentWorkflows } from "../../src/worker/worker.js";
 import {
   APPROVAL_POLICY_PATCH,
   BASELINE_PATCH,

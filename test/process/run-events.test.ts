@@ -2,11 +2,11 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { startRunEventsService } from "../../src/events/serve.js";
-import { EventTap } from "../../src/events/tap.js";
-import type { AgentEvent, AgentTool } from "../../src/types.js";
-import { createAgentWorker } from "../../src/worker.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { startRunEventsService } from "../../src/worker/events/serve.js";
+import { EventTap } from "../../src/worker/events/tap.js";
+import type { AgentEvent, AgentTool } from "../../src/shared/contracts.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
 import { deferred, fauxModel, uniqueId, within, withServer } from "../support/helpers.js";
 import { nodeEntry } from "../support/entry.js";
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
 import { spawnSync } from "node:child_process";
-import { getAgentRun, InvalidRunInputError } from "../../src/client.js";
+import { getAgentRun, InvalidRunInputError } from "../../src/client/client.js";
 import {
   deleteAgentSchedule,
   describeAgentSchedule,
@@ -10,7 +10,7 @@ import {
   listAgentSchedules,
   pauseAgentSchedule,
   scheduleAgentRun,
-} from "../../src/schedules.js";
+} from "../../src/client/schedules.js";
 import { fauxModel, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
 import { nodeEntry } from "../support/entry.js";
 

@@ -185,7 +185,7 @@ test(
       readFileSync(path.join(repoRoot, "deploy/grafana/dashboards/jai-agent.json"), "utf8"),
     ) as { uid: string; panels: { title: string; targets: { expr: string }[] }[] };
     expect(dashboard.uid).toBe("jai-agent");
-    const { createAgentMetrics } = await import("../../src/telemetry/metrics.js");
+    const { createAgentMetrics } = await import("../../src/worker/telemetry/metrics.js");
     const agentMetrics = (await createAgentMetrics().registry.getMetricsAsJSON()).map((m) => m.name);
     const temporalMetrics = [
       "temporal_workflow_failed_total",
@@ -213,7 +213,7 @@ test(
 
 test("the compose namespace job registers exactly the agent's search attributes", async () => {
   const script = readFileSync(path.join(repoRoot, "deploy/temporal/create-namespace.sh"), "utf8");
-  const { cliSearchAttributeSpecs } = await import("../../src/workflows/search-attributes.js");
+  const { cliSearchAttributeSpecs } = await import("../../src/shared/search-attributes.js");
   const listed = /for spec in ([^;]+); do/.exec(script)?.[1].trim().split(/\s+/);
   expect(listed).toEqual(cliSearchAttributeSpecs());
   expect(script).toMatch(

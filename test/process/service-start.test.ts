@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { AgentRunResult } from "../../src/types.js";
+import type { AgentRunResult } from "../../src/shared/contracts.js";
 import { openTestEnv, within, type TestEnv } from "../support/helpers.js";
 import { repoRoot } from "../support/service/processes.js";
 import { nodeEntry } from "../support/entry.js";

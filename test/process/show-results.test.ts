@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import type { AgentTool } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
 import { fauxModel, gateTool, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
 import { jaiAgent } from "../support/cli.js";
 

@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { startAgentRun, InvalidRunInputError } from "../../src/client.js";
-import type { AgentTool, ApprovalPolicy } from "../../src/types.js";
-import { agentRunOptions, checkAgents } from "../../src/agents.js";
+import { startAgentRun, InvalidRunInputError } from "../../src/client/client.js";
+import type { AgentTool, ApprovalPolicy } from "../../src/shared/contracts.js";
+import { agentRunOptions, checkAgents } from "../../src/shared/agents.js";
 import { BASELINE_PATCH } from "../../src/workflows/patches.js";
 import {
   fauxModel,

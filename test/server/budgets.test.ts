@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { getAgentRun, startAgentRun } from "../../src/client.js";
-import { agentTool } from "../../src/subagents/agent-tool.js";
-import { replayHistory } from "../../src/replay.js";
-import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/types.js";
-import { createAgentWorker } from "../../src/worker.js";
+import { getAgentRun, startAgentRun } from "../../src/client/client.js";
+import { agentTool } from "../../src/worker/subagents/agent-tool.js";
+import { replayHistory } from "../../src/worker/replay.js";
+import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/shared/contracts.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
 import {
   deferred,
   fauxModel,

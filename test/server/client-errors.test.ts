@@ -14,7 +14,7 @@ import {
   RunUpdateRejectedError,
   startAgentRun,
 } from "../../src/index.js";
-import type { AgentTool } from "../../src/types.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
 import {
   deferred,
   fauxModel,

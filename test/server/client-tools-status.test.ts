@@ -6,11 +6,11 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
+import { startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
 import { listRunPage } from "../../src/http/run-list.js";
-import type { AgentRunState, ClientToolDeclaration } from "../../src/types.js";
+import type { AgentRunState, ClientToolDeclaration } from "../../src/shared/contracts.js";
 import { BASELINE_PATCH, RUN_SCHEMAS_PATCH } from "../../src/workflows/patches.js";
-import { AgentStatus } from "../../src/workflows/search-attributes.js";
+import { AgentStatus } from "../../src/shared/search-attributes.js";
 import { fauxModel, gateTool, patchIds, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();

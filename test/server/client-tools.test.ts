@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { Client, Connection } from "@temporalio/client";
-import { createAgentWorker } from "../../src/worker.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { getAgentRun, InvalidRunInputError, startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import type { AgentEvent, AgentTool, ClientToolDeclaration } from "../../src/types.js";
+import { getAgentRun, InvalidRunInputError, startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import type { AgentEvent, AgentTool, ClientToolDeclaration } from "../../src/shared/contracts.js";
 import { ABORTED_BY_CANCEL, SKIPPED_BY_STEERING } from "../../src/workflows/tool-calls.js";
 import { BASELINE_PATCH, RUN_SCHEMAS_PATCH } from "../../src/workflows/patches.js";
 import {

@@ -11,20 +11,20 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Client, WorkflowFailedError } from "@temporalio/client";
 import proto from "@temporalio/proto";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { AesGcmCodec } from "../../src/codec/aes-gcm.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { AesGcmCodec } from "../../src/node/codec/aes-gcm.js";
 import {
   bundleEncryptsFailures,
   dataConverterFromEnv,
   ENCRYPTED_FAILURES_PATH,
   parseCodecKeys,
   withEncryptedFailures,
-} from "../../src/codec/config.js";
-import { decodeHistory } from "../../src/codec/history.js";
-import { readStory } from "../../src/history-view.js";
-import { AgentPlugin } from "../../src/plugin.js";
-import type { AgentTool } from "../../src/types.js";
-import { createAgentWorker } from "../../src/worker.js";
+} from "../../src/node/codec/config.js";
+import { decodeHistory } from "../../src/node/codec/history.js";
+import { readStory } from "../../src/client/history-view.js";
+import { AgentPlugin } from "../../src/worker/plugin.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
 import { fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
 

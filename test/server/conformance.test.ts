@@ -33,8 +33,14 @@ import {
   type ToolCall,
   type UserMessage,
 } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import type { AgentEvent, AgentMessage, AgentRunResult, AgentTool, ToolExecutionMode } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type {
+  AgentEvent,
+  AgentMessage,
+  AgentRunResult,
+  AgentTool,
+  ToolExecutionMode,
+} from "../../src/shared/contracts.js";
 import { openTestEnv, testWorker, toolEventProblems, uniqueId, type TestEnv } from "../support/helpers.js";
 import { waitFor } from "../support/crash/harness.js";
 

@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { startAgentRun } from "../../src/client.js";
+import { startAgentRun } from "../../src/client/client.js";
 import { DEMO_LABEL, registerDemoModel } from "../../src/demo/offline-model.js";
-import { createFileTools } from "../../src/tools/fs-tools.js";
+import { createFileTools } from "../../src/worker/tools/fs-tools.js";
 import { openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
 
 let env: TestEnv;

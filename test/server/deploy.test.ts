@@ -14,9 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fileURLToPath } from "node:url";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import type { WorkflowHandleWithFirstExecutionRunId } from "@temporalio/client";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import { bundleAgentWorkflows, createAgentWorker, type AgentWorker } from "../../src/worker.js";
-import type { AgentTool } from "../../src/types.js";
+import { startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import { bundleAgentWorkflows, createAgentWorker, type AgentWorker } from "../../src/worker/worker.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
 import { sharedBundle } from "../support/bundles.js";
 import {
   buildIdsOf,

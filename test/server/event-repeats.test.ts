@@ -9,8 +9,8 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import type { AgentEvent, AgentEventRef } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type { AgentEvent, AgentEventRef } from "../../src/shared/contracts.js";
 import { eventTrace, fauxModel, testWorker, uniqueId, within, withServer } from "../support/helpers.js";
 import { waitFor } from "../support/crash/harness.js";
 

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { chainTranscript, getAgentRun, startAgentRun } from "../../src/client.js";
-import type { AgentTool } from "../../src/types.js";
+import { chainTranscript, getAgentRun, startAgentRun } from "../../src/client/client.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
 import { LOCAL_ACTIVITIES_PATCH } from "../../src/workflows/patches.js";
 import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 

@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { WorkflowFailedError } from "@temporalio/client";
 import { Worker } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { InvalidRunInputError, RunUpdateRejectedError, startAgentRun } from "../../src/client.js";
-import type { AgentEvent, AgentRunInput, AgentTool } from "../../src/types.js";
-import { AGENT_RUN_WORKFLOW, promptUpdate } from "../../src/workflows/definitions.js";
+import { InvalidRunInputError, RunUpdateRejectedError, startAgentRun } from "../../src/client/client.js";
+import type { AgentEvent, AgentRunInput, AgentTool } from "../../src/shared/contracts.js";
+import { AGENT_RUN_WORKFLOW, promptUpdate } from "../../src/shared/definitions.js";
 import { readLog, startChildWorker, waitFor } from "../support/crash/harness.js";
 import { MODEL_REF } from "../support/crash/scenario.js";
 import {

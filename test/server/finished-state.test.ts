@@ -8,9 +8,9 @@
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { getAgentRun, startAgentRun } from "../../src/client.js";
-import type { AgentRunState, AgentTool, ApprovalPolicy } from "../../src/types.js";
-import { stateQuery } from "../../src/workflows/definitions.js";
+import { getAgentRun, startAgentRun } from "../../src/client/client.js";
+import type { AgentRunState, AgentTool, ApprovalPolicy } from "../../src/shared/contracts.js";
+import { stateQuery } from "../../src/shared/definitions.js";
 import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();

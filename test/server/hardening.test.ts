@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { InvalidRunInputError, RunUpdateRejectedError, startAgentRun } from "../../src/client.js";
-import type { AgentTool } from "../../src/types.js";
-import { jsonBytes, utf8Bytes } from "../../src/workflows/budgets.js";
-import { followUpUpdate } from "../../src/workflows/definitions.js";
+import { InvalidRunInputError, RunUpdateRejectedError, startAgentRun } from "../../src/client/client.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import { jsonBytes, utf8Bytes } from "../../src/shared/payload-limits.js";
+import { followUpUpdate } from "../../src/shared/definitions.js";
 import {
   fauxModel,
   gateTool,

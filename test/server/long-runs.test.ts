@@ -3,8 +3,8 @@ import { describe, expect, it } from "@jest/globals";
 import type { WorkflowHandleWithFirstExecutionRunId } from "@temporalio/client";
 import proto from "@temporalio/proto";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import type { AgentMessage, AgentTool } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type { AgentMessage, AgentTool } from "../../src/shared/contracts.js";
 import { fauxModel, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 
 const env = withServer();

@@ -1,8 +1,8 @@
 /** Event order, transcript shape, onUpdate and `details` on a real server with the faux model. */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxText, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import type { AgentEvent, AgentTool } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type { AgentEvent, AgentTool } from "../../src/shared/contracts.js";
 import { ABORTED_BY_CANCEL } from "../../src/workflows/tool-calls.js";
 import {
   deferred,

@@ -3,9 +3,9 @@ import { describe, expect, it } from "@jest/globals";
 import { WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure, type Payload } from "@temporalio/common";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { getAgentRun, InvalidRunInputError, startAgentRun } from "../../src/client.js";
-import type { AgentTool } from "../../src/types.js";
-import { AGENT_RUN_WORKFLOW } from "../../src/workflows/definitions.js";
+import { getAgentRun, InvalidRunInputError, startAgentRun } from "../../src/client/client.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import { AGENT_RUN_WORKFLOW } from "../../src/shared/definitions.js";
 import { deferred, fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();

@@ -1,8 +1,8 @@
 /** Tool-call rules the loop owns: validation, coercion, errors, terminate, scheduling. Real server, faux model. */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type ToolCall } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import type { AgentEvent, AgentTool, AgentToolResult, ToolExecutionMode } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type { AgentEvent, AgentTool, AgentToolResult, ToolExecutionMode } from "../../src/shared/contracts.js";
 import {
   deferred,
   eventTrace,

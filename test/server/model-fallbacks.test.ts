@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Type, type AssistantMessage } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { replayHistory } from "../../src/replay.js";
-import type { AgentRunResult, AgentTool } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { replayHistory } from "../../src/worker/replay.js";
+import type { AgentRunResult, AgentTool } from "../../src/shared/contracts.js";
 import { ApplicationFailure } from "@temporalio/common";
 import { outcome, testWorker, textOf, toolEventProblems, uniqueId, withServer } from "../support/helpers.js";
 import { ProviderServer } from "../support/provider-server.js";

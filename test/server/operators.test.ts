@@ -10,10 +10,10 @@ import { Client, WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure, defineSearchAttributeKey } from "@temporalio/common";
 import { msToTs } from "@temporalio/common/lib/time.js";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { getAgentRun, startAgentRun } from "../../src/client.js";
-import { searchAttributeCheck } from "../../src/activities/search-attributes.js";
-import type { AgentTool } from "../../src/types.js";
-import { WAITING_FOR_APPROVAL_QUERY } from "../../src/workflows/search-attributes.js";
+import { getAgentRun, startAgentRun } from "../../src/client/client.js";
+import { searchAttributeCheck } from "../../src/worker/activities/namespace-attributes.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import { WAITING_FOR_APPROVAL_QUERY } from "../../src/shared/search-attributes.js";
 import { fauxModel, testWorker, uniqueId, withServer } from "../support/helpers.js";
 
 const env = withServer();

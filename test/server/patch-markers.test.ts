@@ -9,8 +9,8 @@ import { describe, expect, it } from "@jest/globals";
 import { Worker } from "@temporalio/worker";
 import type { ActivityInterceptorsFactory } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import type { AgentTool, ClientToolDeclaration } from "../../src/types.js";
+import { startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import type { AgentTool, ClientToolDeclaration } from "../../src/shared/contracts.js";
 import { BASELINE_PATCH, RUN_SCHEMAS_PATCH } from "../../src/workflows/patches.js";
 import {
   errorChain,

@@ -1,8 +1,8 @@
 /** People in the loop: steering, follow-ups, tool approval, sessions, cancellation. Real server, faux model. */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { RunUpdateRejectedError, startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import type { AgentEvent, AgentTool } from "../../src/types.js";
+import { RunUpdateRejectedError, startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import type { AgentEvent, AgentTool } from "../../src/shared/contracts.js";
 import { ABORTED_BY_CANCEL, SKIPPED_BY_STEERING } from "../../src/workflows/tool-calls.js";
 import {
   deferred,

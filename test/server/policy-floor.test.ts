@@ -12,10 +12,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { defaultPayloadConverter } from "@temporalio/common";
 import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type, type Model } from "@jai/ai";
-import { getAgentRun, startAgentRun } from "../../src/client.js";
+import { getAgentRun, startAgentRun } from "../../src/client/client.js";
 import { startRunServer, type RunServer } from "../../src/http/server.js";
-import { agentTool } from "../../src/subagents/agent-tool.js";
-import type { AgentMessage, AgentRunInput, AgentTool, ApprovalPolicy } from "../../src/types.js";
+import { agentTool } from "../../src/worker/subagents/agent-tool.js";
+import type { AgentMessage, AgentRunInput, AgentTool, ApprovalPolicy } from "../../src/shared/contracts.js";
 import { fauxModel, stateWhen, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();

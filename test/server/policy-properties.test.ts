@@ -7,10 +7,10 @@
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import type { AgentMessage, AgentTool, ApprovalPolicy } from "../../src/types.js";
-import type { AgentRunWorkflowInput } from "../../src/workflows/wire.js";
-import { policyDenial, policyVerdict } from "../../src/workflows/approval-policy.js";
+import { startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import type { AgentMessage, AgentTool, ApprovalPolicy } from "../../src/shared/contracts.js";
+import type { AgentRunWorkflowInput } from "../../src/shared/wire.js";
+import { policyDenial, policyVerdict } from "../../src/shared/approval-rules.js";
 import { ABORTED_BY_CANCEL, SKIPPED_BY_STEERING } from "../../src/workflows/tool-calls.js";
 import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 

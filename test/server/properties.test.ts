@@ -12,8 +12,8 @@
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import type { AgentMessage, AgentRunResult, AgentTool, PromptResult } from "../../src/types.js";
+import { startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import type { AgentMessage, AgentRunResult, AgentTool, PromptResult } from "../../src/shared/contracts.js";
 import { contextMismatches, SeenContexts } from "../support/context-check.js";
 import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 

@@ -11,9 +11,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Counter, Histogram } from "prom-client";
 import type { Api, Model } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { createAgentMetrics, type AgentMetrics } from "../../src/telemetry/metrics.js";
-import type { ProviderLimits } from "../../src/activities/provider-limits.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { createAgentMetrics, type AgentMetrics } from "../../src/worker/telemetry/metrics.js";
+import type { ProviderLimits } from "../../src/worker/activities/provider-limits.js";
 import { waitFor } from "../support/crash/harness.js";
 import { deferred, openTestEnv, testWorker, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
 import { ProviderServer, type Step } from "../support/provider-server.js";
@@ -44,7 +44,7 @@ interface Report {
 
 /**
  * Metrics whose provider-limit metrics also note each report of the limiter, with the time it came. The limiter
- * reports into the metrics registry (src/telemetry/provider-limit-metrics.ts makes each metric only when the
+ * reports into the metrics registry (src/worker/telemetry/provider-limit-metrics.ts makes each metric only when the
  * registry has none of that name): a call let go is an observation of the wait histogram, a pause an increment
  * of the pause counter, both made in the same synchronous step as the decision.
  */

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { inspect } from "node:util";
 import { DefaultLogger, Runtime } from "@temporalio/worker";
 import { Type, type Api, type Model } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import type { AgentEvent, AgentTool } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type { AgentEvent, AgentTool } from "../../src/shared/contracts.js";
 import { openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
 import { ProviderServer, type Step } from "../support/provider-server.js";
 

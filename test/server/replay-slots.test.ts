@@ -5,10 +5,10 @@
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import type { SlotReserveContext } from "@temporalio/worker";
-import { startAgentRun } from "../../src/client.js";
-import { ReplayCappedSlots, replayCappedOptions } from "../../src/replay-cap.js";
-import type { AgentTool } from "../../src/types.js";
-import { createAgentWorker } from "../../src/worker.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { ReplayCappedSlots, replayCappedOptions } from "../../src/worker/replay-cap.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
 import { fauxModel, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 
 const env = withServer();

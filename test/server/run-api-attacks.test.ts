@@ -10,9 +10,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import net from "node:net";
 import { Type } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
+import { startAgentRun } from "../../src/client/client.js";
 import { startRunServer, type RunServer } from "../../src/http/server.js";
-import type { AgentTool } from "../../src/types.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
 import { fauxModel, testWorker, uniqueId, withServer } from "../support/helpers.js";
 
 const env = withServer();

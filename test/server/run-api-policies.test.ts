@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
+import { startAgentRun } from "../../src/client/client.js";
 import { startRunServer, type RunServer } from "../../src/http/server.js";
-import type { AgentTool } from "../../src/types.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
 import { fauxModel, stateWhen, testWorker, textOf, uniqueId, withServer } from "../support/helpers.js";
 
 const env = withServer();

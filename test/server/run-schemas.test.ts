@@ -6,9 +6,9 @@
 import { describe, expect, it } from "@jest/globals";
 import { WorkflowFailedError } from "@temporalio/client";
 import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
-import { startAgentRun, InvalidRunInputError } from "../../src/client.js";
-import { AGENT_RUN_WORKFLOW } from "../../src/workflows/definitions.js";
-import type { AgentRunResult } from "../../src/types.js";
+import { startAgentRun, InvalidRunInputError } from "../../src/client/client.js";
+import { AGENT_RUN_WORKFLOW } from "../../src/shared/definitions.js";
+import type { AgentRunResult } from "../../src/shared/contracts.js";
 import {
   errorChain,
   fauxModel,

@@ -6,10 +6,10 @@
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { defineSearchAttributeKey } from "@temporalio/common";
-import { startAgentRun } from "../../src/client.js";
-import type { AgentRunState, AgentTool } from "../../src/types.js";
-import { AGENT_RUN_WORKFLOW } from "../../src/workflows/definitions.js";
-import { FailureType } from "../../src/common/failure-types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import type { AgentRunState, AgentTool } from "../../src/shared/contracts.js";
+import { AGENT_RUN_WORKFLOW } from "../../src/shared/definitions.js";
+import { FailureType } from "../../src/shared/failure-types.js";
 import { deferred, fauxModel, outcome, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();

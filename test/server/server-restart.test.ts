@@ -11,10 +11,10 @@ import path from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { NativeConnection } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { freePort, startDevServer, type DevServer } from "../../src/dev-server.js";
-import type { AgentTool } from "../../src/types.js";
-import { createAgentWorker } from "../../src/worker.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { freePort, startDevServer, type DevServer } from "../../src/node/dev-server.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
 import { deferred, fauxModel, textOf, uniqueId, within } from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
 

@@ -1,10 +1,10 @@
 /** Sub-agents as child workflows: parallel children, usage, events, cancellation. Real server, faux models. */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { getAgentRun, startAgentRun } from "../../src/client.js";
-import { agentTool } from "../../src/subagents/agent-tool.js";
-import type { AgentRunResult, AgentTool, AgentRunRef, AgentEvent } from "../../src/types.js";
-import { addUsage, emptyUsage } from "../../src/common/usage.js";
+import { getAgentRun, startAgentRun } from "../../src/client/client.js";
+import { agentTool } from "../../src/worker/subagents/agent-tool.js";
+import type { AgentRunResult, AgentTool, AgentRunRef, AgentEvent } from "../../src/shared/contracts.js";
+import { addUsage, emptyUsage } from "../../src/shared/usage.js";
 import { deferred, fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();

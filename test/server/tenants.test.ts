@@ -12,13 +12,13 @@ import { Client } from "@temporalio/client";
 import { Context } from "@temporalio/activity";
 import { msToTs, type Priority } from "@temporalio/common";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { InvalidRunInputError, startAgentRun } from "../../src/client.js";
-import { agentTool } from "../../src/subagents/agent-tool.js";
+import { InvalidRunInputError, startAgentRun } from "../../src/client/client.js";
+import { agentTool } from "../../src/worker/subagents/agent-tool.js";
 import { startRunServer } from "../../src/http/server.js";
 import { listRunPage } from "../../src/http/run-list.js";
-import { runningRunsQuery, TenantLimitError, type TenantsConfig } from "../../src/tenants.js";
-import { AgentTenant } from "../../src/workflows/search-attributes.js";
-import type { AgentTool } from "../../src/types.js";
+import { runningRunsQuery, TenantLimitError, type TenantsConfig } from "../../src/shared/tenants.js";
+import { AgentTenant } from "../../src/shared/search-attributes.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
 import { fauxModel, testWorker, uniqueId, withServer } from "../support/helpers.js";
 
 const env = withServer();

@@ -7,9 +7,9 @@
 import { describe, expect, it } from "@jest/globals";
 import { ApplicationFailure } from "@temporalio/common";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
-import { startAgentRun } from "../../src/client.js";
-import { boundFailure, capErrorText, DEFAULT_LIMITS } from "../../src/activities/result-limits.js";
-import type { AgentTool } from "../../src/types.js";
+import { startAgentRun } from "../../src/client/client.js";
+import { boundFailure, capErrorText, DEFAULT_LIMITS } from "../../src/worker/activities/result-limits.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
 import { fauxModel, testWorker, textOf, uniqueId, within, withServer } from "../support/helpers.js";
 
 const env = withServer();

@@ -7,10 +7,10 @@ import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { Type } from "@sinclair/typebox";
 import { fauxAssistantMessage, fauxToolCall, type Context, type Tool } from "@jai/ai";
-import { InvalidRunInputError, startAgentRun } from "../../src/client.js";
-import { agentTool } from "../../src/subagents/agent-tool.js";
-import { replayHistory } from "../../src/replay.js";
-import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/types.js";
+import { InvalidRunInputError, startAgentRun } from "../../src/client/client.js";
+import { agentTool } from "../../src/worker/subagents/agent-tool.js";
+import { replayHistory } from "../../src/worker/replay.js";
+import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/shared/contracts.js";
 import {
   fauxModel,
   openTestEnv,

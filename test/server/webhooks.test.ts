@@ -5,10 +5,10 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
-import { InvalidRunInputError, startAgentRun, type AgentRunHandle } from "../../src/client.js";
-import type { AgentTool } from "../../src/types.js";
-import type { RunOutcome } from "../../src/webhooks/deliver.js";
-import { checkWebhookUrl, isPrivateAddress } from "../../src/webhooks/target.js";
+import { InvalidRunInputError, startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import type { RunOutcome } from "../../src/worker/webhooks/deliver.js";
+import { checkWebhookUrl, isPrivateAddress } from "../../src/worker/webhooks/target.js";
 import { deferred, fauxModel, openTestEnv, testWorker, uniqueId, within, type TestEnv } from "../support/helpers.js";
 
 let env: TestEnv;

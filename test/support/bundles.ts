@@ -10,7 +10,7 @@ import { mkdtemp, open, rename, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
-import { bundleAgentWorkflows } from "../../src/worker.js";
+import { bundleAgentWorkflows } from "../../src/worker/worker.js";
 
 /** The bundles tests use: the loop alone, with encrypted failures, with tracing. */
 export type BundleKind = "default" | "encrypted-failures" | "tracing";

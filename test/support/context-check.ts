@@ -5,8 +5,8 @@
  * then compare with the run's transcript.
  */
 import type { Context, FauxResponseStep } from "@jai/ai";
-import type { AgentMessage } from "../../src/types.js";
-import { canonicalJson } from "../../src/workflows/context-digest.js";
+import type { AgentMessage } from "../../src/shared/contracts.js";
+import { canonicalJson } from "../../src/shared/context-digest.js";
 
 /** The contexts a faux model was called with, in call order (retried calls included). */
 export class SeenContexts {

@@ -4,7 +4,7 @@
  * argv: workflowId [from] [stopAfter: "update:N" | "tool_start"].
  */
 import { Client, Connection } from "@temporalio/client";
-import { getAgentRun } from "../../src/client.js";
+import { getAgentRun } from "../../src/client/client.js";
 
 const [workflowId, from, stopAfter] = process.argv.slice(2);
 const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });

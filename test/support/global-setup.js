@@ -9,7 +9,7 @@ import { tsImport } from "tsx/esm/api";
 import { compileSources } from "./compile-sources.js";
 
 export default async function globalSetup() {
-  const { startDevServer } = await tsImport("../../src/dev-server.ts", import.meta.url);
+  const { startDevServer } = await tsImport("../../src/node/dev-server.ts", import.meta.url);
   // A throwaway server: commits need not wait for the disk (WAL survives the server's own crash).
   const server = await startDevServer({
     uiPort: false,

@@ -5,10 +5,10 @@ import { Client, Connection, WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { registerFauxProvider, Type, type FauxResponseStep } from "@jai/ai";
-import { createAgentWorker, type AgentWorkerOptions } from "../../src/worker.js";
+import { createAgentWorker, type AgentWorkerOptions } from "../../src/worker/worker.js";
 import { sharedBundle } from "./bundles.js";
 import { waitFor } from "./crash/harness.js";
-import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/types.js";
+import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/shared/contracts.js";
 
 export interface TestEnv {
   client: Client;

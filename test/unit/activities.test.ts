@@ -3,8 +3,9 @@ import { describe, expect, it } from "@jest/globals";
 import { MockActivityEnvironment } from "@temporalio/testing";
 import { CancelledFailure } from "@temporalio/common";
 import { fauxAssistantMessage, fauxToolCall, Type, type Api, type AssistantMessage, type Model } from "@jai/ai";
-import { createActivities } from "../../src/activities/index.js";
-import type { AgentEvent, AgentTool, ExecuteToolOutput } from "../../src/types.js";
+import { createActivities } from "../../src/worker/activities/index.js";
+import type { AgentEvent, AgentTool } from "../../src/shared/contracts.js";
+import type { ExecuteToolOutput } from "../../src/shared/wire.js";
 import { deferred, fauxModel, textOf, within } from "../support/helpers.js";
 
 const input = (model: Model<Api>) => ({

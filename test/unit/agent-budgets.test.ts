@@ -1,6 +1,6 @@
-/** A named agent's budget and fallback models (src/agents.ts): checked with the config, applied to every run of it. */
+/** A named agent's budget and fallback models (src/shared/agents.ts): checked with the config, applied to every run of it. */
 import { describe, expect, it } from "@jest/globals";
-import { agentRunOptions, checkAgents } from "../../src/agents.js";
+import { agentRunOptions, checkAgents } from "../../src/shared/agents.js";
 
 describe("agents: budget and fallbacks", () => {
   const agents = checkAgents([

@@ -4,7 +4,7 @@
  * blocks of their own, one item a line. Pure.
  */
 import { describe, expect, it } from "@jest/globals";
-import { approvalDetails } from "../../src/workflows/summary.js";
+import { approvalDetails } from "../../src/shared/summary.js";
 
 const pending = [
   { toolCallId: "call-1", toolName: "write_file", args: { path: "a.txt" }, since: "2026-12-03T10:00:00.000Z" },

@@ -14,7 +14,7 @@ import {
   FileBlobDriver,
   parseClaim,
   PostgresBlobDriver,
-} from "../../src/blobs/drivers.js";
+} from "../../src/node/blobs/drivers.js";
 import {
   AgentBlobStorage,
   blobDriverFromSpec,
@@ -25,11 +25,11 @@ import {
   parseBytes,
   resolvePayloadClaims,
   storedResultBytes,
-} from "../../src/blobs/config.js";
-import { dataConverterFromEnv } from "../../src/codec/config.js";
-import { AesGcmCodec } from "../../src/codec/aes-gcm.js";
-import { createCodecServer } from "../../src/codec/server.js";
-import { DEFAULT_LIMITS, keepErrorText, keepToolResult } from "../../src/activities/result-limits.js";
+} from "../../src/node/blobs/config.js";
+import { dataConverterFromEnv } from "../../src/node/codec/config.js";
+import { AesGcmCodec } from "../../src/node/codec/aes-gcm.js";
+import { createCodecServer } from "../../src/node/codec/server.js";
+import { DEFAULT_LIMITS, keepErrorText, keepToolResult } from "../../src/worker/activities/result-limits.js";
 import { encodeReferencePayload } from "@temporalio/common/lib/internal-non-workflow/extstore-helpers.js";
 
 const payload = (text: string): Payload => ({

@@ -14,7 +14,7 @@ import {
   MAX_RETRY_AFTER_MS,
   type CallFacts,
   type ModelOutcome,
-} from "../../src/activities/classify.js";
+} from "../../src/worker/activities/classify.js";
 
 /** The message each SDK makes of an error (OpenAI: `status message`; Anthropic: `status {body}`; in a stream: the message alone). */
 function sdkMessage(provider: "openai" | "anthropic", status: number | undefined, body: any): string {

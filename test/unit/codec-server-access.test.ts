@@ -8,14 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createServer, request, type Server } from "node:http";
 import { networkInterfaces } from "node:os";
 import type { Payload } from "@temporalio/common";
-import { AesGcmCodec } from "../../src/codec/aes-gcm.js";
-import { parseCodecKeys } from "../../src/codec/config.js";
+import { AesGcmCodec } from "../../src/node/codec/aes-gcm.js";
+import { parseCodecKeys } from "../../src/node/codec/config.js";
 import {
   codecRequestHandler,
   CodecServerConfigError,
   createCodecServer,
   isLoopbackHost,
-} from "../../src/codec/server.js";
+} from "../../src/node/codec/server.js";
 
 const codec = new AesGcmCodec({ keys: parseCodecKeys("k:" + Buffer.alloc(32, 3).toString("base64"), "test") });
 const UI = "http://127.0.0.1:8233";

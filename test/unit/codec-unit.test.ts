@@ -11,9 +11,9 @@ import {
   CodecKeyError,
   ENCRYPTED_ENCODING,
   KEY_ID_METADATA,
-} from "../../src/codec/aes-gcm.js";
-import { codecFromEnv, parseCodecKeys } from "../../src/codec/config.js";
-import { bearerTokens, createCodecServer } from "../../src/codec/server.js";
+} from "../../src/node/codec/aes-gcm.js";
+import { codecFromEnv, parseCodecKeys } from "../../src/node/codec/config.js";
+import { bearerTokens, createCodecServer } from "../../src/node/codec/server.js";
 
 const key = (fill: number) => Buffer.alloc(32, fill);
 const A = { id: "A", key: key(1) };

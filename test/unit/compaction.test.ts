@@ -3,7 +3,7 @@
  * runs again for every turn): pure unit tests, no server.
  */
 import { afterEach, describe, expect, it, jest } from "@jest/globals";
-import type { AgentMessage } from "../../src/types.js";
+import type { AgentMessage } from "../../src/shared/contracts.js";
 import { estimateTokens, shortenToolResults } from "../../src/workflows/compaction.js";
 
 const page = (i: number): AgentMessage => ({

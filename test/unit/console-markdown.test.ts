@@ -3,7 +3,7 @@
  * registry's rules: what a caller may override and what is refused.
  */
 import { describe, expect, it } from "@jest/globals";
-import { agentRunOptions, checkAgents, describeAgent, type AgentDefinition } from "../../src/agents.js";
+import { agentRunOptions, checkAgents, describeAgent, type AgentDefinition } from "../../src/shared/agents.js";
 import { MARKDOWN_JS } from "../../src/http/console/markdown.js";
 
 const renderMarkdown = new Function(`${MARKDOWN_JS}; return renderMarkdown;`)() as (s: string) => string;

@@ -4,8 +4,8 @@
  * under LRU). Driven directly, with a stand-in for the `modelContext` query.
  */
 import { describe, expect, it } from "@jest/globals";
-import { ContextCache } from "../../src/activities/context-cache.js";
-import type { AgentMessage } from "../../src/types.js";
+import { ContextCache } from "../../src/worker/activities/context-cache.js";
+import type { AgentMessage } from "../../src/shared/contracts.js";
 
 const KB = 1024;
 

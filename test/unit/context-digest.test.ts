@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
-import { sha256Hex } from "../../src/workflows/context-digest.js";
+import { sha256Hex } from "../../src/shared/context-digest.js";
 
 const node = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 

@@ -9,10 +9,10 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "@jest/globals";
 import type { Client } from "@temporalio/client";
 import type { UserMessage } from "@jai/ai";
-import type { AgentEvent } from "../../src/types.js";
-import { activityEventId, EventDeduper, parseEventId, workflowEventId } from "../../src/events/identity.js";
-import { EventTap } from "../../src/events/tap.js";
-import { runEvents, type RunReader } from "../../src/events/subscribe.js";
+import type { AgentEvent } from "../../src/shared/contracts.js";
+import { activityEventId, EventDeduper, parseEventId, workflowEventId } from "../../src/node/event-identity.js";
+import { EventTap } from "../../src/worker/events/tap.js";
+import { runEvents, type RunReader } from "../../src/client/events/subscribe.js";
 import { EVENT_IDS_JS } from "../../src/http/console/run-view.js";
 
 const RUN = "6c1f0a4e-3a5d-4f7e-9a59-0c3b1d2e4f50";

@@ -3,7 +3,7 @@
  * it within the run's first workflow task) is woken by that event, not by its idle timeout. Pure.
  */
 import { describe, expect, it } from "@jest/globals";
-import { EventTap } from "../../src/events/tap.js";
+import { EventTap } from "../../src/worker/events/tap.js";
 
 describe("the event tap's early readers", () => {
   it("wakes a reader waiting on a run it holds nothing of yet as soon as the run's first event arrives", async () => {

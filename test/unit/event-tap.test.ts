@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import type { ToolResultMessage } from "@jai/ai";
-import { EventTap } from "../../src/events/tap.js";
-import { partialRebuilder, type SequencedEvent } from "../../src/events/wire.js";
-import type { AgentEvent } from "../../src/types.js";
+import { EventTap } from "../../src/worker/events/tap.js";
+import { partialRebuilder, type SequencedEvent } from "../../src/shared/event-wire.js";
+import type { AgentEvent } from "../../src/shared/contracts.js";
 import { assistantText } from "../support/messages.js";
 
 const run = { workflowId: "w", runId: "r" };

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { mkdtemp, mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { createFileTools } from "../../src/tools/fs-tools.js";
+import { createFileTools } from "../../src/worker/tools/fs-tools.js";
 import { textOf } from "../support/helpers.js";
 
 let root: string;

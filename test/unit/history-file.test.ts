@@ -1,5 +1,5 @@
 /**
- * A history file in every shape a person gets one (src/replay.ts, readHistoryFile): `temporal workflow show
+ * A history file in every shape a person gets one (src/worker/replay.ts, readHistoryFile): `temporal workflow show
  * --output json`, the Temporal UI's downloads (encoded, decoded, readable), the server's HTTP API (payload
  * shorthand, `{"history": ...}`), a bare list, older event-type spellings; all read as the same history. And the
  * workflow id a history says, which a run with sub-agents replays under. No server.
@@ -8,7 +8,7 @@ import { describe, expect, it } from "@jest/globals";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { divergenceReason, historyFromFileJSON, historyWorkflowId } from "../../src/replay.js";
+import { divergenceReason, historyFromFileJSON, historyWorkflowId } from "../../src/worker/replay.js";
 
 const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/histories");
 const load = (name: string) => JSON.parse(readFileSync(path.join(fixtures, name), "utf8")) as { events: unknown[] };

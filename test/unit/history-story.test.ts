@@ -1,9 +1,10 @@
 /** Rebuilding a run's transcript from its recorded steps (history-story.ts), without a server. */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
-import { runMessages, type RunStory } from "../../src/history-story.js";
-import type { AgentMessage, StreamAssistantInput } from "../../src/types.js";
-import { emptyUsage } from "../../src/common/usage.js";
+import { runMessages, type RunStory } from "../../src/client/history-story.js";
+import type { AgentMessage } from "../../src/shared/contracts.js";
+import type { StreamAssistantInput } from "../../src/shared/wire.js";
+import { emptyUsage } from "../../src/shared/usage.js";
 
 const call = (base: number, append: StreamAssistantInput["context"]["append"]) =>
   ({ kind: "call", context: { epoch: 0, base, append } }) as const;

@@ -1,7 +1,7 @@
 /** Validation of a run's input: fields, messages, durations and byte budgets. Pure. */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage } from "@jai/ai";
-import { validateRunInput } from "../../src/workflows/input.js";
+import { validateRunInput } from "../../src/shared/run-input.js";
 
 describe("validateRunInput", () => {
   const ok = { model: "anthropic/claude-sonnet-4-5", prompt: "hi" };

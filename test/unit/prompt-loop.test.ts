@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, type AssistantMessage, type ToolCall } from "@jai/ai";
-import type { AgentEvent, AgentMessage, ExecuteToolOutput, PromptLoopState } from "../../src/types.js";
+import type { AgentEvent, AgentMessage } from "../../src/shared/contracts.js";
+import type { ExecuteToolOutput, PromptLoopState } from "../../src/shared/wire.js";
 import { enter, runPrompt, type LoopEffects } from "../../src/workflows/prompt-loop.js";
 import { RunState } from "../../src/workflows/run-state.js";
 

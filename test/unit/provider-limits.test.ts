@@ -16,9 +16,9 @@ import {
   ProviderLimiter,
   ProviderLimitsError,
   type ProviderPermit,
-} from "../../src/activities/provider-limits.js";
-import { runWorkerProcess } from "../../src/worker-process/run.js";
-import { createAgentWorker } from "../../src/worker.js";
+} from "../../src/worker/activities/provider-limits.js";
+import { runWorkerProcess } from "../../src/worker/process/run.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
 
 beforeEach(() => {
   jest.useFakeTimers({ now: 1_000_000 });

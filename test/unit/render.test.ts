@@ -1,8 +1,8 @@
 /** The terminal printer (watch, `npm start`): an answer is printed whether or not its deltas were seen. */
 import type { AssistantMessage } from "@jai/ai";
-import { eventPrinter } from "../../src/events/render.js";
-import { transcriptEvents } from "../../src/events/from-history.js";
-import type { AgentEvent, AgentMessage } from "../../src/types.js";
+import { eventPrinter } from "../../src/client/events/render.js";
+import { transcriptEvents } from "../../src/client/events/from-history.js";
+import type { AgentEvent, AgentMessage } from "../../src/shared/contracts.js";
 
 function assistant(text: string): AssistantMessage {
   return {

@@ -1,8 +1,8 @@
 /** Tool results made plain JSON and bounded; heartbeat pacing. Pure. */
 import { describe, expect, it } from "@jest/globals";
-import { capToolResult } from "../../src/activities/result-limits.js";
-import { heartbeatIntervalMs } from "../../src/activities/heartbeat.js";
-import { normalizeToolResult } from "../../src/activities/tool.js";
+import { capToolResult } from "../../src/worker/activities/result-limits.js";
+import { heartbeatIntervalMs } from "../../src/worker/activities/heartbeat.js";
+import { normalizeToolResult } from "../../src/worker/activities/tool.js";
 
 describe("small helpers", () => {
   it("heartbeats at a third of the timeout, at most every second", () => {

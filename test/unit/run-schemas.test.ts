@@ -4,9 +4,9 @@
  * end in bounded work whatever the schema and the submitted value (a backtracking pattern held it for minutes).
  */
 import { describe, expect, it } from "@jest/globals";
-import { validateRunInput } from "../../src/workflows/input.js";
-import { runSchemaProblem } from "../../src/workflows/run-schemas.js";
-import { MAX_CHECK_WORK, schemaProblem } from "../../src/workflows/client-tools.js";
+import { validateRunInput } from "../../src/shared/run-input.js";
+import { runSchemaProblem } from "../../src/shared/run-schema-checks.js";
+import { MAX_CHECK_WORK, schemaProblem } from "../../src/shared/client-tool-checks.js";
 
 const base = { model: "faux/x", prompt: "hi" };
 const tool = (result: Record<string, unknown>) => ({

@@ -4,8 +4,8 @@
  * a thread for minutes is stopped at its deadline while this thread goes on running.
  */
 import { describe, expect, it } from "@jest/globals";
-import { checkOutput } from "../../src/activities/output.js";
-import { CHECK_DEADLINE_MS, MAX_CACHED_SCHEMAS, cachedSchemas } from "../../src/activities/schema-thread.js";
+import { checkOutput } from "../../src/worker/activities/output.js";
+import { CHECK_DEADLINE_MS, MAX_CACHED_SCHEMAS, cachedSchemas } from "../../src/worker/activities/schema-thread.js";
 
 describe("the schema thread", () => {
   it("judges each run's schema on its own: a second run's $id is its own, not the first's", async () => {

@@ -1,9 +1,10 @@
-/** The budget's arithmetic (src/workflows/spend.ts) and the classifier's "model gone", without a server. */
+/** The budget's arithmetic (src/shared/spend.ts) and the classifier's "model gone", without a server. */
 import { describe, expect, it } from "@jest/globals";
 import type { Api, Model } from "@jai/ai";
-import { budgetProblem, Spend, worstCall } from "../../src/workflows/spend.js";
-import { classifyModelOutcome } from "../../src/activities/classify.js";
-import { emptyUsage } from "../../src/common/usage.js";
+import { budgetProblem } from "../../src/shared/budget-checks.js";
+import { Spend, worstCall } from "../../src/workflows/spend.js";
+import { classifyModelOutcome } from "../../src/worker/activities/classify.js";
+import { emptyUsage } from "../../src/shared/usage.js";
 
 const usage = (tokens: number, cost: number) => ({
   ...emptyUsage(),

@@ -9,11 +9,11 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "@jest/globals";
 import type { Client } from "@temporalio/client";
-import type { AgentMessage } from "../../src/types.js";
+import type { AgentMessage } from "../../src/shared/contracts.js";
 import type { UserMessage } from "@jai/ai";
-import { EventTap } from "../../src/events/tap.js";
-import { transcriptEvents } from "../../src/events/from-history.js";
-import { runEvents, type RunReader } from "../../src/events/subscribe.js";
+import { EventTap } from "../../src/worker/events/tap.js";
+import { transcriptEvents } from "../../src/client/events/from-history.js";
+import { runEvents, type RunReader } from "../../src/client/events/subscribe.js";
 import { streamRunEvents } from "../../src/http/sse.js";
 import { assistantText } from "../support/messages.js";
 

@@ -1,7 +1,7 @@
 /** One-line texts for the Temporal UI, and usage sums. Pure. */
 import { describe, expect, it } from "@jest/globals";
-import { modelSummary, runDetails, toolSummary } from "../../src/workflows/summary.js";
-import { addUsage, emptyUsage } from "../../src/common/usage.js";
+import { modelSummary, runDetails, toolSummary } from "../../src/shared/summary.js";
+import { addUsage, emptyUsage } from "../../src/shared/usage.js";
 
 describe("summaries and details", () => {
   it("shows a tool's single argument bare and several as key=value", () => {

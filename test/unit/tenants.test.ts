@@ -6,7 +6,7 @@
  */
 import { describe, expect, it, jest } from "@jest/globals";
 import type { Client } from "@temporalio/client";
-import { InvalidRunInputError, startAgentRun } from "../../src/client.js";
+import { InvalidRunInputError, startAgentRun } from "../../src/client/client.js";
 import {
   checkTenants,
   runningRunsQuery,
@@ -14,7 +14,7 @@ import {
   TenantLimitError,
   TenantLimiter,
   tenantProblem,
-} from "../../src/tenants.js";
+} from "../../src/shared/tenants.js";
 
 /** A client no test may reach: the refusals come before anything is sent. */
 const unreachable = new Proxy({} as Client, {

@@ -1,6 +1,6 @@
 /** The tool scheduler of one batch: parallel groups, sequential barriers, the order results are reported in. Pure. */
 import { describe, expect, it } from "@jest/globals";
-import type { ToolExecutionMode } from "../../src/types.js";
+import type { ToolExecutionMode } from "../../src/shared/contracts.js";
 import { runToolBatch } from "../../src/workflows/tool-batch.js";
 import { deferred } from "../support/helpers.js";
 

@@ -1,8 +1,8 @@
 /** The worker's check of a typed run's final answer (the `checkOutput` local activity), in-process. */
 import { describe, expect, it } from "@jest/globals";
 import { Type } from "@sinclair/typebox";
-import { checkOutput } from "../../src/activities/output.js";
-import { outputTool } from "../../src/workflows/output-schema.js";
+import { checkOutput } from "../../src/worker/activities/output.js";
+import { outputTool } from "../../src/shared/output-schema.js";
 
 const Weather = JSON.parse(JSON.stringify(Type.Object({ city: Type.String(), tempC: Type.Number() })));
 

@@ -6,7 +6,7 @@
  * and the page says why.
  */
 /**
- * `eventDeduper()`: tells repeats from new events by their `eventId`, as src/events/identity.ts does. Per emitter
+ * `eventDeduper()`: tells repeats from new events by their `eventId`, as src/node/event-identity.ts does. Per emitter
  * ("<runId>/<n>.<digest>": the run's workflow code; "<runId>/<activityId>@<attempt>/<n>": an activity attempt),
  * whose events arrive in order: an event at or below the highest place seen is a repeat, unless its digest differs
  * from the one seen there (another path of a refused workflow task). An event without an id (rebuilt from the

@@ -5,16 +5,12 @@
  * The floor is patched (POLICY_FLOOR_PATCH), asked first thing when the input has one.
  */
 import { patched } from "@temporalio/workflow";
-import { approvalPolicyProblem, policyFloorProblem } from "../approval-policy.js";
+import { featureInput } from "../../shared/feature-inputs.js";
 import { POLICY_FLOOR_PATCH } from "../patches.js";
 import type { RunFeature } from "./feature.js";
 
 export const approvalPolicyFeature: RunFeature = {
-  name: "approvalPolicy",
-  fields: [],
-  problem: (input) =>
-    (input.approvalPolicy === undefined ? undefined : approvalPolicyProblem(input.approvalPolicy)) ??
-    (input.approvalPolicyFloor === undefined ? undefined : policyFloorProblem(input.approvalPolicyFloor)),
+  ...featureInput("approvalPolicy"),
   open(input) {
     // A continued run's input is its chain's first, whose floor was taken then.
     const floored =

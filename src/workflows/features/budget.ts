@@ -3,22 +3,21 @@
  * call past a limit, no tool call past `maxToolCalls`), its result, snapshot and carry. Patched: BUDGET_PATCH.
  */
 import type { ToolResultMessage } from "@jai/ai";
-import { toolResultMessage } from "../../common/tool-result.js";
+import { toolResultMessage } from "../../shared/tool-result.js";
 import { modelTools } from "../context-fit.js";
 import { estimateTokens } from "../compaction.js";
 import { metrics } from "../metrics-sink.js";
 import { BUDGET_PATCH, hasChange } from "../patches.js";
 import { enter } from "../prompt-loop.js";
-import { budgetProblem, worstCall } from "../spend.js";
-import { errorOutput } from "../tool-output.js";
+import { featureInput } from "../../shared/feature-inputs.js";
+import { worstCall } from "../spend.js";
+import { errorOutput } from "../../shared/tool-output.js";
 import type { RunContext } from "../run-context.js";
 import type { RunState } from "../run-state.js";
 import type { RunFeature, TurnFacts, TurnHooks } from "./feature.js";
 
 export const budgetFeature: RunFeature = {
-  name: "budget",
-  fields: ["budget"],
-  problem: (input) => budgetProblem(input.budget),
+  ...featureInput("budget"),
   open(input) {
     // A continued run goes on with its chain's budget exactly when the chain carries a spend.
     const on = input.continued

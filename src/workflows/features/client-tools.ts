@@ -4,21 +4,19 @@
  * ../client-tools.ts). Here: the declaration's check, and the tools joining a new run's setup once (a continued
  * run carries them in it). Patched: CLIENT_TOOLS_PATCH, asked where they join.
  */
-import type { ClientToolDeclaration } from "../../contracts.js";
-import { checkDuration } from "../activity-options.js";
-import { clientToolSpecs, clientToolsProblem } from "../client-tools.js";
+import type { ClientToolDeclaration } from "../../shared/contracts.js";
+import { clientToolSpecs } from "../../shared/client-tool-checks.js";
+import { featureInput } from "../../shared/feature-inputs.js";
 import { CLIENT_TOOLS_PATCH, hasChange } from "../patches.js";
-import type { RunSetup } from "../wire.js";
+import type { RunSetup } from "../../shared/wire.js";
 import type { RunFeature } from "./feature.js";
 
 export const clientToolsFeature: RunFeature = {
-  name: "clientTools",
-  fields: [],
-  problem: (input) =>
-    input.clientTools === undefined ? undefined : clientToolsProblem(input.clientTools, checkDuration),
+  ...featureInput("clientTools"),
   open(input) {
+    // Always open: its declarations are checked in every run (a continued run carries its tools in the setup).
     const declared = input.clientTools;
-    if (input.continued || !declared?.length) return undefined;
+    if (input.continued || !Array.isArray(declared) || declared.length === 0) return {};
     return { setup: (setup) => (hasChange(CLIENT_TOOLS_PATCH) ? withClientTools(setup, declared) : setup) };
   },
 };

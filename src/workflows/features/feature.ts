@@ -9,21 +9,14 @@
  * local activity's result.
  */
 import type { AssistantMessage, Tool, ToolCall, ToolResultMessage } from "@jai/ai";
-import type { AgentEvent, AgentRunResult, AgentRunState, AgentStopReason } from "../../contracts.js";
+import type { AgentEvent, AgentRunResult, AgentRunState, AgentStopReason } from "../../shared/contracts.js";
+import type { FeatureInput } from "../../shared/feature-inputs.js";
 import type { RunContext } from "../run-context.js";
 import type { RunState } from "../run-state.js";
-import type { AgentRunWorkflowInput, ContinuedRun, PromptLoopState, RunSetup } from "../wire.js";
+import type { AgentRunWorkflowInput, ContinuedRun, PromptLoopState, RunSetup } from "../../shared/wire.js";
 
-/** A run feature: what it checks of any input, and the part it plays in a run that uses it. */
-export interface RunFeature {
-  /** The feature's name (for errors and `validateRunInput`'s `off`). */
-  readonly name: string;
-  /** Run input fields a run recorded before the feature treats as unknown (when `open` says the run is not using it). */
-  readonly fields: readonly string[];
-  /** Checks the input's fields for the feature; pure and deterministic (the client asks it before starting too). */
-  problem?(input: Record<string, unknown>): string | undefined;
-  /** What a run recorded before the feature said about an input that uses it (asked instead of `problem` when off). */
-  offProblem?(input: Record<string, unknown>): string | undefined;
+/** A run feature: what it checks of any input (its entry in shared/feature-inputs.ts), and its part in a run that uses it. */
+export interface RunFeature extends FeatureInput {
   /**
    * Whether this run uses the feature, asked once, first thing in the run (a patch asked here records its marker
    * there): the run's part of it, or undefined.

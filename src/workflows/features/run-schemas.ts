@@ -5,13 +5,11 @@
  */
 import { patched } from "@temporalio/workflow";
 import { RUN_SCHEMAS_PATCH } from "../patches.js";
-import { runSchemasProblem } from "../run-schemas.js";
+import { featureInput } from "../../shared/feature-inputs.js";
 import type { RunFeature } from "./feature.js";
 
 export const runSchemasFeature: RunFeature = {
-  name: "runSchemas",
-  fields: [],
-  problem: runSchemasProblem,
+  ...featureInput("runSchemas"),
   open: (input) =>
     !input.continued && (input.output !== undefined || input.clientTools !== undefined) && patched(RUN_SCHEMAS_PATCH)
       ? {}

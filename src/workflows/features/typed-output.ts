@@ -7,9 +7,9 @@
 import { ActivityFailure, CancellationScope, isCancellation } from "@temporalio/workflow";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type { TSchema } from "@sinclair/typebox";
-import { toolResultMessage } from "../../common/tool-result.js";
-import { checkOutput } from "../activities.js";
-import { isObject } from "../plain-object.js";
+import { toolResultMessage } from "../../shared/tool-result.js";
+import { checkOutput } from "../activity-proxies.js";
+import { featureInput } from "../../shared/feature-inputs.js";
 import {
   ANSWER_ACCEPTED,
   DEFAULT_OUTPUT_RETRIES,
@@ -17,18 +17,16 @@ import {
   OUTPUT_TOOL,
   outputCorrection,
   outputTool,
-} from "../output-schema.js";
+} from "../../shared/output-schema.js";
 import { hasChange, TYPED_OUTPUT_PATCH } from "../patches.js";
 import { enter } from "../prompt-loop.js";
-import { errorOutput } from "../tool-output.js";
+import { errorOutput } from "../../shared/tool-output.js";
 import type { RunState } from "../run-state.js";
-import type { CheckOutputInput, CheckOutputVerdict, ExecuteToolOutput } from "../wire.js";
+import type { CheckOutputInput, CheckOutputVerdict, ExecuteToolOutput } from "../../shared/wire.js";
 import type { RunFeature, TurnFacts, TurnHooks, TurnVerdict } from "./feature.js";
 
 export const typedOutputFeature: RunFeature = {
-  name: "typedOutput",
-  fields: ["output", "outputRetries"],
-  problem: outputProblem,
+  ...featureInput("typedOutput"),
   open(input) {
     // Asked only when the input has its fields: runs recorded before ignored them or refused them as unknown.
     if (input.output === undefined && input.outputRetries === undefined) return undefined;
@@ -47,26 +45,6 @@ export const typedOutputFeature: RunFeature = {
     };
   },
 };
-
-/** Typed results: `output` a JSON Schema object, `outputRetries` a non-negative integer, only with `output`. */
-function outputProblem(input: Record<string, unknown>): string | undefined {
-  const schema = input.output;
-  if (schema !== undefined) {
-    if (!isObject(schema)) return `"output" must be a JSON Schema object (e.g. a TypeBox schema)`;
-    const type = schema.type;
-    if (
-      type !== undefined &&
-      typeof type !== "string" &&
-      !(Array.isArray(type) && type.every((t) => typeof t === "string"))
-    )
-      return `"output.type" must be a JSON Schema type name or a list of them`;
-  }
-  const retries = input.outputRetries;
-  if (retries === undefined) return undefined;
-  if (typeof retries !== "number" || !Number.isInteger(retries) || retries < 0)
-    return `"outputRetries" must be a non-negative integer`;
-  return schema === undefined ? `"outputRetries" needs "output" (the schema of the typed result)` : undefined;
-}
 
 /** The typed output in one prompt's loop: final-tool calls are the feature's to judge; other calls run as tools. */
 function outputTurns(state: RunState, schema: TSchema, retries: number, failed: number): TurnHooks {

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import Long from "long";
 import { Connection } from "@temporalio/client";
-import { portInUse, waitForServer } from "../../../src/dev-server.js";
+import { portInUse, waitForServer } from "../../../src/node/dev-server.js";
 import type { TemporalServerTools } from "../../../scripts/tools.js";
 
 export interface TemporalServer {

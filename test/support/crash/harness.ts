@@ -12,9 +12,9 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@temporalio/client";
-import { startAgentRun, type AgentRunHandle } from "../../../src/client.js";
+import { startAgentRun, type AgentRunHandle } from "../../../src/client/client.js";
 import { sharedBundleFile } from "../bundles.js";
-import type { AgentMessage, AgentRunResult } from "../../../src/types.js";
+import type { AgentMessage, AgentRunResult } from "../../../src/shared/contracts.js";
 import { MODEL_REF, type Variant } from "./scenario.js";
 import { nodeEntry } from "../entry.js";
 

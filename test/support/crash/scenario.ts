@@ -14,7 +14,7 @@ import {
   type Model,
 } from "@jai/ai";
 import { appendFileSync } from "node:fs";
-import type { AgentTool } from "../../../src/types.js";
+import type { AgentTool } from "../../../src/shared/contracts.js";
 
 export const MODEL_REF = "crash/scripted";
 

@@ -3,8 +3,8 @@
  * process. Configured by environment; prints "ready" once it polls.
  */
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
-import { createAgentWorker } from "../../../src/worker.js";
-import { blobStorageFromEnv } from "../../../src/blobs/config.js";
+import { createAgentWorker } from "../../../src/worker/worker.js";
+import { blobStorageFromEnv } from "../../../src/node/blobs/config.js";
 import { crashTools, logLine, registerScriptedModel, type Variant } from "./scenario.js";
 
 const env = (name: string) => {

@@ -1,5 +1,5 @@
 /** A run's transcript without what legitimately differs between runs (times, ids, provider instance, token estimates). */
-import type { AgentMessage } from "../../../src/types.js";
+import type { AgentMessage } from "../../../src/shared/contracts.js";
 
 export function normalizedTranscript(messages: AgentMessage[]): unknown[] {
   return messages.map((m) => {
