@@ -1,5 +1,6 @@
 # The jai-agent worker image: `docker build -t jai-agent-worker .`
-# Build stage: compile, bundle the workflows once (so a worker starts in seconds), drop dev dependencies.
+# Build stage: compile, bundle the workflows once (so a worker starts in seconds), drop dev dependencies. The
+# optional peers (MCP SDK, OpenTelemetry's SDK) are kept: the image serves `mcpServers` and OTEL_* traces.
 FROM node:20.19-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -8,6 +9,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build \
  && node dist/cli/jai-agent.js bundle dist/workflow-bundle.js \
+ && node -e "const p = require('./package.json'); for (const n of Object.keys(p.peerDependenciesMeta)) if (n !== '@temporalio/testing') p.dependencies[n] = p.peerDependencies[n]; require('fs').writeFileSync('package.json', JSON.stringify(p, null, 2))" \
  && npm prune --omit=dev --no-audit --no-fund
 
 # Runtime stage: production dependencies, the built code and its workflow bundle; runs as the unprivileged `node` user.

@@ -35,6 +35,6 @@ export {
   CodecServerConfigError,
   type CodecServerOptions,
   type CodecAuthorizer,
-} from "./node/codec/server.js";
+} from "./http/codec-server.js";
 /** A local Temporal dev server (tests, demos). */
 export { startDevServer, findTemporalCli, type DevServer, type DevServerOptions } from "./node/dev-server.js";

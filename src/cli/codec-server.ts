@@ -17,7 +17,7 @@ import {
   CodecServerConfigError,
   createCodecServer,
   type CodecServerOptions,
-} from "../node/codec/server.js";
+} from "../http/codec-server.js";
 import { runningServer } from "../node/server-state.js";
 import { parseCli, runCli } from "./program.js";
 

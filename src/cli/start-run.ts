@@ -9,16 +9,16 @@ import { NativeConnection, Runtime } from "@temporalio/worker";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
 import { startAgentRun } from "../client/client.js";
 import { dataConverterFromEnv } from "../node/codec/config.js";
+import { loadOptional, MCP_PACKAGES, MissingPackageError } from "../node/optional-package.js";
+import type { TourMcpServer } from "../demo/tour-mcp.js";
 import { DEMO_LABEL, registerDemoModel } from "../demo/offline-model.js";
 import {
   createTourTools,
   registerTourModel,
-  startTourMcpServer,
   TOUR_LABEL,
   TOUR_PROMPT,
   TOUR_SYSTEM_PROMPT,
   tourGuide,
-  type TourMcpServer,
 } from "../demo/tour.js";
 import { portInUse, startDevServer, type DevServer } from "../node/dev-server.js";
 import { createFileTools } from "../worker/tools/fs-tools.js";
@@ -88,7 +88,20 @@ export async function startRun(options: StartRunOptions): Promise<void> {
   const events = await startRunEventsService({ client, port: 0, taskQueue, temporalUiUrl: server.uiUrl });
   const workspace = process.env.JAI_WORKSPACE ?? process.cwd();
   let mcp: TourMcpServer | undefined;
-  if (tour) mcp = await startTourMcpServer();
+  if (tour) {
+    // The tour's MCP step needs the MCP SDK (an optional package): without it the tour goes on without that step.
+    try {
+      const { startTourMcpServer } = await loadOptional(
+        "the tour's MCP step",
+        MCP_PACKAGES,
+        () => import("../demo/tour-mcp.js"),
+      );
+      mcp = await startTourMcpServer();
+    } catch (err) {
+      if (!(err instanceof MissingPackageError)) throw err;
+      console.log(`(${err.message}; the tour skips its MCP step)`);
+    }
+  }
   const worker = await createAgentWorker({
     connection,
     taskQueue,

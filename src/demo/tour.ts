@@ -24,11 +24,7 @@ import {
   type Message,
   type Model,
 } from "@jai/ai";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { getAgentRun } from "../client/client.js";
-import type { McpServerConfig } from "../worker/mcp/config.js";
-import { serveMcpOnLoopback } from "./mcp-loopback.js";
 import { agentTool } from "../worker/subagents/agent-tool.js";
 import { createFileTools } from "../worker/tools/fs-tools.js";
 import type { AgentEvent, AgentTool } from "../shared/contracts.js";
@@ -309,46 +305,6 @@ export function createTourTools(options: TourToolsOptions): AgentTool<any>[] {
     maxDepth: 1,
   });
   return [...createFileTools(options.workspace), note, wait, helper];
-}
-
-function countWordsServer(): Server {
-  const server = new Server({ name: "jai-tour", version: "1.0.0" }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [
-      {
-        name: "count_words",
-        description: "Counts the words and characters of a text",
-        inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
-        annotations: { readOnlyHint: true },
-      },
-    ],
-  }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    if (request.params.name !== "count_words")
-      return { isError: true, content: [{ type: "text", text: `no tool ${request.params.name}` }] };
-    const text = String(request.params.arguments?.text ?? "");
-    const words = text.split(/\s+/).filter(Boolean).length;
-    return {
-      content: [{ type: "text", text: `${words} words, ${[...text].length} characters (counted by the MCP server)` }],
-    };
-  });
-  return server;
-}
-
-export interface TourMcpServer {
-  /** The worker's `mcpServers` entry. */
-  config: McpServerConfig;
-  close(): Promise<void>;
-}
-
-/**
- * The tour's MCP server: the SDK's server (a runtime dependency, so this works from a fresh clone and from
- * the installed package alike) over Streamable HTTP on a loopback port of this process. The worker reaches it
- * as it would any remote server: listed at each run's setup, called in tool activities.
- */
-export async function startTourMcpServer(): Promise<TourMcpServer> {
-  const served = await serveMcpOnLoopback(countWordsServer);
-  return { config: { name: TOUR_TOOLS.mcpServer, transport: { type: "http", url: served.url } }, close: served.close };
 }
 
 export interface TourGuideOptions {

@@ -20,13 +20,13 @@
  * - a workflow id that is not an agent run (404).
  * Bound anywhere but loopback it needs a configured token.
  */
-import { randomBytes, timingSafeEqual } from "node:crypto";
-import { networkInterfaces } from "node:os";
+import { randomBytes } from "node:crypto";
 import type { Client } from "@temporalio/client";
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from "@temporalio/common";
 import { Type, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { bearerTokens, createHttpApp } from "./app.js";
 import {
   getAgentRun,
   InvalidRunInputError,
@@ -113,8 +113,6 @@ export interface RunServer {
 }
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
-const WILDCARD = new Set(["0.0.0.0", "::", ""]);
-const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 export const DEFAULT_EVENT_STREAMS = { perRun: 16, total: 128 };
 
 const Message = Type.Union([Type.String({ minLength: 1 }), UserMessageSchema]);
@@ -167,12 +165,6 @@ class NotAnAgentRunError extends Error {
   }
 }
 
-function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
 function sendError(reply: FastifyReply, err: unknown) {
   if (err instanceof InvalidRunInputError) return reply.code(400).send({ error: err.message });
   if (err instanceof TenantLimitError)
@@ -187,54 +179,6 @@ function sendError(reply: FastifyReply, err: unknown) {
   if (err instanceof WorkflowExecutionAlreadyStartedError)
     return reply.code(409).send({ error: `a workflow ${err.workflowId} already exists` });
   throw err;
-}
-
-/** "host:port" as a Host header names it (IPv6 in brackets), lowercased. */
-const hostPort = (host: string, port: number) => `${host.includes(":") ? `[${host}]` : host}:${port}`.toLowerCase();
-
-/** The Host header values this server answers to; undefined: any (allowedHosts "*"). */
-function servedHosts(bound: string, port: number, allowed: string[]): Set<string> | undefined {
-  if (allowed.includes("*")) return undefined;
-  const names = new Set<string>();
-  const add = (host: string) => {
-    names.add(hostPort(host, port));
-    if (port === 80) names.add((host.includes(":") ? `[${host}]` : host).toLowerCase()); // browsers omit :80
-  };
-  for (const name of LOOPBACK) add(name);
-  if (WILDCARD.has(bound)) {
-    for (const addresses of Object.values(networkInterfaces()))
-      for (const a of addresses ?? []) add(a.address.replace(/%.*$/, ""));
-  }
-  add(bound);
-  for (const entry of allowed) {
-    const name = entry.trim().toLowerCase();
-    if (!name) continue;
-    // "name:port" / "[v6]:port" as given; a bare name with any port (a proxy in front may use 80/443).
-    if (/^\[.*\]:\d+$|^[^:]+:\d+$/.test(name)) names.add(name);
-    else {
-      names.add(name.includes(":") && !name.startsWith("[") ? `[${name}]` : name);
-      names.add(hostPort(name.replace(/^\[(.*)\]$/, "$1"), port));
-    }
-  }
-  return names;
-}
-
-/** Why a request comes from another site's page, if it does. */
-function foreignOrigin(req: FastifyRequest, served: Set<string> | undefined): string | undefined {
-  const site = req.headers["sec-fetch-site"];
-  if (site !== undefined && site !== "same-origin" && site !== "none")
-    return `Sec-Fetch-Site: ${String(site)} (the request came from another site's page)`;
-  const origin = req.headers.origin;
-  if (origin === undefined) return undefined;
-  let from: URL | undefined;
-  try {
-    from = new URL(origin);
-  } catch {
-    from = undefined;
-  }
-  const own = from && (from.protocol === "http:" || from.protocol === "https:") ? from.host.toLowerCase() : undefined;
-  if (own && (served ? served.has(own) : own === req.headers.host?.toLowerCase())) return undefined;
-  return `Origin ${origin} is not this server's`;
 }
 
 /** Why `data` does not fit `schema`, in the words the 400 answers use; undefined when it fits. */
@@ -266,57 +210,19 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   const allowed = options.allowedHosts ?? (process.env.JAI_HTTP_ALLOWED_HOSTS ?? "").split(",").filter(Boolean);
   const caps = { ...DEFAULT_EVENT_STREAMS, ...options.maxEventStreams };
   const { client, tap } = options;
-  const app = Fastify({ logger: false, forceCloseConnections: true });
-  // Bodies are JSON (the onRequest check refuses any other type before parsing); an empty one reads as {}.
-  const json = app.getDefaultJsonParser("error", "error");
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) =>
-    (body as string).trim() === "" ? done(null, {}) : json(req, body as string, done),
-  );
+  const http = createHttpApp({
+    hosts: "served",
+    allowedHosts: allowed,
+    origins: "same-origin",
+    realm: "jai-agent",
+    ...(token ? { bearer: bearerTokens([token]) } : {}),
+    open: (route) => PAGE_ROUTES.has(route),
+  });
+  const { app } = http;
   // Bodies are checked with the TypeBox schemas the workflow itself uses.
   app.setValidatorCompiler(({ schema, httpPart }) => (data) => {
     const problem = schemaProblem(schema as TSchema, data, httpPart === "querystring" ? "query" : "body");
     return problem ? { error: new Error(problem) } : { value: data };
-  });
-  app.setErrorHandler((err: { statusCode?: number; validation?: unknown; message: string }, _req, reply) => {
-    if (err.validation || err.statusCode === 400) return reply.code(400).send({ error: err.message });
-    return reply.code(err.statusCode && err.statusCode >= 400 ? err.statusCode : 500).send({ error: err.message });
-  });
-
-  // The Host names it answers to ("any" with allowedHosts "*"), known once it listens (the port may be 0 until then).
-  const hosts: { served?: Set<string> | "any" } = {};
-  app.addHook("onRequest", async (req, reply) => {
-    reply.header("cache-control", "no-store").header("x-content-type-options", "nosniff");
-    // Browsers never send a fragment; a "#" in a request line is someone probing how the path is cut.
-    if (req.raw.url?.includes("#")) return reply.code(400).send({ error: 'a "#" in the request path is not accepted' });
-    const named = req.headers.host?.toLowerCase();
-    const served = hosts.served === "any" ? undefined : (hosts.served ?? new Set<string>());
-    if (served && (!named || !served.has(named)))
-      return reply.code(403).send({
-        error: `refused Host "${named ?? ""}": this server answers only to loopback names and its own address with its port, and to JAI_HTTP_ALLOWED_HOSTS (DNS rebinding guard)`,
-      });
-    if (req.method === "GET" && PAGE_ROUTES.has(req.routeOptions.url ?? "")) return;
-    const foreign = foreignOrigin(req, served);
-    if (foreign) return reply.code(403).send({ error: `cross-origin request refused: ${foreign}` });
-    if (req.query && typeof req.query === "object" && "token" in req.query)
-      return reply.code(400).send({
-        error: "a token in the query string is not accepted (proxies log URLs): send Authorization: Bearer <token>",
-      });
-    if (token) {
-      const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1]?.trim();
-      if (!given || !safeEqual(given, token))
-        return reply
-          .code(401)
-          .header("www-authenticate", 'Bearer realm="jai-agent"')
-          .send({ error: "missing or wrong bearer token (Authorization: Bearer <token>)" });
-    }
-    if (!SAFE_METHODS.has(req.method)) {
-      const type = (req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
-      if (type !== "application/json")
-        return reply
-          .code(415)
-          .send({ error: `${req.method} needs Content-Type: application/json, got "${type || "none"}"` });
-    }
   });
 
   /** The run behind an id, once it is known to be an agent run (not another workflow of the namespace). */
@@ -539,10 +445,7 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     }
   });
 
-  await app.listen({ host, port: options.port ?? 8787 });
-  const address = app.server.address() as { port: number };
-  hosts.served = servedHosts(host, address.port, allowed) ?? "any";
-  const url = `http://${hostPort(host, address.port)}`;
+  const { url } = await http.listen(host, options.port ?? 8787);
   const consoleUrl = `${url}/${tokenMinted ? `#token=${token}` : ""}`;
   return { url, token, tokenMinted, consoleUrl, app, close: () => app.close() };
 }

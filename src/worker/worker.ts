@@ -25,6 +25,7 @@ import { metricsSink, noMetricsSink, type AgentMetrics } from "./telemetry/metri
 import { providerLimitMetrics } from "./telemetry/provider-limit-metrics.js";
 import type { AgentTracing } from "./telemetry/tracing.js";
 import { workflowTracingModule } from "./telemetry/tracing-module.js";
+import { loadOptional, MCP_PACKAGES } from "../node/optional-package.js";
 import type { McpToolSource } from "./mcp/source.js";
 import { replayCappedOptions } from "./replay-cap.js";
 import {
@@ -326,7 +327,9 @@ async function connectAgent(options: AgentWorkerOptions): Promise<Agent> {
   const onEvent = metrics ? metrics.wrapEvents(options.onEvent) : options.onEvent;
   // The MCP client (and its schema libraries) is loaded only by a worker that has MCP servers.
   const mcp = options.mcpServers?.length
-    ? new (await import("./mcp/source.js")).McpToolSource(options.mcpServers)
+    ? new (
+        await loadOptional("mcpServers (MCP tool sources)", MCP_PACKAGES, () => import("./mcp/source.js"))
+      ).McpToolSource(options.mcpServers)
     : undefined;
   return {
     options,

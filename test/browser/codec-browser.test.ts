@@ -17,7 +17,7 @@ import { launchChromium } from "../../scripts/chromium.js";
 import { startAgentRun } from "../../src/client/client.js";
 import { AesGcmCodec } from "../../src/node/codec/aes-gcm.js";
 import { parseCodecKeys } from "../../src/node/codec/config.js";
-import { bearerTokens, createCodecServer } from "../../src/node/codec/server.js";
+import { bearerTokens, createCodecServer } from "../../src/http/codec-server.js";
 import { freePort, startDevServer, type DevServer } from "../../src/node/dev-server.js";
 import { createAgentWorker } from "../../src/worker/worker.js";
 import { fauxModel, uniqueId, within } from "../support/helpers.js";

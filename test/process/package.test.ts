@@ -36,11 +36,14 @@ beforeAll(() => {
   tarball = path.join(project, packed[0].filename);
   const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")) as {
     peerDependencies: Record<string, string>;
+    peerDependenciesMeta: Record<string, { optional?: boolean }>;
   };
   const version = (name: string) =>
     (JSON.parse(readFileSync(path.join(repoRoot, "node_modules", name, "package.json"), "utf8")) as { version: string })
       .version;
-  const peers = Object.keys(pkg.peerDependencies).filter((name) => name !== "@temporalio/testing");
+  // The required peers only: the optional ones (the MCP SDK, OpenTelemetry's SDK, the testing kit) stay out, as in a
+  // project that never uses their features.
+  const peers = Object.keys(pkg.peerDependencies).filter((name) => !pkg.peerDependenciesMeta[name]?.optional);
   writeFileSync(
     path.join(project, "package.json"),
     JSON.stringify({ name: "empty-project", private: true, type: "module" }, null, 2),
@@ -113,6 +116,48 @@ test(
     const last = JSON.parse(out.trim().split("\n").pop()!) as { stopReason: string; messages: number };
     expect(last.messages).toBeGreaterThanOrEqual(2);
     expect(["stop", "error"]).toContain(last.stopReason);
+  },
+  TIMEOUT,
+);
+
+test(
+  "without the optional packages, a feature that needs one is refused naming the package; the rest works",
+  () => {
+    expect(existsSync(path.join(project, "node_modules", "@modelcontextprotocol", "sdk"))).toBe(false);
+    expect(existsSync(path.join(project, "node_modules", "@opentelemetry", "sdk-trace-base"))).toBe(false);
+    writeFileSync(
+      path.join(project, "mcp-worker.mjs"),
+      `import { NativeConnection } from "@temporalio/worker";
+import { createAgentWorker } from "jai-agent/worker";
+const connection = await NativeConnection.connect({ address: ${JSON.stringify(process.env.TEMPORAL_ADDRESS)} });
+try {
+  await createAgentWorker({ connection, taskQueue: "optional-mcp", mcpServers: [{ name: "m", transport: { type: "http", url: "http://127.0.0.1:9/mcp" } }] });
+  console.log("created");
+} catch (err) {
+  console.log(\`\${err.name}: \${err.message}\`);
+} finally {
+  await connection.close();
+}
+`,
+    );
+    expect(sh(process.execPath, ["mcp-worker.mjs"], project)).toContain(
+      "MissingPackageError: mcpServers (MCP tool sources) needs the package @modelcontextprotocol/sdk, which is not installed: npm install @modelcontextprotocol/sdk",
+    );
+    // The worker process asked for traces by the standard environment: it exits naming what to install.
+    const traced = spawnSync(
+      path.join(project, "node_modules", ".bin", "jai-agent"),
+      ["worker", "--task-queue", "optional-otel"],
+      {
+        cwd: project,
+        env: { ...process.env, NODE_OPTIONS: "", OTEL_TRACES_EXPORTER: "otlp" },
+        encoding: "utf8",
+        timeout: 60000,
+      },
+    );
+    expect(traced.status).not.toBe(0);
+    expect(`${traced.stdout}${traced.stderr}`).toMatch(
+      /traces \(OTEL_\* environment\) needs the package @(temporalio|opentelemetry)\/[a-z-]+, which is not installed/,
+    );
   },
   TIMEOUT,
 );

@@ -28,7 +28,7 @@ import {
 } from "../../src/node/blobs/config.js";
 import { dataConverterFromEnv } from "../../src/node/codec/config.js";
 import { AesGcmCodec } from "../../src/node/codec/aes-gcm.js";
-import { createCodecServer } from "../../src/node/codec/server.js";
+import { createCodecServer } from "../../src/http/codec-server.js";
 import { DEFAULT_LIMITS, keepErrorText, keepToolResult } from "../../src/worker/activities/result-limits.js";
 import { encodeReferencePayload } from "@temporalio/common/lib/internal-non-workflow/extstore-helpers.js";
 

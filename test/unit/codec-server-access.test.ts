@@ -15,7 +15,7 @@ import {
   CodecServerConfigError,
   createCodecServer,
   isLoopbackHost,
-} from "../../src/node/codec/server.js";
+} from "../../src/http/codec-server.js";
 
 const codec = new AesGcmCodec({ keys: parseCodecKeys("k:" + Buffer.alloc(32, 3).toString("base64"), "test") });
 const UI = "http://127.0.0.1:8233";

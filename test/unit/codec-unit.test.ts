@@ -13,7 +13,7 @@ import {
   KEY_ID_METADATA,
 } from "../../src/node/codec/aes-gcm.js";
 import { codecFromEnv, parseCodecKeys } from "../../src/node/codec/config.js";
-import { bearerTokens, createCodecServer } from "../../src/node/codec/server.js";
+import { bearerTokens, createCodecServer } from "../../src/http/codec-server.js";
 
 const key = (fill: number) => Buffer.alloc(32, fill);
 const A = { id: "A", key: key(1) };

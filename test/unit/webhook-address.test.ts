@@ -1,7 +1,8 @@
 /** The webhook address guard and secret binding, pure: every spelling of an address read into its bytes, judged, and secrets bound to origins. */
 import { describe, expect, it } from "@jest/globals";
 import { createWebhookActivity, webhookSecretFor, type WebhookOptions } from "../../src/worker/webhooks/deliver.js";
-import { checkWebhookUrl, isPrivateAddress, parseIp } from "../../src/worker/webhooks/target.js";
+import { isPrivateAddress, parseIp } from "../../src/node/addresses.js";
+import { checkWebhookUrl } from "../../src/worker/webhooks/target.js";
 
 const LOOPBACK4 = [127, 0, 0, 1];
 const MAPPED = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 127, 0, 0, 1];

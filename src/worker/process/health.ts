@@ -1,5 +1,6 @@
 /** `/healthz` (the process and its worker are alive), `/readyz` (polling for tasks) for orchestrators, `/metrics` for Prometheus. */
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
+import { createHttpApp } from "../../http/app.js";
 
 export interface HealthProbe {
   /** False once the worker failed: restart the process. */
@@ -15,31 +16,46 @@ export interface HealthProbe {
 /**
  * Serves the probe on host:port; resolves with the server once it listens (port 0: any free one).
  * Loopback by default: the endpoints carry no auth, so widening them (JAI_HEALTH_HOST / --health-host 0.0.0.0,
- * as the image does for its orchestrator and Prometheus) is the operator's choice.
+ * as the image does for its orchestrator and Prometheus) is the operator's choice. The HTTP app's guard still
+ * holds: a `Host` other than loopback names and the bound addresses (orchestrators and Prometheus call by
+ * address) or `allowedHosts` is refused (DNS rebinding), and so is another site's page.
  */
-export function serveHealth(probe: HealthProbe, port: number, host = "127.0.0.1"): Promise<Server> {
-  const server = createServer((req, res) => {
-    const route = (req.url ?? "").split("?")[0];
-    if (route === "/metrics" && probe.metrics) {
-      probe.metrics().then(
-        (text) => res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(text),
-        (err: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(`metrics failed: ${String(err)}\n`),
-      );
-      return;
-    }
-    const ok = route === "/healthz" ? probe.healthy() : route === "/readyz" ? probe.ready() : undefined;
-    if (ok === undefined) {
-      res
-        .writeHead(404, { "content-type": "text/plain" })
-        .end(`not found: try /healthz, /readyz${probe.metrics ? " or /metrics" : ""}\n`);
-      return;
-    }
-    res
-      .writeHead(ok ? 200 : 503, { "content-type": "application/json" })
-      .end(JSON.stringify({ ok, ...probe.detail() }) + "\n");
+export async function serveHealth(
+  probe: HealthProbe,
+  port: number,
+  host = "127.0.0.1",
+  allowedHosts: readonly string[] = (process.env.JAI_HEALTH_ALLOWED_HOSTS ?? "").split(",").filter(Boolean),
+): Promise<Server> {
+  const http = createHttpApp({ hosts: "served", allowedHosts, origins: "same-origin" });
+  const { app } = http;
+  const state = (ok: boolean) => ({ ok, ...probe.detail() });
+  app.get("/healthz", async (_req, reply) => {
+    const ok = probe.healthy();
+    return reply.code(ok ? 200 : 503).send(state(ok));
   });
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => resolve(server));
+  app.get("/readyz", async (_req, reply) => {
+    const ok = probe.ready();
+    return reply.code(ok ? 200 : 503).send(state(ok));
   });
+  if (probe.metrics) {
+    const metrics = probe.metrics;
+    app.get("/metrics", async (_req, reply) => {
+      try {
+        return reply.type("text/plain; version=0.0.4; charset=utf-8").send(await metrics());
+      } catch (err) {
+        return reply
+          .code(500)
+          .type("text/plain")
+          .send(`metrics failed: ${String(err)}\n`);
+      }
+    });
+  }
+  app.setNotFoundHandler((_req, reply) =>
+    reply
+      .code(404)
+      .type("text/plain")
+      .send(`not found: try /healthz, /readyz${probe.metrics ? " or /metrics" : ""}\n`),
+  );
+  await http.listen(host, port);
+  return app.server;
 }

@@ -41,6 +41,7 @@ import { describeBlobStorage } from "../../node/blobs/config.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
 import { temporalTarget } from "../../node/connection.js";
 import { serveHealth } from "./health.js";
+import { loadOptional, TRACING_PACKAGES } from "../../node/optional-package.js";
 import { noServer } from "../../cli/program.js";
 import { freePort } from "../../node/dev-server.js";
 import { createAgentMetrics, type AgentMetrics } from "../telemetry/metrics.js";
@@ -376,7 +377,11 @@ export async function runWorkerProcess(options: WorkerProcessOptions = {}): Prom
   const runtime = await installRuntime(withMetrics, env);
   // Traces when the standard OTEL_* environment asks for them (OTLP over HTTP); the shipped bundle has no tracing
   // interceptors, so the workflows are bundled here then. OpenTelemetry is loaded only then.
-  const tracing = tracingWanted(env) ? await (await import("../telemetry/tracing.js")).tracingFromEnv(env) : undefined;
+  const tracing = tracingWanted(env)
+    ? await (
+        await loadOptional("traces (OTEL_* environment)", TRACING_PACKAGES, () => import("../telemetry/tracing.js"))
+      ).tracingFromEnv(env)
+    : undefined;
   const connection = await NativeConnection.connect(plan.target.connectionOptions).catch((err: unknown) => {
     throw noServer(err, plan.target.connectionOptions.address) ?? err;
   });

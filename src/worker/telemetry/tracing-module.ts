@@ -4,10 +4,13 @@
  * worker that does not trace never loads OpenTelemetry (~150 modules at every start).
  */
 import { createRequire } from "node:module";
+import { resolveOptional, TRACING_PACKAGES } from "../../node/optional-package.js";
 
 /** The workflow interceptors module to bundle with the workflows (see bundleAgentWorkflows's `tracing`). */
 export function workflowTracingModule(): string {
-  return createRequire(import.meta.url).resolve("@temporalio/interceptors-opentelemetry/lib/workflow-interceptors");
+  return resolveOptional("traces (tracing: true)", TRACING_PACKAGES, () =>
+    createRequire(import.meta.url).resolve("@temporalio/interceptors-opentelemetry/lib/workflow-interceptors"),
+  );
 }
 
 /**
