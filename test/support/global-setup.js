@@ -17,6 +17,9 @@ export default async function globalSetup() {
     sqlitePragmas: { journal_mode: "wal", synchronous: "off" },
   });
   process.env.TEMPORAL_ADDRESS = server.address;
+  // Run servers announce no runtime files (one machine, no setup: src/node/runtime-files.ts): a test follows runs
+  // from where it says; test/server/events-one-machine.test.ts turns them on for itself.
+  process.env.JAI_RUNTIME_DIR = "off";
   globalThis.__temporalDevServer = server;
   process.env.JAI_TEST_BUNDLES = mkdtempSync(path.join(os.tmpdir(), "jai-test-bundles-"));
   // The sources compiled once for the programs tests start (test/support/entry.ts); inside the repository, so

@@ -18,6 +18,7 @@ import type { AssistantMessage } from "@jai/ai";
 import type { AgentEvent, AgentMessage } from "../../shared/contracts.js";
 import { transcriptEvents } from "./from-history.js";
 import { EventDeduper } from "../../node/event-identity.js";
+import { runtimeToken } from "../../node/runtime-files.js";
 import { partialRebuilder, unframe, type WireFrame } from "../../shared/event-wire.js";
 
 /** An event of a run and where it is in the run's event stream. */
@@ -92,21 +93,28 @@ export function isTrustedEventsUrl(url: string, options: Pick<RunEventsOptions, 
 
 /** The events URL the newest worker of the run announced in its identity, if any (http or https only). History wrote it: see isTrustedEventsUrl before sending it a token. */
 export async function discoverEventsUrl(client: Client, workflowId: string): Promise<string | undefined> {
+  return (await discoverEvents(client, workflowId)).url;
+}
+
+/** What history says of the run's events server: its URL, and whether any worker has taken a task of the run yet. */
+async function discoverEvents(client: Client, workflowId: string): Promise<{ url?: string; workerSeen: boolean }> {
   const response = await client.workflowService.getWorkflowExecutionHistoryReverse({
     namespace: client.options.namespace,
     execution: { workflowId },
     maximumPageSize: 200,
   });
+  let workerSeen = false;
   for (const event of response.history?.events ?? []) {
     const identity =
       event.workflowTaskStartedEventAttributes?.identity ?? event.activityTaskStartedEventAttributes?.identity;
+    if (identity) workerSeen = true;
     const at = identity?.indexOf(EVENTS_IDENTITY_MARK) ?? -1;
     if (identity && at >= 0) {
       const url = identity.slice(at + EVENTS_IDENTITY_MARK.length).split(/\s/)[0];
-      return /^https?:\/\/[^/?#\s]+/i.test(url) ? url : undefined;
+      return { url: /^https?:\/\/[^/?#\s]+/i.test(url) ? url : undefined, workerSeen };
     }
   }
-  return undefined;
+  return { workerSeen };
 }
 
 interface SseFrame {
@@ -183,8 +191,9 @@ async function* overSse(
   workflowId: string,
   reader: RunReader,
   options: RunEventsOptions,
-  withToken: boolean,
+  auth: { withToken: boolean; token?: string },
 ): AsyncGenerator<RunEvent> {
+  const { withToken, token } = auth;
   let cursor = options.from;
   let rebuild = partialRebuilder();
   let failures = 0;
@@ -193,7 +202,6 @@ async function* overSse(
   const seen = new EventDeduper();
   /** After a restart: transcript-derived events below this index were given already. */
   let skip = 0;
-  const token = withToken ? (options.token ?? process.env.JAI_HTTP_TOKEN) : undefined;
   const fallback = (reason?: string) => {
     if (reason) process.emitWarning(`events of ${workflowId}: ${reason}; following the run from its history instead`);
     const from = /^h\d+$/.test(cursor ?? "")
@@ -300,13 +308,20 @@ export async function* runEvents(
   // An empty setting is no setting: it must not make a URL from history count as configured.
   const configured = options.url || process.env.JAI_EVENTS_URL || undefined;
   let url = configured;
-  // A run just started has no worker identity in its history yet: give its first workflow task a moment.
+  // A run just started has no worker identity in its history yet: give its first workflow task a moment. Once a
+  // worker that announces no events server has taken a task, there is nothing to wait for.
   for (let i = 0; i < 50 && !url && !options.from?.startsWith("h"); i++) {
-    url = await discoverEventsUrl(client, workflowId);
-    if (url || (await reader.closed())) break;
+    const found = await discoverEvents(client, workflowId);
+    url = found.url;
+    if (url || found.workerSeen || (await reader.closed())) break;
     await new Promise((r) => setTimeout(r, 200));
   }
-  // A URL from history gets the token only on a host the caller trusts.
-  const withToken = configured !== undefined || (url !== undefined && isTrustedEventsUrl(url, options));
-  yield* url ? overSse(url, workflowId, reader, options, withToken) : fromTranscript(reader, options);
+  // A URL from history gets the token only on a host the caller trusts, or when this user's own run server there
+  // left its token in a runtime file only this user can read (node/runtime-files.ts).
+  const trusted = configured !== undefined || (url !== undefined && isTrustedEventsUrl(url, options));
+  const own = !trusted && url !== undefined ? runtimeToken(url) : undefined;
+  const auth = trusted
+    ? { withToken: true, token: options.token ?? process.env.JAI_HTTP_TOKEN }
+    : { withToken: own !== undefined, token: own };
+  yield* url ? overSse(url, workflowId, reader, options, auth) : fromTranscript(reader, options);
 }

@@ -6,6 +6,7 @@ import type { AgentEventsServeOptions } from "../serving.js";
 import type { AgentEventSink } from "../../shared/contracts.js";
 import { EVENTS_IDENTITY_MARK } from "../../client/events/subscribe.js";
 import { EventTap, type EventTapOptions } from "./tap.js";
+import { announceRunServer } from "../../node/runtime-files.js";
 
 export interface RunEventsService {
   tap: EventTap;
@@ -22,6 +23,15 @@ export async function startRunEventsService(
 ): Promise<RunEventsService> {
   const tap = new EventTap(options.tap);
   const server = await startRunServer({ ...options, tap });
+  // Clients of the same user on this host take the token from a file only that user reads (node/runtime-files.ts).
+  if (server.token) {
+    const remove = announceRunServer(server.url, server.token);
+    const close = server.close;
+    (server as { close: () => Promise<void> }).close = () => {
+      remove();
+      return close();
+    };
+  }
   return {
     tap,
     server,
