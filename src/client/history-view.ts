@@ -172,6 +172,7 @@ export function closedRunState(last: RunStory, messageCount: number): AgentRunSt
     ...(floor.length > 0 ? { approvalPolicyFloor: floor } : {}),
     ...(result?.spend ? { spend: result.spend } : {}),
     ...(result?.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
+    ...(result?.output !== undefined ? { output: result.output } : {}),
   };
 }
 

@@ -772,6 +772,8 @@ export interface AgentRunState {
   spend?: BudgetSpend;
   /** Set once a limit of the budget ended the run (stopReason "budget"). */
   budgetExceeded?: BudgetLimit;
+  /** A run with a typed `output`: the last prompt's validated final answer, once it has one (as in the result). */
+  output?: unknown;
 }
 
 /** Tool metadata the workflow needs; resolved once per run by the setup activity and kept in history. */

@@ -5,6 +5,7 @@
  */
 import {
   CancellationScope,
+  ApplicationFailure,
   ContinueAsNew,
   isCancellation,
   log,
@@ -17,6 +18,7 @@ import type { AgentRunInput, AgentRunResult } from "../shared/contracts.js";
 import type { RunOutcome } from "../worker/webhooks/deliver.js";
 import { checkWebhookField } from "../shared/webhook-field.js";
 import { emptyUsage } from "../shared/usage.js";
+import { AGENT_RUN_FAILED } from "../shared/definitions.js";
 
 function finalText(result: AgentRunResult): string {
   const last = [...result.messages].reverse().find((m) => m.role === "assistant");
@@ -39,6 +41,12 @@ export async function withCompletionWebhook(
     // Anything else is a bug that fails the workflow task (retried), not the run: nothing to report yet.
     if (!(err instanceof TemporalFailure)) throw err;
     const cancelled = isCancellation(err);
+    // A run that ended with stopReason "error" fails with its result in the failure's details: report that result.
+    const ended = err instanceof ApplicationFailure && err.type === AGENT_RUN_FAILED ? err.details?.[0] : undefined;
+    if (ended) {
+      await deliver(input, { status: "failed", ...outcomeOf(ended as AgentRunResult) });
+      throw err;
+    }
     await deliver(input, {
       status: cancelled ? "cancelled" : "failed",
       stopReason: cancelled ? "aborted" : "error",
@@ -52,13 +60,21 @@ export async function withCompletionWebhook(
   await deliver(input, {
     // A cancelled run closes its transcript and returns normally, as "aborted".
     status: CancellationScope.current().consideredCancelled ? "cancelled" : "completed",
+    ...outcomeOf(result),
+  });
+  return result;
+}
+
+/** What a delivery says of a run's result. */
+function outcomeOf(result: AgentRunResult): Omit<RunOutcome, "workflowId" | "runId" | "endedAt" | "status"> {
+  return {
     stopReason: result.stopReason,
     finalText: finalText(result),
     turns: result.turns,
     usage: result.usage,
     ...(result.errorMessage !== undefined ? { errorMessage: result.errorMessage } : {}),
-  });
-  return result;
+    ...(result.output !== undefined ? { output: result.output } : {}),
+  };
 }
 
 async function deliver(

@@ -156,6 +156,44 @@ describe("completion webhooks", () => {
     expect(history).toContain("ci-hook");
   });
 
+  it("a typed run's delivery carries its output; one that failed its typed answer carries its turns and reason", async () => {
+    const { worker, taskQueue } = await testWorker(env, [], workerOptions());
+    const typedId = uniqueId("hook-typed");
+    const wrongId = uniqueId("hook-typed-wrong");
+    const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
+    const right = fauxModel([
+      fauxAssistantMessage([fauxToolCall("final_answer", { city: "Lisbon" })], { stopReason: "toolUse" }),
+    ]);
+    const wrong = fauxModel([
+      fauxAssistantMessage([fauxToolCall("final_answer", { town: "Lisbon" })], { stopReason: "toolUse" }),
+    ]);
+    await worker.runUntil(async () => {
+      const typed = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: typedId,
+        model: right.getModel(),
+        prompt: "where?",
+        output: schema as never,
+        webhook: webhook(),
+      });
+      const failed = await startAgentRun(env.client, {
+        taskQueue,
+        workflowId: wrongId,
+        model: wrong.getModel(),
+        prompt: "where?",
+        output: schema as never,
+        outputRetries: 0,
+        webhook: webhook(),
+      });
+      await within(Promise.all([typed.result(), failed.result().catch((e: unknown) => e)]), 60_000, "the runs to end");
+    });
+    expect(accepted(typedId)).toMatchObject({ status: "completed", stopReason: "stop", output: { city: "Lisbon" } });
+    const failed = accepted(wrongId);
+    expect(failed).toMatchObject({ status: "failed", stopReason: "error", turns: 1 });
+    expect(failed.errorMessage).toMatch(/^Typed output: no valid final answer after 1 attempt/);
+    expect(failed.usage.totalTokens).toBeGreaterThan(0);
+  });
+
   it("a loopback URL is refused unless the worker allows private hosts; the run's outcome stands", async () => {
     const { worker, taskQueue } = await testWorker(env, [], { webhooks: { secrets: ciHook() } });
     const workflowId = uniqueId("hook-refused");

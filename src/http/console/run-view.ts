@@ -59,7 +59,9 @@ function runView(settings, id) {
   head.append(back, title, status, usage, ui);
   const bar = el("div", "approve-all"); bar.id = "approve-all-bar"; bar.hidden = true;
   const log = el("div", "log"); log.id = "log";
-  main.append(head, bar, log, composer());
+  // How the run ended: its typed result, or the reason it failed (the badge says only "failed").
+  const outcome = el("section", "outcome"); outcome.id = "outcome"; outcome.hidden = true;
+  main.append(head, bar, log, outcome, composer());
   stream(id);
   refreshState();
   setInterval(() => { if (!run.ended && !document.hidden) refreshState(); }, POLL_MS);
@@ -130,6 +132,15 @@ function setActions(s) {
         : "The run is working: steer it (the message comes before the next model call) or queue a follow-up (after it would stop).";
 }
 
+/** The typed result (run input "output") and, for an ended run, the reason it ended on an error. */
+function showOutcome(s) {
+  const out = $("outcome");
+  out.replaceChildren();
+  if (s.output !== undefined) out.append(el("h3", "", "Typed result"), el("pre", "result", JSON.stringify(s.output, null, 2)));
+  if (ENDED.has(s.status) && s.errorMessage) out.append(el("h3", "", "Why it ended"), el("p", "err", s.errorMessage));
+  out.hidden = out.childElementCount === 0;
+}
+
 async function refreshState() {
   if (run.polling) return;
   run.polling = true;
@@ -141,6 +152,7 @@ async function refreshState() {
     badge.className = "badge status-" + s.status;
     $("usage").textContent = "turn " + s.turn + (s.usage ? " · " + count(s.usage.totalTokens) + " tokens · " + money(s.usage.cost && s.usage.cost.total) : "");
     setActions(s);
+    showOutcome(s);
     showApprovals(s.pendingApprovals || [], ENDED.has(s.status));
     showClientWaits(s.pendingClientResults || [], ENDED.has(s.status));
     if (ENDED.has(s.status)) { run.ended = true; document.body.dataset.ended = "1"; }

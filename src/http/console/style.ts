@@ -7,7 +7,9 @@ header .brand{color:#fff;font-weight:700;text-decoration:none} header .muted{col
 main{max-width:1100px;margin:0 auto;padding:16px}
 h2{font-size:16px;margin:8px 0}
 a{color:#1d4ed8}
-.muted{color:#6b7280} .err{color:#b91c1c} .num{text-align:right;font-variant-numeric:tabular-nums}
+.muted{color:#6b7280} .err{color:#b91c1c}
+.outcome{border:1px solid #e5e7eb;border-radius:6px;padding:8px 12px;margin:8px 0} .outcome h3{margin:4px 0;font-size:14px}
+.outcome pre.result{white-space:pre-wrap;word-break:break-word;background:#f3f4f6;padding:6px 8px;border-radius:4px;margin:4px 0} .num{text-align:right;font-variant-numeric:tabular-nums}
 button{padding:5px 12px;cursor:pointer;border:1px solid #c7ced6;border-radius:5px;background:#fff;font:inherit}
 button.primary{background:#1d4ed8;border-color:#1d4ed8;color:#fff} button.danger{border-color:#dc2626;color:#b91c1c}
 button:disabled{opacity:.45;cursor:not-allowed}

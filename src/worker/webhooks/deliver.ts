@@ -38,6 +38,8 @@ export interface RunOutcome {
   usage: Usage;
   /** Set when it ended on an error. */
   errorMessage?: string;
+  /** A run with a typed `output`: its validated final answer (as `AgentRunResult.output`). */
+  output?: unknown;
   /** When the run ended (ISO 8601, workflow time). */
   endedAt: string;
 }

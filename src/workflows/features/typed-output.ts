@@ -42,6 +42,7 @@ export const typedOutputFeature: RunFeature = {
       modelTools: [outputTool(schema)],
       turns: (run, resume) => outputTurns(run.state, schema, retries, resume?.outputFailures ?? 0),
       result: (state) => (state.output !== undefined ? { output: state.output } : {}),
+      snapshot: (state) => (state.output !== undefined ? { output: state.output } : {}),
     };
   },
 };
