@@ -35,7 +35,7 @@ import {
   type TemporalServer,
 } from "../test/support/cluster/temporal-server.js";
 import { buildDist, repoRoot, startWorkerProcess, type WorkerProcess } from "../test/support/service/processes.js";
-import { checkContexts, checkLedger, type Fault } from "./soak/ledger.js";
+import { checkContexts, checkLedger, runsWithLocalRepeats, type Fault } from "./soak/ledger.js";
 import { Workload, type RunRecord } from "./soak/workload.js";
 import { checkMcp, startSoakMcpServer, type SoakMcpServer } from "./soak/mcp-server.js";
 import {
@@ -398,6 +398,21 @@ async function main(): Promise<number> {
   await Promise.all(saving);
 
   // ---- the end: ledger, windows, report ----
+  // A local activity runs again when the workflow task that ran it is lost (timed out or failed): history records
+  // each such task, and the ledger check takes them as faults, for the runs that need them only.
+  for (const wf of runsWithLocalRepeats(ledgerFile)) {
+    const runIds: string[] = [];
+    for await (const r of client.workflow.list({ query: `WorkflowId = '${wf}'` })) runIds.push(r.runId);
+    for (const runId of runIds) {
+      const history = await client.workflow.getHandle(wf, runId).fetchHistory();
+      for (const e of history.events ?? []) {
+        if (!e.workflowTaskTimedOutEventAttributes && !e.workflowTaskFailedEventAttributes) continue;
+        const t = e.eventTime;
+        const at = t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : undefined;
+        if (at !== undefined) faultLog.push({ kind: "task", wf, at });
+      }
+    }
+  }
   const ledger = checkLedger(ledgerFile, workload.runs, faultLog);
   if (opts.sabotage)
     log(

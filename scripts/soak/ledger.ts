@@ -66,7 +66,15 @@ export type LedgerLine = LedgerEffect | LedgerDone;
 export type Fault =
   | { kind: "kill"; pid: number; at: number }
   | { kind: "stop"; pid: number; at: number; until: number }
-  | { kind: "restart"; what: string; at: number; until: number };
+  | { kind: "restart"; what: string; at: number; until: number }
+  /**
+   * A workflow task of run `wf` that did not complete (its history records it timed out or failed at `at`): the
+   * local activities it ran run again in the next attempt, as Temporal documents (at-least-once).
+   */
+  | { kind: "task"; wf: string; at: number };
+
+/** How long before its timed-out or failed event a lost workflow task may have run a local activity. */
+export const TASK_LIFETIME_MS = 30000;
 
 /** Time for a result to leave the worker after `execute` returned (the codec, the completion call). */
 export const COMPLETION_SLACK_MS = 2000;
@@ -93,6 +101,8 @@ export type LedgerRun = Pick<RunRecord, "id" | "messages">;
 /** One execution of a call: what it wrote and when it held the call. */
 interface Execution {
   id: string;
+  /** The run (workflow id) it belongs to. */
+  wf: string;
   pid: number;
   attempt: number;
   local: boolean;
@@ -122,6 +132,15 @@ function faultBehind(lost: Execution, retry: Execution, faults: Fault[]): Fault 
         return f.pid === lost.pid && overlaps(f.at, f.until) && retry.started >= f.at;
       case "restart":
         return overlaps(f.at - RESTART_LEAD_MS, f.until + RESTART_SETTLE_MS) && retry.started >= f.at - RESTART_LEAD_MS;
+      case "task":
+        // Only a local activity runs inside a workflow task; it ran before that task was lost, the retry after.
+        return (
+          lost.local &&
+          f.wf === lost.wf &&
+          lost.started >= f.at - TASK_LIFETIME_MS &&
+          lost.started <= f.at + COMPLETION_SLACK_MS &&
+          retry.started >= f.at
+        );
     }
   });
 }
@@ -132,7 +151,7 @@ function unexcused(lost: Execution, retry: Execution, faults: Fault[]): string |
   if (!retry.local && retry.attempt <= lost.attempt)
     return `attempt ${lost.attempt} is not earlier than the recorded attempt ${retry.attempt}`;
   if (!faultBehind(lost, retry, faults))
-    return "no SIGKILL, SIGSTOP or restart cut that execution short before the recorded one started";
+    return "no SIGKILL, SIGSTOP, restart or lost workflow task cut that execution short before the recorded one started";
   return undefined;
 }
 
@@ -174,6 +193,7 @@ function executionsOf(effects: LedgerEffect[], dones: Map<string, number>): Exec
       const started = e.started ?? e.t;
       x = {
         id,
+        wf: e.wf,
         pid: e.pid,
         attempt: e.attempt,
         local: e.local === true || e.tool === "ledger_fast",
@@ -272,6 +292,18 @@ export function judgeLedger(lines: LedgerLine[], runs: LedgerRun[], faults: Faul
     count(wf, entries[0].call, entries, judgeUnknown(executionsOf(entries, dones), faults, once));
   }
   return report;
+}
+
+/** Runs with more than one effect of a local activity's call: the ones whose lost workflow tasks the check needs. */
+export function runsWithLocalRepeats(file: string): string[] {
+  const raw = existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+  const counts = new Map<string, number>();
+  for (const line of raw.map((l) => JSON.parse(l) as LedgerLine)) {
+    if (line.kind === "done" || !(line.local === true || line.tool === "ledger_fast")) continue;
+    const k = `${line.wf}\u0000${line.call}`;
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  return [...new Set([...counts].filter(([, n]) => n > 1).map(([k]) => k.split("\u0000")[0]))];
 }
 
 /** Reads the ledger file and judges it (`judgeLedger`); counts the duplicates `--sabotage` marked. */

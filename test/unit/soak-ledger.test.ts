@@ -202,6 +202,39 @@ describe("the soak's exactly-once check", () => {
     expect(report.faultRetries).toBe(1);
   });
 
+  it("a local activity ran again after the workflow task that ran it was lost (history: timed out): excused, and only so", () => {
+    // The soak's hour (issue 58): a sticky task reached its worker 8 s late under load; its local activities ran,
+    // the server timed the task out before it completed, and the next attempt on another worker ran them again.
+    const local = (exec: string, pid: number, started: number, token: string, doneAfter?: number) =>
+      execution({
+        exec,
+        pid,
+        attempt: 1,
+        started,
+        t: started + 200,
+        token,
+        local: true,
+        tool: "ledger_fast",
+        doneAfter,
+      });
+    const lines = [...local("x1", 17168, T0, "tok-1", 1), ...local("x2", 9896, T0 + 2015, "tok-2", 1)];
+    const lostAt = T0 + 1970;
+    const judge = (faults: Fault[], toolLines = lines) => judgeLedger(toolLines, [run("tok-2", "ledger_fast")], faults);
+    expect(judge([{ kind: "task", wf: WF, at: lostAt }])).toMatchObject({ violations: [], faultRetries: 1 });
+    // No lost task in history: nothing explains it.
+    expect(judge([]).violations).toHaveLength(1);
+    // Another run's lost task, or one lost before the first execution began or after the recorded one started: no.
+    expect(judge([{ kind: "task", wf: "another-run", at: lostAt }]).violations).toHaveLength(1);
+    expect(judge([{ kind: "task", wf: WF, at: T0 - 31000 }]).violations).toHaveLength(1);
+    expect(judge([{ kind: "task", wf: WF, at: T0 + 2100 }]).violations).toHaveLength(1);
+    // A regular activity does not run inside a workflow task: a lost task explains none of its repeats.
+    const regular = [
+      ...execution({ exec: "y1", pid: 1, attempt: 1, started: T0, t: T0 + 200, token: "tok-1", doneAfter: 1 }),
+      ...execution({ exec: "y2", pid: 2, attempt: 2, started: T0 + 2015, t: T0 + 2215, token: "tok-2", doneAfter: 1 }),
+    ];
+    expect(judgeLedger(regular, [run("tok-2")], [{ kind: "task", wf: WF, at: lostAt }]).violations).toHaveLength(1);
+  });
+
   it("the shape --sabotage injects (same pid, same attempt, 2 ms apart) is always a violation", () => {
     // the injected line in the recorded execution, in a killed one that a retry followed, and in a sub-agent's
     // call (no transcript: the check picks the execution that explains the rest)
