@@ -2,7 +2,9 @@
  * The offline demo model: a scripted stand-in for an LLM (the faux provider),
  * clearly labelled, so a newcomer without an API key sees the whole machinery:
  * streaming, a tool call, parallel tool calls, results fed back, a final answer.
- * It answers from the context it is given, so a retried call gets the same answer.
+ * It answers from the context it is given, so a retried call gets the same answer. Given more tools than the
+ * file tools (a client tool, a tool a policy makes ask for approval) it calls each once, and given a typed
+ * output's final tool it answers through it, with arguments its schema accepts: each feature shows without a key.
  */
 import {
   fauxAssistantMessage,
@@ -65,6 +67,39 @@ function summarize(listing: string, files: Seen[]): string {
   return lines.join("\n");
 }
 
+const OWN_TOOLS = new Set(["list_dir", "read_file", "final_answer"]);
+
+/** Arguments a JSON schema accepts, made from what the demo knows (`text`, `count`): the required fields only. */
+function demoArgs(schema: unknown, text: string, count: number): unknown {
+  const s = (schema ?? {}) as {
+    type?: string | string[];
+    enum?: unknown[];
+    const?: unknown;
+    properties?: Record<string, unknown>;
+    required?: string[];
+    items?: unknown;
+    minItems?: number;
+  };
+  if (s.const !== undefined) return s.const;
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
+  const type = Array.isArray(s.type) ? s.type[0] : (s.type ?? (s.properties ? "object" : "string"));
+  switch (type) {
+    case "object":
+      return Object.fromEntries((s.required ?? []).map((k) => [k, demoArgs(s.properties?.[k], text, count)]));
+    case "array":
+      return Array.from({ length: s.minItems ?? 0 }, () => demoArgs(s.items, text, count));
+    case "integer":
+    case "number":
+      return count;
+    case "boolean":
+      return true;
+    case "null":
+      return null;
+    default:
+      return text;
+  }
+}
+
 /** Registers the demo model in this process and returns it; the worker must be told about it (`models`). */
 export function registerDemoModel(): Model<Api> {
   const faux = registerFauxProvider({
@@ -96,7 +131,29 @@ export function registerDemoModel(): Model<Api> {
         { stopReason: "toolUse" },
       );
     }
-    return fauxAssistantMessage(summarize(listings[0], reads));
+    // Every other tool it is offered (a client tool, one a policy asks approval for), once each, in turn.
+    const called = new Set(context.messages.flatMap((m) => (m.role === "toolResult" ? [m.toolName] : [])));
+    const next = (context.tools ?? []).find((t) => !OWN_TOOLS.has(t.name) && !called.has(t.name));
+    const summary = summarize(listings[0], reads);
+    const entries = listings[0].split("\n").filter(Boolean).length;
+    if (next)
+      return fauxAssistantMessage(
+        [
+          fauxText(`[${DEMO_LABEL}] Now ${next.name}, as the run offers it.`),
+          fauxToolCall(next.name, demoArgs(next.parameters, `demo: ${entries} workspace entries`, entries) as never),
+        ],
+        { stopReason: "toolUse" },
+      );
+    // A typed output: the answer through its final tool, with arguments its schema accepts.
+    const final = context.tools?.find((t) => t.name === "final_answer");
+    if (final && !called.has("final_answer"))
+      return fauxAssistantMessage(
+        [fauxToolCall("final_answer", demoArgs(final.parameters, summary, entries) as never)],
+        {
+          stopReason: "toolUse",
+        },
+      );
+    return fauxAssistantMessage(summary);
   };
   // A worker process serves the demo for as long as it runs: every call queues one more answer. The queue
   // is taken from synchronously at the call and refilled when the answer is made, so keep a margin for

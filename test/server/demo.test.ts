@@ -6,7 +6,7 @@ import path from "node:path";
 import { startAgentRun } from "../../src/client/client.js";
 import { DEMO_LABEL, registerDemoModel } from "../../src/demo/offline-model.js";
 import { createFileTools } from "../../src/worker/tools/fs-tools.js";
-import { openTestEnv, testWorker, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
+import { openTestEnv, stateWhen, testWorker, textOf, uniqueId, type TestEnv } from "../support/helpers.js";
 
 let env: TestEnv;
 let workspace: string;
@@ -44,5 +44,50 @@ describe("offline demo", () => {
     expect(answer).toContain(DEMO_LABEL);
     expect(answer).toContain('package "demo-pkg" (a demo), 1 dependencies');
     expect(answer).toContain('README.md: titled "Demo Project"');
+  });
+
+  it("without a key shows each feature: an approval a policy asks for, a client tool's wait, a typed result", async () => {
+    const model = registerDemoModel();
+    const { worker, taskQueue } = await testWorker(env, createFileTools(workspace), { models: [model] });
+    const start = (id: string, extra: Record<string, unknown>) =>
+      startAgentRun(env.client, {
+        taskQueue,
+        workflowId: uniqueId(id),
+        model: "demo/offline-scripted",
+        prompt: "What is this?",
+        ...extra,
+      });
+    await worker.runUntil(async () => {
+      // An approval policy that asks before reading: the run waits for a person, then goes on.
+      const asked = await start("demo-ask", { approvalPolicy: { rules: [{ match: "read_file", action: "ask" }] } });
+      const waiting = await stateWhen(asked, (s) => s.pendingApprovals.length > 0, "the approval");
+      for (const a of waiting.pendingApprovals) await asked.approve(a.toolCallId);
+      expect((await asked.result()).stopReason).toBe("stop");
+      // A client tool: the demo calls it, the run waits for a client's result, and answers after it.
+      const client = await start("demo-client", {
+        clientTools: [
+          {
+            name: "pick_color",
+            description: "Asks the user to pick a color",
+            parameters: { type: "object", properties: { hint: { type: "string" } }, required: ["hint"] },
+          },
+        ],
+      });
+      const call = await stateWhen(client, (s) => (s.pendingClientResults ?? []).length > 0, "the client tool");
+      await client.submitToolResult(call.pendingClientResults![0].toolCallId, { color: "teal" });
+      expect((await client.result()).stopReason).toBe("stop");
+      // A typed output: the answer comes through the final tool and validates.
+      const typed = await start("demo-typed", {
+        output: {
+          type: "object",
+          properties: { summary: { type: "string" }, entries: { type: "integer" }, ok: { type: "boolean" } },
+          required: ["summary", "entries", "ok"],
+        },
+      });
+      const result = await typed.result();
+      expect(result.stopReason).toBe("stop");
+      expect(result.output).toMatchObject({ entries: expect.any(Number), ok: true });
+      expect(String((result.output as { summary: string }).summary)).toContain(DEMO_LABEL);
+    });
   });
 });
