@@ -47,6 +47,7 @@ import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_SHELL, CONSOLE_SHELL_HASH } from "
 import { listRunPage, RUN_FILTERS } from "./run-list.js";
 import type { RunReader } from "../client/events/subscribe.js";
 import { streamRunEvents } from "./sse.js";
+import { timelineOf } from "../client/timeline.js";
 
 export interface RunServerOptions {
   /** Temporal client the API acts with. */
@@ -308,6 +309,15 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
       return reply.code(201).send({ workflowId: handle.workflowId });
     } catch (err) {
       if (err instanceof AgentRequestError) return reply.code(400).send({ error: err.message });
+      return sendError(reply, err);
+    }
+  });
+  // Where the run's time went, per turn (client/timeline.ts): read from the newest run's history, no payload decoded.
+  app.get<{ Params: { id: string } }>("/runs/:id/timeline", async (req, reply) => {
+    try {
+      const run = await agentRun(req.params.id);
+      return timelineOf(run.workflowId, (await run.workflow.fetchHistory()).events ?? []);
+    } catch (err) {
       return sendError(reply, err);
     }
   });

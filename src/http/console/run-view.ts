@@ -61,7 +61,11 @@ function runView(settings, id) {
   const log = el("div", "log"); log.id = "log";
   // How the run ended: its typed result, or the reason it failed (the badge says only "failed").
   const outcome = el("section", "outcome"); outcome.id = "outcome"; outcome.hidden = true;
-  main.append(head, bar, log, outcome, composer());
+  // Where the time went, per turn, from the run's history (GET /runs/:id/timeline): drawn while open.
+  const timeline = el("details", "timeline"); timeline.id = "timeline";
+  timeline.append(el("summary", "", "Timeline"), el("div", "tl-body"));
+  timeline.addEventListener("toggle", () => { if (timeline.open) drawTimeline(); });
+  main.append(head, bar, timeline, log, outcome, composer());
   stream(id);
   refreshState();
   setInterval(() => { if (!run.ended && !document.hidden) refreshState(); }, POLL_MS);
@@ -132,6 +136,42 @@ function setActions(s) {
         : "The run is working: steer it (the message comes before the next model call) or queue a follow-up (after it would stop).";
 }
 
+const TL_KINDS = { model: "model streaming", tool: "tool", "worker-wait": "waiting for a worker", retry: "retries", approval: "waiting for approval", client: "waiting for a client", other: "other activity" };
+const secs = (msec) => (msec / 1000).toFixed(msec < 10000 ? 2 : 1) + " s";
+
+/** One row per turn, each span a bar placed on the run's time axis; a legend names the kinds. */
+async function drawTimeline() {
+  let t;
+  try { t = await api("GET", "/runs/" + encodeURIComponent(run.id) + "/timeline"); }
+  catch (e) { if (e.status !== 401) notice("Could not read the timeline: " + e.message); return; }
+  const body = $("timeline").querySelector(".tl-body");
+  body.replaceChildren();
+  const end = t.end || t.now;
+  const total = Math.max(1, end - t.start);
+  const legend = el("div", "tl-legend");
+  for (const [kind, words] of Object.entries(TL_KINDS)) {
+    const key = el("span", "tl-key"); key.append(el("i", "tl-swatch kind-" + kind), el("span", "", words)); legend.append(key);
+  }
+  body.append(el("p", "muted", "Run: " + secs(end - t.start) + (t.end ? "" : " so far") + ", " + t.turns.length + " turn" + (t.turns.length === 1 ? "" : "s") + " (from the run's history)"), legend);
+  for (const turn of t.turns) {
+    const row = el("div", "tl-row"); row.dataset.turn = String(turn.turn);
+    row.append(el("span", "tl-label", "turn " + turn.turn + " · " + secs((turn.end || t.now) - turn.start)));
+    const track = el("div", "tl-track");
+    turn.spans.forEach((s, i) => {
+      const to = s.end || t.now;
+      const bar = el("span", "tl-bar kind-" + s.kind);
+      bar.style.left = ((s.start - t.start) / total) * 100 + "%";
+      bar.style.width = Math.max(0.4, ((to - s.start) / total) * 100) + "%";
+      bar.style.top = (i % 4) * 7 + "px";
+      bar.title = s.label + ": " + secs(to - s.start) + (s.end ? "" : " (going on)");
+      bar.dataset.kind = s.kind; bar.dataset.start = String(s.start); bar.dataset.end = String(to); bar.dataset.label = s.label;
+      track.append(bar);
+    });
+    row.append(track);
+    body.append(row);
+  }
+}
+
 /** The typed result (run input "output") and, for an ended run, the reason it ended on an error. */
 function showOutcome(s) {
   const out = $("outcome");
@@ -153,6 +193,7 @@ async function refreshState() {
     $("usage").textContent = "turn " + s.turn + (s.usage ? " · " + count(s.usage.totalTokens) + " tokens · " + money(s.usage.cost && s.usage.cost.total) : "");
     setActions(s);
     showOutcome(s);
+    if ($("timeline").open) drawTimeline();
     showApprovals(s.pendingApprovals || [], ENDED.has(s.status));
     showClientWaits(s.pendingClientResults || [], ENDED.has(s.status));
     if (ENDED.has(s.status)) { run.ended = true; document.body.dataset.ended = "1"; }

@@ -8,6 +8,13 @@ main{max-width:1100px;margin:0 auto;padding:16px}
 h2{font-size:16px;margin:8px 0}
 a{color:#1d4ed8}
 .muted{color:#6b7280} .err{color:#b91c1c}
+.timeline{border:1px solid #e5e7eb;border-radius:6px;padding:4px 12px;margin:8px 0} .timeline summary{cursor:pointer;font-weight:600}
+.tl-legend{display:flex;flex-wrap:wrap;gap:10px;font-size:12px;margin:4px 0} .tl-key{display:inline-flex;align-items:center;gap:4px}
+.tl-swatch{display:inline-block;width:12px;height:8px;border-radius:2px} .tl-row{display:flex;align-items:center;gap:8px;margin:4px 0}
+.tl-label{width:130px;flex:none;font-size:12px;color:#374151} .tl-track{position:relative;flex:1;height:30px;background:#f9fafb;border-radius:4px}
+.tl-bar{position:absolute;height:6px;border-radius:3px;min-width:2px}
+.kind-model{background:#10b981} .kind-tool{background:#3b82f6} .kind-worker-wait{background:#9ca3af} .kind-retry{background:#ef4444}
+.kind-approval{background:#f59e0b} .kind-client{background:#8b5cf6} .kind-other{background:#6b7280}
 .outcome{border:1px solid #e5e7eb;border-radius:6px;padding:8px 12px;margin:8px 0} .outcome h3{margin:4px 0;font-size:14px}
 .outcome pre.result{white-space:pre-wrap;word-break:break-word;background:#f3f4f6;padding:6px 8px;border-radius:4px;margin:4px 0} .num{text-align:right;font-variant-numeric:tabular-nums}
 button{padding:5px 12px;cursor:pointer;border:1px solid #c7ced6;border-radius:5px;background:#fff;font:inherit}
