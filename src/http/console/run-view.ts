@@ -426,7 +426,13 @@ async function stream(id) {
           if (eventId !== undefined) last = eventId;
           if (event === "restart") restartView(); // the server lost events we had not read: it starts over
           else if (event === "agent") { const e = JSON.parse(data); if (!seenEvents.repeat(e.eventId)) onEvent(e); }
-          else if (event === "end") { await refreshState(); document.body.dataset.ended = "1"; return; }
+          else if (event === "end") {
+            // A refresh in flight may have read the run before it ended: the page says "ended" after one that did not.
+            while (run.polling) await sleep(50);
+            await refreshState();
+            document.body.dataset.ended = "1";
+            return;
+          }
         }
       }
     } catch (e) { /* the connection dropped: resume below */ }
