@@ -140,7 +140,7 @@ async function measure(env: DeployEnv, size: Size, bundleA: { code: string }): P
     }
     b = await worker("B", bundleB);
     runningB = b.run();
-    await makeCurrent(client, name, "B");
+    await makeCurrent(client, name, "B", { covering: "A" });
     const rollout = Date.now();
     const turnsLeft = (await Promise.all(runs.map((h) => h.state()))).map((s) => size.turns + 1 - s.turn);
     let drainedAt: number | undefined;

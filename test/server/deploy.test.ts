@@ -130,7 +130,7 @@ describe("a deploy through Worker Deployment Versioning", () => {
       // Version B rolled out and made current while all of them wait.
       workerB = await versionedWorker(taskQueue, name, "B", bundleB);
       runningB = workerB.run();
-      await makeCurrent(client, name, "B");
+      await makeCurrent(client, name, "B", { covering: "A" });
       expect(await versionStatus(client, name, "A")).toBe("draining");
 
       // The pinned runs: approved now, they complete on A.

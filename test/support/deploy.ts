@@ -79,19 +79,30 @@ export async function describeVersion(client: Client, deploymentName: string, bu
 }
 
 /**
- * Makes `buildId` the deployment's current version once its workers have polled (the server knows a version from its
- * first poll): new runs start there, pinned runs of other versions stay where they are.
+ * Makes `buildId` the deployment's current version once its workers have polled every task queue (workflow and
+ * activity) that the version `covering` has: the server refuses a current version that would leave a queue of the
+ * one it replaces unversioned, and a version registers each queue at its own first poll (on a busy machine, seconds
+ * apart). New runs start there, pinned runs of other versions stay where they are.
  */
 export async function makeCurrent(
   client: Client,
   deploymentName: string,
   buildId: string,
-  timeoutMs = 30_000,
+  options: { covering?: string; timeoutMs?: number } = {},
 ): Promise<void> {
+  const queues = async (id: string) =>
+    new Set(
+      ((await describeVersion(client, deploymentName, id))?.taskQueueInfos ?? []).map((q) => `${q.name}/${q.type}`),
+    );
+  const needed = options.covering ? await queues(options.covering) : new Set<string>();
   await waitFor(
-    async () => (await describeVersion(client, deploymentName, buildId)) !== undefined,
-    timeoutMs,
-    `version ${buildId} of ${deploymentName} to be registered`,
+    async () => {
+      if ((await describeVersion(client, deploymentName, buildId)) === undefined) return false;
+      const has = await queues(buildId);
+      return [...needed].every((q) => has.has(q));
+    },
+    options.timeoutMs ?? 30_000,
+    `version ${buildId} of ${deploymentName} to be registered on every queue of ${options.covering ?? "none"}`,
   );
   await client.workflowService.setWorkerDeploymentCurrentVersion({
     namespace: client.options.namespace,
