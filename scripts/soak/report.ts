@@ -178,6 +178,8 @@ export function writeReport(file: string, s: SoakSummary): void {
         `| ${w.from}–${w.to} | ${w.turns} | ${fmt(w.p50)} | ${fmt(w.p99)} | ${fmt(w.rssMaxMb)} | ${fmt(w.rssMeanMb)} | ${w.kills} |`,
     ),
     "",
+    `![Turn latency p50 and p99 (ms, left axis) and worker RSS max (MB, right axis) per window](${plotName(file)})`,
+    "",
   ];
   lines.push(
     "## What the soak covers, and what it does not yet",
@@ -219,4 +221,51 @@ export function writeReport(file: string, s: SoakSummary): void {
     lines.push("");
   }
   writeFileSync(file, lines.join("\n"));
+  writeFileSync(path.join(path.dirname(file), plotName(file)), plot(s.windows));
+}
+
+/** The plot's file name, beside the report: `soak.md` → `soak.svg`. */
+const plotName = (file: string) => `${path.basename(file, path.extname(file))}.svg`;
+
+/** p50 and p99 turn latency (left axis) and worker RSS max (right axis) per window, as a self-contained SVG. */
+export function plot(windows: WindowStats[]): string {
+  const W = 720;
+  const H = 300;
+  const pad = { l: 60, r: 60, t: 20, b: 40 };
+  const full = windows.filter((w) => w.turns > 0);
+  const xs = (i: number) => pad.l + (full.length < 2 ? 0 : (i / (full.length - 1)) * (W - pad.l - pad.r));
+  const maxMs = Math.max(1, ...full.map((w) => w.p99 ?? 0));
+  const maxMb = Math.max(1, ...full.map((w) => w.rssMaxMb ?? 0));
+  const yMs = (v: number) => H - pad.b - (v / maxMs) * (H - pad.t - pad.b);
+  const yMb = (v: number) => H - pad.b - (v / maxMb) * (H - pad.t - pad.b);
+  const line = (pts: [number, number][], color: string) =>
+    `<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(" ")}"/>`;
+  const label = (x: number, y: number, text: string, anchor = "middle", color = "#374151") =>
+    `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" font-size="11" text-anchor="${anchor}" fill="${color}">${text}</text>`;
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif">`,
+    `<rect width="${W}" height="${H}" fill="#ffffff"/>`,
+    `<line x1="${pad.l}" y1="${H - pad.b}" x2="${W - pad.r}" y2="${H - pad.b}" stroke="#9ca3af"/>`,
+    line(
+      full.map((w, i) => [xs(i), yMs(w.p50 ?? 0)]),
+      "#10b981",
+    ),
+    line(
+      full.map((w, i) => [xs(i), yMs(w.p99 ?? 0)]),
+      "#ef4444",
+    ),
+    line(
+      full.map((w, i) => [xs(i), yMb(w.rssMaxMb ?? 0)]),
+      "#3b82f6",
+    ),
+    label(pad.l - 6, yMs(maxMs) + 4, `${Math.round(maxMs)} ms`, "end"),
+    label(pad.l - 6, H - pad.b + 4, "0", "end"),
+    label(W - pad.r + 6, yMb(maxMb) + 4, `${Math.round(maxMb)} MB`, "start", "#3b82f6"),
+    ...full.map((w, i) => label(xs(i), H - pad.b + 16, `${Math.round(w.to / 60)}m`)),
+    label(pad.l + 10, 14, "p50 (ms)", "start", "#10b981"),
+    label(pad.l + 80, 14, "p99 (ms)", "start", "#ef4444"),
+    label(pad.l + 150, 14, "worker RSS max (MB)", "start", "#3b82f6"),
+    "</svg>",
+  ];
+  return parts.join("\n") + "\n";
 }
