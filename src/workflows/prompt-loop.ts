@@ -11,6 +11,7 @@ import type { AgentEvent, AgentMessage } from "../shared/contracts.js";
 import type { ExecuteToolOutput, PromptLoopState } from "../shared/wire.js";
 import type { RunState } from "./run-state.js";
 import type { LoopOutcome, TurnHooks, TurnVerdict } from "./features/feature.js";
+import { toolResultMessage } from "../shared/tool-result.js";
 
 export type { LoopOutcome } from "./features/feature.js";
 
@@ -43,6 +44,28 @@ export function enter(state: RunState, messages: AgentMessage[], emit: (event: A
     emit({ type: "message_start", message });
     emit({ type: "message_end", message });
   }
+}
+
+/**
+ * A call the loop (or a feature) answers itself, not a tool: its `tool_execution_end`, then its result message
+ * enters the transcript with its events. Its `tool_execution_start` is the caller's to emit, before.
+ */
+export function endCall(
+  state: RunState,
+  call: ToolCall,
+  out: ExecuteToolOutput,
+  emit: (event: AgentEvent) => void,
+): ToolResultMessage {
+  emit({
+    type: "tool_execution_end",
+    toolCallId: call.id,
+    toolName: call.name,
+    result: out.result,
+    isError: out.isError,
+  });
+  const result = toolResultMessage(call.id, call.name, out, Date.now());
+  enter(state, [result], emit);
+  return result;
 }
 
 /** Runs one prompt (`prompts` enter first) to its end, or resumes a loop a continued run carried (`resume`). */

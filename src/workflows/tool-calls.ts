@@ -23,6 +23,7 @@ import type { Conversation } from "./conversation.js";
 import type { RunContext } from "./run-context.js";
 import type { RunState } from "./run-state.js";
 import { toolSummary } from "../shared/summary.js";
+import { enter } from "./prompt-loop.js";
 import { errorOutput } from "../shared/tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
@@ -87,19 +88,13 @@ export function runTools(
       if (!tools.isCurrent(batch)) return;
       indices.forEach((index, i) => {
         messages[index] = resultOf(calls[index], results[i]);
-        enterResult(state, messages[index], emit);
+        enter(state, [messages[index]], emit);
       });
     },
   }).then((outputs) => {
     tools.end(batch);
     return outputs.map((output, i) => ({ output, message: messages[i] }));
   });
-}
-
-function enterResult(state: RunState, message: ToolResultMessage, emit: (event: AgentEvent) => void): void {
-  state.add(message);
-  emit({ type: "message_start", message });
-  emit({ type: "message_end", message });
 }
 
 /**
@@ -125,7 +120,7 @@ export function closeCancelledBatch(state: RunState, calls: ToolCall[], emit: (e
       });
     }
   });
-  open.forEach((call, i) => enterResult(state, resultOf(call, outputs[i]!), emit));
+  open.forEach((call, i) => enter(state, [resultOf(call, outputs[i]!)], emit));
   tools.clear();
 }
 

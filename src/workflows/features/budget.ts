@@ -3,12 +3,11 @@
  * call past a limit, no tool call past `maxToolCalls`), its result, snapshot and carry. Patched: BUDGET_PATCH.
  */
 import type { ToolResultMessage } from "@jai/ai";
-import { toolResultMessage } from "../../shared/tool-result.js";
 import { modelTools } from "../context-fit.js";
 import { estimateTokens } from "../compaction.js";
 import { metrics } from "../metrics-sink.js";
 import { BUDGET_PATCH, hasChange } from "../patches.js";
-import { enter } from "../prompt-loop.js";
+import { endCall } from "../prompt-loop.js";
 import { featureInput } from "../../shared/feature-inputs.js";
 import { worstCall } from "../spend.js";
 import { errorOutput } from "../../shared/tool-output.js";
@@ -82,9 +81,6 @@ function refuseCalls(state: RunState, turn: TurnFacts, why: string): ToolResultM
   const out = errorOutput(why);
   return turn.held.map((call) => {
     emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
-    emit({ type: "tool_execution_end", toolCallId: call.id, toolName: call.name, result: out.result, isError: true });
-    const result = toolResultMessage(call.id, call.name, out, Date.now());
-    enter(state, [result], emit);
-    return result;
+    return endCall(state, call, out, emit);
   });
 }

@@ -7,7 +7,6 @@
 import { ActivityFailure, CancellationScope, isCancellation } from "@temporalio/workflow";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "@jai/ai";
 import type { TSchema } from "@sinclair/typebox";
-import { toolResultMessage } from "../../shared/tool-result.js";
 import { checkOutput } from "../activity-proxies.js";
 import { featureInput } from "../../shared/feature-inputs.js";
 import {
@@ -19,7 +18,7 @@ import {
   outputTool,
 } from "../../shared/output-schema.js";
 import { hasChange, TYPED_OUTPUT_PATCH } from "../patches.js";
-import { enter } from "../prompt-loop.js";
+import { endCall, enter } from "../prompt-loop.js";
 import { errorOutput } from "../../shared/tool-output.js";
 import type { RunState } from "../run-state.js";
 import type { CheckOutputInput, CheckOutputVerdict, ExecuteToolOutput } from "../../shared/wire.js";
@@ -117,16 +116,7 @@ async function judgeAnswer(
     const out: ExecuteToolOutput = verdict.ok
       ? { result: { content: [{ type: "text", text: ANSWER_ACCEPTED }], details: {} }, isError: false }
       : errorOutput(verdict.error);
-    emit({
-      type: "tool_execution_end",
-      toolCallId: call.id,
-      toolName: call.name,
-      result: out.result,
-      isError: out.isError,
-    });
-    const result = toolResultMessage(call.id, call.name, out, Date.now());
-    enter(state, [result], emit);
-    return result;
+    return endCall(state, call, out, emit);
   });
   return { verdict, results };
 }
