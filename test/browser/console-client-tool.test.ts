@@ -3,28 +3,14 @@
  * "Submit result" box sits at the call's tool row (its HTML arguments rendered as text), a result the tool's
  * schema refuses is refused in words and the box stays, and a good one reaches the model.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import type { Browser } from "playwright-core";
-import { launchChromium } from "../../scripts/chromium.js";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
 import { startAgentRun } from "../../src/client/client.js";
-import { startRunEventsService, type RunEventsService } from "../../src/worker/events/serve.js";
 import { createAgentWorker } from "../../src/worker/worker.js";
-import { fauxModel, openTestEnv, textOf, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { withConsoleEnv } from "../support/console-env.js";
+import { fauxModel, textOf, uniqueId, within } from "../support/helpers.js";
 
-let env: TestEnv;
-let service: RunEventsService;
-let browser: Browser;
-beforeAll(async () => {
-  env = await openTestEnv();
-  service = await startRunEventsService({ client: env.client, port: 0 });
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await service?.server.close();
-  await env?.close();
-});
+const ctx = withConsoleEnv();
 
 const XSS = `<img src=x onerror="document.body.dataset.pwned='1'">`;
 
@@ -38,16 +24,16 @@ describe("console: a call waiting for a client", () => {
     ]);
     const taskQueue = uniqueId("tq");
     const worker = await createAgentWorker({
-      connection: env.connection,
+      connection: ctx.env.connection,
       taskQueue,
       tools: [],
-      workflowBundle: env.bundle,
-      onEvent: service.onEvent,
-      workerOptions: { identity: service.identity },
+      workflowBundle: ctx.env.bundle,
+      onEvent: ctx.service.onEvent,
+      workerOptions: { identity: ctx.service.identity },
     });
     await worker.runUntil(async () => {
       const workflowId = uniqueId("console-client");
-      const handle = await startAgentRun(env.client, {
+      const handle = await startAgentRun(ctx.env.client, {
         taskQueue,
         workflowId,
         model: faux.getModel(),
@@ -61,12 +47,12 @@ describe("console: a call waiting for a client", () => {
           },
         ],
       });
-      const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+      const page = await ctx.browser.newPage({ viewport: { width: 1100, height: 900 } });
       const errors: string[] = [];
       page.on("pageerror", (e) => errors.push(e.message));
       page.on("dialog", (d) => void d.dismiss().then(() => errors.push(`dialog: ${d.message()}`)));
       await page.goto(
-        `${service.server.url}/runs/${encodeURIComponent(workflowId)}/console#token=${service.server.token}`,
+        `${ctx.service.server.url}/runs/${encodeURIComponent(workflowId)}/console#token=${ctx.service.server.token}`,
       );
 
       const row = page.locator('details.tool[data-tool-call-id="call-color"]');
@@ -99,7 +85,7 @@ describe("console: a call waiting for a client", () => {
         JSON.stringify({
           notice: await page.locator("#notice").textContent(),
           row: await row.evaluate((d: any) => d.innerText as string),
-          tap: service.tap.since(workflowId, -1).map(({ seq, event }) => `${seq}:${event.type}`),
+          tap: ctx.service.tap.since(workflowId, -1).map(({ seq, event }) => `${seq}:${event.type}`),
         });
       // The run's end bounds the wait (under load the update and the model call behind it take what they take): then
       // the page's stream has every event up to agent_end, and the row must show the result.

@@ -4,30 +4,17 @@
  * waited for a person's approval: the page draws a retry bar, two tool bars that overlap, an approval wait and the
  * model streaming, on a live run and once it ended; the API's JSON says the same.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import type { Browser, Page } from "playwright-core";
-import { launchChromium } from "../../scripts/chromium.js";
+import { describe, expect, it } from "@jest/globals";
+import type { Page } from "playwright-core";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client/client.js";
 import type { RunTimeline } from "../../src/client/timeline.js";
 import type { AgentTool } from "../../src/shared/contracts.js";
-import { startRunEventsService, type RunEventsService } from "../../src/worker/events/serve.js";
 import { createAgentWorker } from "../../src/worker/worker.js";
-import { deferred, fauxModel, openTestEnv, stateWhen, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { withConsoleEnv } from "../support/console-env.js";
+import { deferred, fauxModel, stateWhen, uniqueId, within } from "../support/helpers.js";
 
-let env: TestEnv;
-let service: RunEventsService;
-let browser: Browser;
-beforeAll(async () => {
-  env = await openTestEnv();
-  service = await startRunEventsService({ client: env.client, port: 0 });
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await service?.server.close();
-  await env?.close();
-});
+const ctx = withConsoleEnv();
 
 const both = deferred();
 let running = 0;
@@ -68,24 +55,24 @@ describe("console: a run's timeline", () => {
     ]);
     const taskQueue = uniqueId("tq");
     const worker = await createAgentWorker({
-      connection: env.connection,
+      connection: ctx.env.connection,
       taskQueue,
       tools: [lookup("alpha"), lookup("beta", true)],
-      workflowBundle: env.bundle,
-      onEvent: service.onEvent,
-      workerOptions: { identity: service.identity },
+      workflowBundle: ctx.env.bundle,
+      onEvent: ctx.service.onEvent,
+      workerOptions: { identity: ctx.service.identity },
     });
     await worker.runUntil(async () => {
-      const handle = await startAgentRun(env.client, {
+      const handle = await startAgentRun(ctx.env.client, {
         taskQueue,
         workflowId: uniqueId("console-timeline"),
         model: faux.getModel(),
         prompt: "go",
         modelActivity: { retry: { initialInterval: "50ms" } },
       });
-      const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+      const page = await ctx.browser.newPage({ viewport: { width: 1200, height: 900 } });
       await page.goto(
-        `${service.server.url}/runs/${encodeURIComponent(handle.workflowId)}/console#token=${service.server.token}`,
+        `${ctx.service.server.url}/runs/${encodeURIComponent(handle.workflowId)}/console#token=${ctx.service.server.token}`,
       );
       // Live: the approval is still being waited for; the model's retry is already drawn.
       await stateWhen(handle, (s) => s.pendingApprovals.length === 1, "the approval");
@@ -95,8 +82,8 @@ describe("console: a run's timeline", () => {
       await within(handle.result(), 60_000, "the result");
 
       const api = (await (
-        await fetch(`${service.server.url}/runs/${encodeURIComponent(handle.workflowId)}/timeline`, {
-          headers: { authorization: `Bearer ${service.server.token}` },
+        await fetch(`${ctx.service.server.url}/runs/${encodeURIComponent(handle.workflowId)}/timeline`, {
+          headers: { authorization: `Bearer ${ctx.service.server.token}` },
         })
       ).json()) as RunTimeline;
       expect(api.turns.map((t) => t.turn)).toEqual([1, 2]);

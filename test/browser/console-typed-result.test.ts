@@ -3,28 +3,14 @@
  * JSON in its own panel (not only as the final_answer tool row), and a run that failed its typed answer with the
  * reason, not only "failed". The result's text is rendered as text.
  */
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import type { Browser } from "playwright-core";
-import { launchChromium } from "../../scripts/chromium.js";
+import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall } from "@jai/ai";
 import { startAgentRun } from "../../src/client/client.js";
-import { startRunEventsService, type RunEventsService } from "../../src/worker/events/serve.js";
 import { createAgentWorker } from "../../src/worker/worker.js";
-import { fauxModel, openTestEnv, uniqueId, within, type TestEnv } from "../support/helpers.js";
+import { withConsoleEnv } from "../support/console-env.js";
+import { fauxModel, uniqueId, within } from "../support/helpers.js";
 
-let env: TestEnv;
-let service: RunEventsService;
-let browser: Browser;
-beforeAll(async () => {
-  env = await openTestEnv();
-  service = await startRunEventsService({ client: env.client, port: 0 });
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await service?.server.close();
-  await env?.close();
-});
+const ctx = withConsoleEnv();
 
 const XSS = `<img src=x onerror="document.body.dataset.pwned='1'">`;
 const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
@@ -39,22 +25,22 @@ describe("console: how a run ended", () => {
       fauxAssistantMessage([fauxToolCall("final_answer", { town: "Lisbon" })], { stopReason: "toolUse" }),
     ]);
     const worker = await createAgentWorker({
-      connection: env.connection,
+      connection: ctx.env.connection,
       taskQueue,
       tools: [],
-      workflowBundle: env.bundle,
-      onEvent: service.onEvent,
-      workerOptions: { identity: service.identity },
+      workflowBundle: ctx.env.bundle,
+      onEvent: ctx.service.onEvent,
+      workerOptions: { identity: ctx.service.identity },
     });
     await worker.runUntil(async () => {
-      const typed = await startAgentRun(env.client, {
+      const typed = await startAgentRun(ctx.env.client, {
         taskQueue,
         workflowId: uniqueId("console-typed"),
         model: right.getModel(),
         prompt: "where?",
         output: schema as never,
       });
-      const failed = await startAgentRun(env.client, {
+      const failed = await startAgentRun(ctx.env.client, {
         taskQueue,
         workflowId: uniqueId("console-typed-failed"),
         model: wrong.getModel(),
@@ -63,9 +49,11 @@ describe("console: how a run ended", () => {
         outputRetries: 0,
       });
       await within(Promise.all([typed.result(), failed.result().catch(() => undefined)]), 60_000, "the runs to end");
-      const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+      const page = await ctx.browser.newPage({ viewport: { width: 1100, height: 900 } });
       const open = async (id: string) => {
-        await page.goto(`${service.server.url}/runs/${encodeURIComponent(id)}/console#token=${service.server.token}`);
+        await page.goto(
+          `${ctx.service.server.url}/runs/${encodeURIComponent(id)}/console#token=${ctx.service.server.token}`,
+        );
         await page.waitForSelector("#outcome:not([hidden])", { timeout: 30_000 });
         return page.locator("#outcome").innerText();
       };
