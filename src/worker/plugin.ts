@@ -24,13 +24,12 @@ import type {
 } from "@temporalio/worker";
 import { createActivities } from "./activities/index.js";
 import type { AgentServeOptions } from "./serving.js";
-import { agentWorkflowsPath, webpackConfigHook } from "./worker.js";
+import { agentEventSink, agentWorkflowsPath, webpackConfigHook } from "./worker.js";
 import type { AgentSinks } from "../shared/definitions.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
 import { bundleEncryptsFailures, encryptsFailures, withEncryptedFailures } from "../node/codec/config.js";
 import { storedResultBytes } from "../node/blobs/config.js";
 import type { RunEventsService } from "./events/serve.js";
-import { workflowEventId } from "../node/event-identity.js";
 
 /**
  * What the plugin serves (see `AgentServeOptions`). A plugin worker has no own
@@ -96,20 +95,7 @@ export class AgentPlugin
     const events = await this.serveEvents(base, client);
     // Every event, the model activity's token deltas included, passes through the events server's tap.
     if (events) onEvent = events.onEvent;
-    const sinks: InjectedSinks<AgentSinks> = {
-      agent: {
-        emit: {
-          fn: (info, event, seq) =>
-            onEvent?.(event, {
-              workflowId: info.workflowId,
-              runId: info.runId,
-              eventId: workflowEventId(info.runId, seq, event),
-            }),
-          callDuringReplay: false,
-        },
-      },
-      metrics: noMetricsSink(),
-    };
+    const sinks: InjectedSinks<AgentSinks> = { agent: agentEventSink(onEvent), metrics: noMetricsSink() };
     const ownWorkflows = base.workflowsPath !== undefined || base.workflowBundle !== undefined;
     return {
       ...base,

@@ -424,21 +424,26 @@ function agentActivities(agent: Agent, pollers: Pollers): ReturnType<typeof crea
   });
 }
 
+/** The `agent` sink: each workflow event to `onEvent` with its identity (not again on replay). */
+export function agentEventSink(onEvent: AgentEventSink | undefined): InjectedSinks<AgentSinks>["agent"] {
+  return {
+    emit: {
+      fn: (info, event, seq) =>
+        onEvent?.(event, {
+          workflowId: info.workflowId,
+          runId: info.runId,
+          eventId: workflowEventId(info.runId, seq, event),
+        }),
+      callDuringReplay: false,
+    },
+  };
+}
+
 /** Step 4: the sinks the workflows write to: events, metrics and tracing's exporter. */
 function agentSinks(agent: Agent): InjectedSinks<AgentSinks> {
   const { onEvent, options } = agent;
   const sinks: InjectedSinks<AgentSinks> = {
-    agent: {
-      emit: {
-        fn: (info, event, seq) =>
-          onEvent?.(event, {
-            workflowId: info.workflowId,
-            runId: info.runId,
-            eventId: workflowEventId(info.runId, seq, event),
-          }),
-        callDuringReplay: false,
-      },
-    },
+    agent: agentEventSink(onEvent),
     metrics: options.metrics ? metricsSink(options.metrics) : noMetricsSink(),
   };
   if (options.tracing) (sinks as Record<string, unknown>).exporter = options.tracing.workflowExporter;
