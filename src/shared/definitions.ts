@@ -48,9 +48,13 @@ export interface AgentSinks extends Sinks {
   agent: { emit(event: AgentEvent, seq?: number): void };
   /** Run-level facts for the worker's metrics (src/worker/telemetry/metrics.ts); like `agent`, not called on replay. */
   metrics: {
+    /** A run (not a continuation) started its loop. */
     runStarted(model: string): void;
+    /** A run ended (its last prompt's stopReason). */
     runEnded(model: string, stopReason: AgentStopReason): void;
+    /** A tool call started (+1) or stopped (-1) waiting for approval. */
     approvalsWaiting(delta: number): void;
+    /** The loop compacted a run's context. */
     compacted(model: string): void;
     /** A model call fell back from one model of the run's chain to the next. */
     modelFallback(from: string, to: string): void;

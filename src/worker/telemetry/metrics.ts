@@ -19,7 +19,7 @@ import type {
   Next,
 } from "@temporalio/worker";
 import type { AgentSinks } from "../../shared/definitions.js";
-import type { AgentEvent, AgentEventSink, AgentStopReason, BudgetLimit } from "../../shared/contracts.js";
+import type { AgentEvent, AgentEventSink } from "../../shared/contracts.js";
 import type { ExecuteToolInput, ExecuteToolOutput, StreamAssistantInput } from "../../shared/wire.js";
 import { replyMessage } from "../activities/model.js";
 
@@ -35,23 +35,15 @@ function catalogueLabels(): ReadonlySet<string> {
   return catalogue;
 }
 
+/** What the workflows report through the `metrics` sink. */
+type AgentRunFacts = AgentSinks["metrics"];
+
 const SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
-export interface AgentMetrics {
+/** The worker's metrics: the run-level facts the workflows report through their `metrics` sink (definitions.ts), and the worker's own. */
+export interface AgentMetrics extends AgentRunFacts {
   /** The registry the metrics live in (serve it with `registry.metrics()`). */
   readonly registry: Registry;
-  /** A run (not a continuation) started its loop. */
-  runStarted(model: string): void;
-  /** A run ended (its last prompt's stopReason). */
-  runEnded(model: string, stopReason: AgentStopReason): void;
-  /** A tool call started (+1) or stopped (-1) waiting for approval. */
-  approvalsWaiting(delta: number): void;
-  /** The loop compacted a run's context. */
-  compacted(model: string): void;
-  /** A model call fell back from one model of a run's chain to the next. */
-  modelFallback(from: string, to: string): void;
-  /** A limit of a run's budget ended it. */
-  budgetExceeded(limit: BudgetLimit): void;
   /** A cached context prefix was used (hit) or read from the workflow (miss). */
   contextCache(hit: boolean): void;
   /** Activity interceptor that times model and tool calls. */
