@@ -176,7 +176,7 @@ export interface RunSetup {
   private?: boolean;
   /**
    * The worker keeps payloads too big for history in a blob store (External Storage, docs/large-payloads.md): the
-   * run's result and prompt answers carry their messages whole up to `STORED_RESULT_BUDGET_BYTES` (32 MB), not 1.5 MB.
+   * run's result and prompt answers carry their messages whole up to `STORED_RESULT_MESSAGE_BYTES` (32 MB), not 1.5 MB.
    * Recorded, so replays agree; absent from histories recorded before it existed and from workers without a store.
    */
   blobStore?: boolean;

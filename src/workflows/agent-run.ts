@@ -240,7 +240,7 @@ async function finish(state: RunState, carried: ContinuedRun | undefined, starte
   });
   if (started) metrics.runEnded(started.modelLabel, state.stopReason!);
   const result: AgentRunResult = {
-    ...fitMessages(conversation.newMessages, conversation.newMessagesOmitted, state.resultBudgetBytes),
+    ...fitMessages(conversation.newMessages, conversation.newMessagesOmitted, state.resultMessageBytes),
     stopReason: state.stopReason!,
     turns: state.turn,
     usage: conversation.usage,

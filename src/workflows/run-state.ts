@@ -3,7 +3,7 @@
  * from it. Made of parts, each written by one file only (test/unit/run-state-owners.test.ts
  * holds them to it): the conversation (conversation.ts), the inbox (inbox.ts),
  * the tool batch and approvals (tool-batch-state.ts), the model route
- * (routing.ts), the spend against the budget (spend.ts); the run's lifecycle (turns, phase, outcome) is written here.
+ * (routing.ts); the run's lifecycle (turns, phase, outcome) is written here.
  * What crosses continue-as-new is in one place: `toCarry` and `fromCarry`.
  */
 import { setCurrentDetails, upsertSearchAttributes } from "@temporalio/workflow";
@@ -37,20 +37,19 @@ import { approvalDetails, clientResultDetails, runDetails } from "../shared/summ
 import { policyLine } from "../shared/approval-rules.js";
 import type { ActiveFeature } from "./features/feature.js";
 import { ToolBatchState } from "./tool-batch-state.js";
-import { Spend } from "./spend.js";
 
 export { withoutDetails } from "./conversation.js";
 export type { QueuedPrompt } from "./inbox.js";
 export type { ApprovalWait } from "./tool-batch-state.js";
 
 /** Results stay far below Temporal's 2 MB payload limit, however long the run. */
-const RESULT_BUDGET_BYTES = 1_500_000;
+const RESULT_MESSAGE_BYTES = 1_500_000;
 /**
  * With a blob store (`RunSetup.blobStore`) a result goes there whole, history keeping a claim: the bound is the
  * time the run's last workflow task takes to encode and upload it (~0.1 s a MB measured; Temporal's workflow task
  * timeout is 10 s), not Temporal's payload limit (docs/large-payloads.md).
  */
-export const STORED_RESULT_BUDGET_BYTES = 32 * 1024 * 1024;
+export const STORED_RESULT_MESSAGE_BYTES = 32 * 1024 * 1024;
 /** New messages carried for the final result (older ones are counted, not carried). */
 const CARRIED_NEW_MESSAGES_BYTES = 256_000;
 /** Unclaimed prompt answers carried (each a few numbers); older ones are dropped. */
@@ -62,7 +61,7 @@ const CARRIED_DROPPED = 100;
 export function fitMessages(
   messages: AgentMessage[],
   alreadyOmitted = 0,
-  budgetBytes = RESULT_BUDGET_BYTES,
+  budgetBytes = RESULT_MESSAGE_BYTES,
 ): { messages: AgentMessage[]; messagesOmitted?: number } {
   if (jsonBytes(messages) <= budgetBytes)
     return alreadyOmitted ? { messages, messagesOmitted: alreadyOmitted } : { messages };
@@ -127,8 +126,6 @@ export class RunState {
   readonly tools = new ToolBatchState();
   /** Where the next model call goes (routing.ts writes it). */
   readonly route = new ModelRoute();
-  /** What the run spent against its budget (spend.ts writes it). */
-  readonly spend = new Spend();
   /** The run features this run uses (`useFeatures`). */
   private features: readonly ActiveFeature[] = [];
 
@@ -152,7 +149,7 @@ export class RunState {
   /** Typed output: the last prompt's validated final answer (run input `output`). */
   output?: unknown;
   /** The most bytes of messages a result or prompt answer carries (more with a blob store: `useBlobStore`). */
-  resultBudgetBytes = RESULT_BUDGET_BYTES;
+  resultMessageBytes = RESULT_MESSAGE_BYTES;
   /** Search attribute values last upserted, by name; undefined while the run does not upsert them (see enableSearchAttributes). */
   private searchAttributes?: Map<string, unknown>;
 
@@ -221,7 +218,7 @@ export class RunState {
 
   /** The run's workers keep big payloads in a blob store (`RunSetup.blobStore`): results carry their messages whole. */
   useBlobStore(on: boolean | undefined): void {
-    if (on) this.resultBudgetBytes = STORED_RESULT_BUDGET_BYTES;
+    if (on) this.resultMessageBytes = STORED_RESULT_MESSAGE_BYTES;
   }
 
   /** The setup activity failed for good: the run ends with stopReason "error". */
@@ -259,7 +256,7 @@ export class RunState {
     const from = answer.start - omitted;
     const messages = this.conversation.newMessages.slice(Math.max(0, from), Math.max(0, answer.end - omitted));
     return {
-      ...fitMessages(messages, Math.max(0, Math.min(answer.end, omitted) - answer.start), this.resultBudgetBytes),
+      ...fitMessages(messages, Math.max(0, Math.min(answer.end, omitted) - answer.start), this.resultMessageBytes),
       stopReason: answer.stopReason,
       ...(answer.errorMessage !== undefined ? { errorMessage: answer.errorMessage } : {}),
       ...(answer.output !== undefined ? { output: answer.output } : {}),

@@ -11,10 +11,9 @@
  * depth in their inputs: they replay as top-level runs, whose calls the bound
  * never refuses below depth 3, so their commands are unchanged.
  *
- * Policy: a parent with a policy or a floor starts its child with both as the
- * child's `approvalPolicyFloor` (docs/policies.md): the child judges every call
- * by them too, so a tool the parent denies is denied in the child, whatever
- * the child's tools, policy updates or remembered approvals.
+ * What a child gets of its parent's run features (`childInput`): a parent's
+ * policy and floor as its `approvalPolicyFloor` (features/approval-policy.ts),
+ * a share of its budget (features/budget.ts).
  */
 import {
   CancellationScope,
@@ -50,7 +49,7 @@ export function subAgentWorkflowId(parentWorkflowId: string, turn: number, index
 }
 
 /** The result a child run that ended in error failed with (AGENT_RUN_FAILED carries it); undefined otherwise. */
-function failedChildResult(err: unknown): AgentRunResult | undefined {
+export function failedChildResult(err: unknown): AgentRunResult | undefined {
   const cause = err instanceof ChildWorkflowFailure ? err.cause : undefined;
   return cause instanceof ApplicationFailure && cause.type === AGENT_RUN_FAILED
     ? (cause.details?.[0] as AgentRunResult | undefined)
@@ -95,19 +94,8 @@ export async function runSubAgent(
     ...(sub.outputRetries !== undefined ? { outputRetries: sub.outputRetries } : {}),
     subAgentDepth: depth,
   };
-  // The child can loosen nothing its parent could not: the parent's floor and policy are the child's floor.
-  const floor = run.state.tools.childFloor();
-  if (floor) input.approvalPolicyFloor = floor;
-  // A budgeted run's child gets its share of what is left, held for it until it ends; its spend then counts here.
-  const { spend, conversation, tools } = run.state;
-  const others = tools.pending.filter(
-    (p) =>
-      p.toolCallId !== call.id &&
-      !spend.granted.has(p.toolCallId) &&
-      run.setup.tools.some((t) => t.name === p.toolName && t.subAgent),
-  ).length;
-  const granted = spend.childBudget(call.id, others, conversation.usage, Date.now());
-  if (granted) input.budget = granted.budget;
+  // What the run's features pass on: the parent's floor and policy, a share of what is left of its budget.
+  for (const f of run.features) Object.assign(input, f.childInput?.(run, call));
   try {
     const result = (await executeChild(AGENT_RUN_WORKFLOW, {
       workflowId,
@@ -121,7 +109,7 @@ export async function runSubAgent(
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     })) as AgentRunResult;
     run.state.conversation.addUsage(result.usage);
-    if (spend.active) spend.childEnded(call.id, granted?.grant, result.spend?.toolCalls ?? 0);
+    for (const f of run.features) f.childEnded?.(run, call, { result });
     // A child that spent its budget did not finish its task: the model sees it as an error.
     const failed = result.stopReason === "error" || result.stopReason === "aborted" || result.stopReason === "budget";
     const typed = result.output !== undefined;
@@ -146,12 +134,7 @@ export async function runSubAgent(
       isError: failed,
     };
   } catch (err) {
-    // A child that failed (stopReason "error") spent too: a budgeted parent counts it (its result is the failure's).
-    if (spend.active) {
-      const failed = failedChildResult(err);
-      if (failed?.usage) conversation.addUsage(failed.usage);
-      spend.childEnded(call.id, granted?.grant, failed?.spend?.toolCalls ?? 0);
-    }
+    for (const f of run.features) f.childEnded?.(run, call, { error: err });
     if (isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
     const why =
       err instanceof ChildWorkflowFailure

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "@jest/globals";
 import type { Api, Model } from "@jai/ai";
 import { budgetProblem } from "../../src/shared/budget-checks.js";
-import { Spend, worstCall } from "../../src/workflows/spend.js";
+import { Spend, worstCall } from "../../src/workflows/features/spend.js";
 import { classifyModelOutcome } from "../../src/worker/activities/classify.js";
 import { emptyUsage } from "../../src/shared/usage.js";
 

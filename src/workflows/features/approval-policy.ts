@@ -30,6 +30,12 @@ export const approvalPolicyFeature: RunFeature = {
         ...(tools.floor.length > 0 ? { approvalPolicyFloor: [...tools.floor] } : {}),
       }),
       carry: ({ tools }) => (tools.approvalsCarry() ? { approvals: tools.approvalsCarry() } : {}),
+      // The child can loosen nothing its parent could not: the parent's floor and policy are the child's floor, so
+      // a tool the parent denies is denied in the child, whatever its tools, policy updates or remembered approvals.
+      childInput: ({ state }) => {
+        const floor = state.tools.childFloor();
+        return floor ? { approvalPolicyFloor: floor } : {};
+      },
     };
   },
 };

@@ -1,6 +1,6 @@
 /**
  * A run's budget (input `budget`, docs/budgets.md): spend counted in spend.ts; here its say in the loop (no model
- * call past a limit, no tool call past `maxToolCalls`), its result, snapshot and carry. Patched: BUDGET_PATCH.
+ * call past a limit, no tool call past `maxToolCalls`), its result, snapshot and carry, and its sub-agents' shares. Patched: BUDGET_PATCH.
  */
 import type { ToolResultMessage } from "@jai/ai";
 import { modelTools } from "../context-fit.js";
@@ -9,7 +9,9 @@ import { metrics } from "../metrics-sink.js";
 import { BUDGET_PATCH, hasChange } from "../patches.js";
 import { endCall } from "../prompt-loop.js";
 import { featureInput } from "../../shared/feature-inputs.js";
-import { worstCall } from "../spend.js";
+import { Spend, worstCall } from "./spend.js";
+import type { ChildGrant } from "../../shared/budget-checks.js";
+import { failedChildResult } from "../sub-agent.js";
 import { errorOutput } from "../../shared/tool-output.js";
 import type { RunContext } from "../run-context.js";
 import type { RunState } from "../run-state.js";
@@ -23,25 +25,46 @@ export const budgetFeature: RunFeature = {
       ? input.continued.spend !== undefined
       : input.budget !== undefined && hasChange(BUDGET_PATCH);
     if (!on) return undefined;
+    const spend = new Spend();
+    /** What each running sub-agent was granted, by its tool call's id. */
+    const grants = new Map<string, ChildGrant | undefined>();
     return {
       // A budget is the chain's: a continued run goes on with what the runs before it spent.
-      start: (state, input) => state.spend.start(input.budget, input.continued?.spend, Date.now()),
-      turns: (run) => budgetTurns(run),
+      start: (_state, input) => spend.start(input.budget, input.continued?.spend, Date.now()),
+      turns: (run) => budgetTurns(run, spend),
       promptEnded: (state) => {
-        if (state.stopReason === "budget" && state.spend.exceeded) metrics.budgetExceeded(state.spend.exceeded);
+        if (state.stopReason === "budget" && spend.exceeded) metrics.budgetExceeded(spend.exceeded);
       },
       // A budget spent ends a session too: another prompt could only end the same way.
       endsSession: (state) => state.stopReason === "budget",
-      result: (state) => budgetFields(state),
-      snapshot: (state) => budgetFields(state),
-      carry: (state) => (state.spend.carry() ? { spend: state.spend.carry() } : {}),
+      result: (state) => budgetFields(state, spend),
+      snapshot: (state) => budgetFields(state, spend),
+      carry: () => (spend.carry() ? { spend: spend.carry() } : {}),
+      // A child gets its share of what is left, held for it until it ends; its spend then counts here.
+      childInput(run, call) {
+        const others = run.state.tools.pending.filter(
+          (p) =>
+            p.toolCallId !== call.id &&
+            !spend.granted.has(p.toolCallId) &&
+            run.setup.tools.some((t) => t.name === p.toolName && t.subAgent),
+        ).length;
+        const granted = spend.childBudget(call.id, others, run.state.conversation.usage, Date.now());
+        grants.set(call.id, granted?.grant);
+        return granted ? { budget: granted.budget } : {};
+      },
+      childEnded(run, call, ended) {
+        // A child that failed (stopReason "error") spent too: its result is the failure's.
+        const result = "result" in ended ? ended.result : failedChildResult(ended.error);
+        if (!("result" in ended) && result?.usage) run.state.conversation.addUsage(result.usage);
+        spend.childEnded(call.id, grants.get(call.id), result?.spend?.toolCalls ?? 0);
+        grants.delete(call.id);
+      },
     };
   },
 };
 
 /** What the run spent, and the limit that ended it. */
-function budgetFields(state: RunState) {
-  const { spend } = state;
+function budgetFields(state: RunState, spend: Spend) {
   return {
     ...(spend.exceeded !== undefined && state.stopReason === "budget" ? { budgetExceeded: spend.exceeded } : {}),
     ...(spend.active ? { spend: spend.report(state.conversation.usage, Date.now()) } : {}),
@@ -49,9 +72,9 @@ function budgetFields(state: RunState) {
 }
 
 /** The budget in one prompt's loop. */
-function budgetTurns(run: RunContext): TurnHooks {
+function budgetTurns(run: RunContext, spend: Spend): TurnHooks {
   const { input, setup, state } = run;
-  const { spend, conversation } = state;
+  const { conversation } = state;
   const refusal = () => spend.explain("maxToolCalls", conversation.usage, Date.now());
   return {
     beforeModelCall() {

@@ -46,6 +46,10 @@ export interface ActiveFeature {
   snapshot?(state: RunState): Partial<AgentRunState>;
   /** What the next run of the chain needs of the feature (beside what the loop carries). */
   carry?(state: RunState): Partial<ContinuedRun>;
+  /** A sub-agent starts for tool call `call`: what its input gets of the feature (a share of a budget, a floor). */
+  childInput?(run: RunContext, call: ToolCall): Partial<AgentRunWorkflowInput>;
+  /** That sub-agent ended: its result, or the error its child workflow failed with. */
+  childEnded?(run: RunContext, call: ToolCall, ended: { result: AgentRunResult } | { error: unknown }): void;
 }
 
 /** How one prompt's loop ended. */

@@ -10,9 +10,9 @@
  */
 import { msToNumber } from "@temporalio/common";
 import type { Api, Model, Usage } from "@jai/ai";
-import type { AgentBudget, BudgetLimit, BudgetSpend } from "../shared/contracts.js";
-import { formatCount } from "../shared/payload-limits.js";
-import type { ChildGrant, SpendCarry } from "../shared/budget-checks.js";
+import type { AgentBudget, BudgetLimit, BudgetSpend } from "../../shared/contracts.js";
+import { formatCount } from "../../shared/payload-limits.js";
+import type { ChildGrant, SpendCarry } from "../../shared/budget-checks.js";
 
 /** A budget's limits as numbers; absent: no such limit. */
 interface Limits {
