@@ -75,7 +75,7 @@ import {
   startBaseline,
 } from "./patches.js";
 import { runPrompt, type LoopEffects } from "./prompt-loop.js";
-import { modelChain, modelRefName } from "../shared/model-ref.js";
+import { setupRequest } from "../shared/model-ref.js";
 import { withCompletionWebhook } from "./webhook.js";
 
 const DEFAULT_MAX_TURNS = 50;
@@ -297,12 +297,7 @@ class SetupFailed extends Error {}
 
 /** The setup activity resolves the model and tools in the worker; its answer is recorded in history. */
 async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
-  const [model, ...fallbacks] = modelChain(input.model);
-  const label = fallbacks.length
-    ? `${modelRefName(model)} (+${fallbacks.length} fallback${fallbacks.length > 1 ? "s" : ""})`
-    : modelRefName(model);
-  // A chain's setup names its fallbacks; a single model's is as it always was.
-  const args = { model, ...(Array.isArray(input.model) ? { fallbacks } : {}), tools: input.tools };
+  const { args, label } = setupRequest(input.model, input.tools);
   try {
     const setup = hasChange(LOCAL_ACTIVITIES_PATCH) ? resolveRunSetupLocally : resolveRunSetup;
     return await setup.executeWithOptions({ summary: `setup · ${label}` }, [args]).catch((err: unknown) => {
@@ -328,7 +323,7 @@ async function resolveSetup(input: AgentRunInput): Promise<RunSetup> {
 function workflowEffects(run: RunContext, hooks: TurnHooks[]): LoopEffects {
   return {
     emit,
-    fitContext: () => fitContext(run, "budget"),
+    fitContext: () => fitContext(run, "estimate"),
     callModel: () => callModel(run),
     runTools: (calls) => runTools(run, calls, emit),
     continueAsNewDue: () => shouldContinueAsNew(run.input, run.state),

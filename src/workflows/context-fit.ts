@@ -15,20 +15,20 @@ export function modelTools({ setup, featureTools }: Pick<RunContext, "setup" | "
 }
 
 /**
- * Compacts when the estimate is over budget ("budget"), or unconditionally to
+ * Compacts when the estimate is over budget ("estimate"), or unconditionally to
  * well under it ("overflow"). Returns whether the context changed: `false` at
  * once, not a promise, when it is under budget, which is nearly every turn
  * (every promise the workflow makes costs a replay a captured stack trace).
  * Every tool call keeps its result; workers see a new epoch and re-read the
  * context.
  */
-export function fitContext(run: RunContext, reason: "budget" | "overflow"): Promise<boolean> | false {
+export function fitContext(run: RunContext, reason: "estimate" | "overflow"): Promise<boolean> | false {
   const { input, setup } = run;
   const tools = modelTools(run);
   const estimate = (messages: AgentMessage[]) => estimateTokens(messages, input.systemPrompt, tools);
   const budget = contextBudget(input, setup.model);
   const used = estimate(run.state.conversation.context);
-  if (reason === "budget" && (budget === undefined || used <= budget)) return false;
+  if (reason === "estimate" && (budget === undefined || used <= budget)) return false;
   const target = Math.floor(Math.min(budget ?? used, used) * (reason === "overflow" ? 0.6 : 0.8));
   return compact(run, { used, target, estimate });
 }

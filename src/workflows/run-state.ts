@@ -61,20 +61,20 @@ const CARRIED_DROPPED = 100;
 export function fitMessages(
   messages: AgentMessage[],
   alreadyOmitted = 0,
-  budgetBytes = RESULT_MESSAGE_BYTES,
+  maxBytes = RESULT_MESSAGE_BYTES,
 ): { messages: AgentMessage[]; messagesOmitted?: number } {
-  if (jsonBytes(messages) <= budgetBytes)
+  if (jsonBytes(messages) <= maxBytes)
     return alreadyOmitted ? { messages, messagesOmitted: alreadyOmitted } : { messages };
   return { messages: messages.slice(-1), messagesOmitted: alreadyOmitted + messages.length - 1 };
 }
 
-/** The newest messages within `budget` bytes, and how many older ones were left out. */
-function newest(messages: AgentMessage[], budget: number): { kept: AgentMessage[]; left: number } {
+/** The newest messages within `maxBytes` bytes, and how many older ones were left out. */
+function newest(messages: AgentMessage[], maxBytes: number): { kept: AgentMessage[]; left: number } {
   let keepFrom = messages.length;
   let size = 2;
   while (keepFrom > 0) {
     const next = jsonBytes(messages[keepFrom - 1]) + 1;
-    if (size + next > budget) break;
+    if (size + next > maxBytes) break;
     size += next;
     keepFrom--;
   }
@@ -146,7 +146,7 @@ export class RunState {
   previousRunId?: string;
   stopReason?: AgentStopReason;
   errorMessage?: string;
-  /** Typed output: the last prompt's validated final answer (run input `output`). */
+  /** The last prompt's answer as a value, when a run feature judged one (LoopOutcome.output). */
   output?: unknown;
   /** The most bytes of messages a result or prompt answer carries (more with a blob store: `useBlobStore`). */
   resultMessageBytes = RESULT_MESSAGE_BYTES;
@@ -381,12 +381,12 @@ export class RunState {
   }
 
   /**
-   * What the next run needs, within `budgetBytes` (what a run's input has room
+   * What the next run needs, within `maxBytes` (what a run's input has room
    * for beside the rest of it); undefined when the context cannot be made to
    * fit (the run then goes on as it is). `loop`: where the prompt being
    * processed stands (absent when a session waits for its next prompt).
    */
-  toCarry(setup: RunSetup, budgetBytes: number, loop?: PromptLoopState): ContinuedRun | undefined {
+  toCarry(setup: RunSetup, maxBytes: number, loop?: PromptLoopState): ContinuedRun | undefined {
     const { conversation, inbox } = this;
     const fixed: ContinuedRun = {
       setup,
@@ -409,7 +409,7 @@ export class RunState {
       ...(!loop && this.output !== undefined ? { output: this.output } : {}),
       ...this.featureFields("carry"),
     };
-    let left = budgetBytes - jsonBytes(fixed) - 1000;
+    let left = maxBytes - jsonBytes(fixed) - 1000;
     const { kept, left: omitted } = newest(
       conversation.newMessages,
       Math.min(CARRIED_NEW_MESSAGES_BYTES, Math.max(0, left / 4)),
