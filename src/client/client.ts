@@ -15,6 +15,7 @@ import {
   WorkflowNotFoundError,
   type Priority,
   type SearchAttributePair,
+  type UpdateDefinition,
 } from "@temporalio/common";
 import type { Static, TSchema } from "@sinclair/typebox";
 import type {
@@ -341,6 +342,9 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
   // (queries on a closed workflow wait for one); a running one from its queries.
   const running = async () => (await workflow.describe()).status.name === "RUNNING";
   const id = workflow.workflowId;
+  /** Update `name` with `args`, checked for size first and delivered once (deliverUpdate). */
+  const update = <R, A extends [unknown, ...unknown[]]>(name: string, def: UpdateDefinition<R, A>, args: A) =>
+    sendUpdate(workflow, name, args, () => deliverUpdate((o) => workflow.executeUpdate(def, { ...o, args })));
   const transcript: AgentRunHandle["transcript"] = async (options) => {
     const offset = Math.max(0, options?.offset ?? 0);
     if (await running()) return chainTranscript(client, id, undefined, offset, options?.limit);
@@ -366,14 +370,8 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
         throw after ? new RunFinishedError(id, after) : err;
       }
     },
-    steer: async (message) =>
-      sendUpdate(workflow, "steer", [checked("steer", message)], () =>
-        deliverUpdate((o) => workflow.executeUpdate(steerUpdate, { ...o, args: [message] })),
-      ),
-    followUp: async (message) =>
-      sendUpdate(workflow, "followUp", [checked("followUp", message)], () =>
-        deliverUpdate((o) => workflow.executeUpdate(followUpUpdate, { ...o, args: [message] })),
-      ),
+    steer: async (message) => update("steer", steerUpdate, [checked("steer", message)]),
+    followUp: async (message) => update("followUp", followUpUpdate, [checked("followUp", message)]),
     prompt: async (message) =>
       sendUpdate(workflow, "prompt", [checked("prompt", message)], async () => {
         let answer = await deliverUpdate((o) => workflow.executeUpdate(promptUpdate, { ...o, args: [message] }));
@@ -385,33 +383,22 @@ function handleFor(client: Client, workflow: WorkflowHandle): AgentRunHandle {
         return answer;
       }),
     close: () => sendUpdate(workflow, "close", [], () => deliverUpdate((o) => workflow.executeUpdate(closeUpdate, o))),
-    approve: (toolCallId, options) => {
-      // Without options the update carries the id alone, as it always did (workers before `remember` accept it).
-      const args: [string, ApproveOptions?] = options?.remember ? [toolCallId, { remember: true }] : [toolCallId];
-      return sendUpdate(workflow, "approve", args, () =>
-        deliverUpdate((o) => workflow.executeUpdate(approveUpdate, { ...o, args })),
-      );
-    },
+    // Without options an update carries the id alone, as it always did (workers before `remember` accept it).
+    approve: (toolCallId, options) =>
+      update("approve", approveUpdate, options?.remember ? [toolCallId, { remember: true }] : [toolCallId]),
     setApprovalPolicy: (policy) => {
       const problem = approvalPolicyProblem(policy, "policy");
       if (problem)
         return Promise.reject(new RunUpdateRejectedError("setApprovalPolicy", `Invalid approval policy: ${problem}`));
-      return sendUpdate(workflow, "setApprovalPolicy", [policy], () =>
-        deliverUpdate((o) => workflow.executeUpdate(setApprovalPolicyUpdate, { ...o, args: [policy] })),
-      );
+      return update("setApprovalPolicy", setApprovalPolicyUpdate, [policy]);
     },
-    submitToolResult: (toolCallId, result, options) => {
-      const args: [string, unknown, SubmitToolResultOptions?] = options?.isError
-        ? [toolCallId, result, { isError: true }]
-        : [toolCallId, result];
-      return sendUpdate(workflow, "submitToolResult", args, () =>
-        deliverUpdate((o) => workflow.executeUpdate(submitToolResultUpdate, { ...o, args })),
-      );
-    },
-    deny: (toolCallId, reason) =>
-      sendUpdate(workflow, "deny", [toolCallId, reason ?? ""], () =>
-        deliverUpdate((o) => workflow.executeUpdate(denyUpdate, { ...o, args: [toolCallId, reason ?? ""] })),
+    submitToolResult: (toolCallId, result, options) =>
+      update(
+        "submitToolResult",
+        submitToolResultUpdate,
+        options?.isError ? [toolCallId, result, { isError: true }] : [toolCallId, result],
       ),
+    deny: (toolCallId, reason) => update("deny", denyUpdate, [toolCallId, reason ?? ""]),
   };
 }
 

@@ -163,14 +163,7 @@ export function installHandlers(state: RunState, input: AgentRunInput): void {
     {
       validator: (toolCallId: string, options?: ApproveOptions) => {
         requireApproval(state, toolCallId);
-        if (options !== undefined && options !== null) {
-          if (typeof options !== "object" || Array.isArray(options))
-            throw new Error("Invalid options: must be an object { remember? }");
-          for (const key of Object.keys(options))
-            if (key !== "remember") throw new Error(`Invalid options: "${key}" is not an approve option (remember)`);
-          if (options.remember !== undefined && typeof options.remember !== "boolean")
-            throw new Error(`Invalid options: "remember" must be a boolean`);
-        }
+        checkOptions(options, "remember", "an approve option");
       },
     },
   );
@@ -205,14 +198,7 @@ export function installHandlers(state: RunState, input: AgentRunInput): void {
             `No client tool call "${String(toolCallId)}" is waiting for a result${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`,
           );
         }
-        if (options !== undefined && options !== null) {
-          if (typeof options !== "object" || Array.isArray(options))
-            throw new Error("Invalid options: must be an object { isError? }");
-          for (const key of Object.keys(options))
-            if (key !== "isError") throw new Error(`Invalid options: "${key}" is not a result option (isError)`);
-          if (options.isError !== undefined && typeof options.isError !== "boolean")
-            throw new Error(`Invalid options: "isError" must be a boolean`);
-        }
+        checkOptions(options, "isError", "a result option");
         const problem = clientResultProblem(wait.resultSchema, result, options?.isError === true);
         if (problem) throw new Error(`Invalid result for ${wait.pending.toolName}: ${problem}`);
       },
@@ -228,4 +214,15 @@ export function installHandlers(state: RunState, input: AgentRunInput): void {
       },
     },
   );
+}
+
+/** An update's options: absent, or an object whose one known key (`key`, a boolean) is all it has. */
+function checkOptions(options: unknown, key: string, what: string): void {
+  if (options === undefined || options === null) return;
+  if (typeof options !== "object" || Array.isArray(options))
+    throw new Error(`Invalid options: must be an object { ${key}? }`);
+  for (const k of Object.keys(options))
+    if (k !== key) throw new Error(`Invalid options: "${k}" is not ${what} (${key})`);
+  const value = (options as Record<string, unknown>)[key];
+  if (value !== undefined && typeof value !== "boolean") throw new Error(`Invalid options: "${key}" must be a boolean`);
 }

@@ -46,6 +46,15 @@ export function enter(state: RunState, messages: AgentMessage[], emit: (event: A
   }
 }
 
+/** A call's `tool_execution_end` (its keys in this order: an event's id digests its JSON). */
+export const toolEnd = (call: ToolCall, out: ExecuteToolOutput): AgentEvent => ({
+  type: "tool_execution_end",
+  toolCallId: call.id,
+  toolName: call.name,
+  result: out.result,
+  isError: out.isError,
+});
+
 /**
  * A call the loop (or a feature) answers itself, not a tool: its `tool_execution_end`, then its result message
  * enters the transcript with its events. Its `tool_execution_start` is the caller's to emit, before.
@@ -56,13 +65,7 @@ export function endCall(
   out: ExecuteToolOutput,
   emit: (event: AgentEvent) => void,
 ): ToolResultMessage {
-  emit({
-    type: "tool_execution_end",
-    toolCallId: call.id,
-    toolName: call.name,
-    result: out.result,
-    isError: out.isError,
-  });
+  emit(toolEnd(call, out));
   const result = toolResultMessage(call.id, call.name, out, Date.now());
   enter(state, [result], emit);
   return result;

@@ -23,7 +23,7 @@ import type { Conversation } from "./conversation.js";
 import type { RunContext } from "./run-context.js";
 import type { RunState } from "./run-state.js";
 import { toolSummary } from "../shared/summary.js";
-import { enter } from "./prompt-loop.js";
+import { enter, toolEnd } from "./prompt-loop.js";
 import { errorOutput } from "../shared/tool-output.js";
 import { runToolBatch } from "./tool-batch.js";
 import { metrics } from "./metrics-sink.js";
@@ -76,13 +76,7 @@ export function runTools(
       // A call ending beside waiting client calls may leave only them: the status says so (client-tool runs only).
       if (tools.clientWaitStatus && tools.clientWaits.size > 0) state.publishDetails();
       const call = calls[index];
-      emit({
-        type: "tool_execution_end",
-        toolCallId: call.id,
-        toolName: call.name,
-        result: output.result,
-        isError: output.isError,
-      });
+      emit(toolEnd(call, output));
     },
     groupFinished: (indices, results) => {
       if (!tools.isCurrent(batch)) return;
@@ -110,15 +104,7 @@ export function closeCancelledBatch(state: RunState, calls: ToolCall[], emit: (e
   open.forEach((call, i) => {
     if (outputs[i]) return; // finished before the cancellation: its end was emitted then
     outputs[i] = errorOutput(ABORTED_BY_CANCEL);
-    if (tools.runningUnfinished(call.id)) {
-      emit({
-        type: "tool_execution_end",
-        toolCallId: call.id,
-        toolName: call.name,
-        result: outputs[i]!.result,
-        isError: true,
-      });
-    }
+    if (tools.runningUnfinished(call.id)) emit(toolEnd(call, outputs[i]!));
   });
   open.forEach((call, i) => enter(state, [resultOf(call, outputs[i]!)], emit));
   tools.clear();
