@@ -7,6 +7,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY scripts/build-console.ts ./scripts/
 RUN npm run build \
  && node dist/cli/jai-agent.js bundle dist/workflow-bundle.js \
  && node -e "const p = require('./package.json'); for (const n of Object.keys(p.peerDependenciesMeta)) if (n !== '@temporalio/testing') p.dependencies[n] = p.peerDependencies[n]; require('fs').writeFileSync('package.json', JSON.stringify(p, null, 2))" \

@@ -23,6 +23,25 @@ export default tseslint.config(
   // import any side.
   ...sideWalls(),
   {
+    // The console's browser code (bundled into /console/app.js by src/http/console/assets.ts): its own folder and
+    // the pure code of src/shared only, types included. No packages, no Node built-ins: it runs in a page.
+    files: ["src/http/console/web/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "^(?!\\./(?!.*\\.\\./)|(\\.\\./)+shared/)",
+              message:
+                "src/http/console/web imports only its own folder and src/shared (browser code: see eslint.config.js).",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The sandbox: workflow code, and the pure code it shares with every side.
     files: ["src/workflows/**/*.ts", "src/shared/**/*.ts"],
     rules: {

@@ -8,7 +8,7 @@ export { defineConfig, type AgentServiceConfig } from "../worker/process/config.
 export { temporalTarget, type TemporalTarget } from "../node/connection.js";
 export { createFileTools } from "../worker/tools/fs-tools.js";
 export { agentTool, type AgentToolConfig } from "../worker/subagents/agent-tool.js";
-export { EventDeduper } from "../node/event-identity.js";
+export { EventDeduper } from "../shared/event-ids.js";
 export type { McpServerConfig, McpStdioTransport, McpHttpTransport } from "../worker/mcp/config.js";
 export {
   signWebhookBody,

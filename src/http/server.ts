@@ -43,7 +43,7 @@ import { validateUserInput } from "../shared/run-input.js";
 import { approvalPolicyProblem } from "../shared/approval-rules.js";
 import { AgentRequestError, agentRunOptions, describeAgent, type AgentDefinition } from "../shared/agents.js";
 import { TenantLimitError, type TenantsConfig } from "../shared/tenants.js";
-import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_SHELL, CONSOLE_SHELL_HASH } from "./console/assets.js";
+import { CONSOLE_CSP, consoleFiles } from "./console/assets.js";
 import { listRunPage, RUN_FILTERS } from "./run-list.js";
 import type { RunReader } from "../client/events/subscribe.js";
 import { streamRunEvents } from "./sse.js";
@@ -189,19 +189,20 @@ function schemaProblem(schema: TSchema, data: unknown, where = "body"): string |
   return `"${where}${first?.path.replace(/\//g, ".") ?? ""}": ${first?.message ?? "invalid"}`;
 }
 
-/**
- * Page routes and the console's files: they hold no data (their requests carry the token), so any navigation may
- * load them. Named by the route the router matched, never by the raw URL: the router ends a path at "#" as at "?",
- * so "/runs/<id>#/console" reads as a page to a string test but is served by "/runs/:id".
- */
-const PAGE_ROUTES = new Set(["/", "/runs/:id/console", ...CONSOLE_ASSETS.map((a) => a.path)]);
-
 export async function startRunServer(options: RunServerOptions): Promise<RunServer> {
   const host = options.host ?? "127.0.0.1";
   const configured = options.token ?? process.env.JAI_HTTP_TOKEN;
   const disabled = configured === false || configured === "off";
   if (!LOOPBACK.has(host) && (disabled || !configured))
     throw new Error(`refusing to serve runs on ${host} without a bearer token: set JAI_HTTP_TOKEN (or bind 127.0.0.1)`);
+  // The console's files (bundled now when run from the sources): a missing bundle fails the start, not a page.
+  const consoleApp = consoleFiles();
+  /**
+   * Page routes and the console's files: they hold no data (their requests carry the token), so any navigation may
+   * load them. Named by the route the router matched, never by the raw URL: the router ends a path at "#" as at "?",
+   * so "/runs/<id>#/console" reads as a page to a string test but is served by "/runs/:id".
+   */
+  const pageRoutes = new Set(["/", "/runs/:id/console", ...consoleApp.assets.map((a) => a.path)]);
   const tokenMinted = !disabled && !configured;
   const token: string | undefined = disabled
     ? undefined
@@ -217,7 +218,7 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     origins: "same-origin",
     realm: "jai-agent",
     ...(token ? { bearer: bearerTokens([token]) } : {}),
-    open: (route) => PAGE_ROUTES.has(route),
+    open: (route) => pageRoutes.has(route),
   });
   const { app } = http;
   // Bodies are checked with the TypeBox schemas the workflow itself uses.
@@ -251,11 +252,11 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
       .header("content-security-policy", CONSOLE_CSP)
       .header("x-frame-options", "DENY")
       .header("referrer-policy", "no-referrer");
-    return cached(req, reply, CONSOLE_SHELL_HASH, false) ? reply.code(304).send() : reply.send(CONSOLE_SHELL);
+    return cached(req, reply, consoleApp.shellHash, false) ? reply.code(304).send() : reply.send(consoleApp.shell);
   };
   app.get("/", async (req, reply) => page(req, reply));
   app.get<{ Params: { id: string } }>("/runs/:id/console", async (req, reply) => page(req, reply));
-  for (const file of CONSOLE_ASSETS)
+  for (const file of consoleApp.assets)
     app.get<{ Querystring: { v?: string } }>(file.path, async (req, reply) => {
       reply.type(file.type);
       return cached(req, reply, file.hash, req.query.v === file.hash) ? reply.code(304).send() : reply.send(file.body);

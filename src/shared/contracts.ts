@@ -87,9 +87,6 @@ export interface AgentActivityOptions {
   retry?: RetryOptions;
 }
 
-/** @deprecated The same as `AgentActivityOptions`. */
-export type ToolActivityOptions = AgentActivityOptions;
-
 /** The subset of Temporal's RetryPolicy that the loop accepts, as plain JSON. */
 export interface RetryOptions {
   /** Delay before the first retry. */
@@ -149,7 +146,7 @@ export interface AgentTool<T extends TSchema = TSchema, TDetails = unknown> exte
   /** Overrides the run's `toolExecution` for calls of this tool. */
   executionMode?: ToolExecutionMode;
   /** Timeouts and retry policy of this tool's activities. */
-  activity?: ToolActivityOptions;
+  activity?: AgentActivityOptions;
   /**
    * Ask a person before running: `true` always, or a predicate on the validated
    * arguments, evaluated in the worker. The run waits (a workflow condition, no
@@ -336,7 +333,7 @@ export interface AgentEventRef extends AgentRunRef {
    * identically; the digest is of what the event says but its timestamps, so a retry that took another path
    * emits another id at that n); `<runId>/<activityId>@<attempt>/<n>` for the n-th of an activity attempt (token
    * deltas, tool progress, a model's `message_start`; a retried activity is a new attempt whose events are new).
-   * See docs/streaming.md, "Repeats", and src/node/event-identity.ts (`EventDeduper`).
+   * See docs/streaming.md, "Repeats", and src/shared/event-ids.ts (`EventDeduper`).
    */
   eventId: string;
 }
@@ -428,7 +425,7 @@ export interface AgentRunInput {
    */
   maxTurns?: number;
   /** Temporal settings of the model activity. */
-  modelActivity?: ModelActivityOptions;
+  modelActivity?: AgentActivityOptions;
   /**
    * Keep the run open after it would end, waiting for `prompt()` updates, until
    * `close()` or the idle timeout. `maxTurns` then limits each prompt.
@@ -635,9 +632,6 @@ export interface DroppedMessage {
   /** Why it was not processed, e.g. "run ended: max_turns". */
   reason: string;
 }
-
-/** @deprecated The same as `AgentActivityOptions`. */
-export type ModelActivityOptions = AgentActivityOptions;
 
 /** What a run returns (`TOutput`: the type of its typed `output`, when the run has one). */
 export interface AgentRunResult<TOutput = unknown> {

@@ -17,7 +17,7 @@ import type {
   AgentToolResult,
   DroppedMessage,
   SubAgentSpec,
-  ToolActivityOptions,
+  AgentActivityOptions,
   ToolExecutionMode,
   ToolResultLimits,
 } from "./contracts.js";
@@ -139,7 +139,7 @@ export interface ToolSpec {
   /** The tool's own execution mode, if it has one. */
   executionMode?: ToolExecutionMode;
   /** The tool's activity settings. */
-  activity?: ToolActivityOptions;
+  activity?: AgentActivityOptions;
   /** Whether calls need approval: always, or when the worker's predicate says so. */
   approval?: "always" | "predicate";
   /** The tool's approval timeout. */

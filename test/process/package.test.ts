@@ -2,13 +2,15 @@
  * The package as a user gets it: `npm pack`, installed into an empty project
  * (from the npm cache, offline when it holds everything), the README snippet
  * type-checked against the shipped types and run, the `jai-agent worker` bin
- * serving a client that imports only `jai-agent/client`, and that subpath's
- * import graph free of the worker, the bundler and the dev server.
+ * serving a client that imports only `jai-agent/client`, that subpath's
+ * import graph free of the worker, the bundler and the dev server, and the
+ * console served from its prebuilt bundle (no esbuild installed).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { randomUUID } from "node:crypto";
 import { repoRoot } from "../support/service/processes.js";
 
@@ -76,12 +78,23 @@ test("the tarball ships built code, types, the workflow bundle and the bin; no s
       "package/dist/entry/client.js",
       "package/dist/workflow-bundle.js",
       "package/dist/cli/jai-agent.js",
+      "package/dist/http/console/bundle/app.js",
+      "package/dist/http/console/bundle/style.css",
     ]),
   );
   expect(files.filter((f) => /^package\/(src|test)\//.test(f) || (f.endsWith(".ts") && !f.endsWith(".d.ts")))).toEqual(
     [],
   );
   expect(existsSync(path.join(project, "node_modules", ".bin", "jai-agent"))).toBe(true);
+  // The console is served from the prebuilt bundle: the installed package has no esbuild to build one.
+  const assets = path.join(project, "node_modules", "jai-agent", "dist", "http", "console", "assets.js");
+  const served = sh(
+    process.execPath,
+    ["-e", `import(${JSON.stringify(pathToFileURL(assets).href)}).then((m) => console.log(m.consoleFiles().shell))`],
+    project,
+  );
+  expect(served).toMatch(/\/console\/app\.js\?v=[\w-]{16}/);
+  expect(existsSync(path.join(project, "node_modules", "esbuild"))).toBe(false);
 });
 
 test(

@@ -3,8 +3,9 @@
 // esbuild is the compiler tsx runs on every import; run ahead of time, a child skips tsx's loader, which costs
 // ~0.8 s of CPU per process (a suite starts hundreds). Types are checked by `npm run typecheck`, not here.
 // Plain ESM: jest's global setup loads it outside its transform.
-import { readdirSync } from "node:fs";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 
 const FOLDERS = ["src", "test/support", "test/fixtures"];
@@ -24,4 +25,10 @@ export async function compileSources(root, out) {
   await build({ ...common, entryPoints: sources(root, ".ts"), format: "esm" });
   // Temporal require()s the failure converter by path: CommonJS, as tsc builds it for dist.
   await build({ ...common, entryPoints: sources(root, ".cts"), format: "cjs", outExtension: { ".js": ".cjs" } });
+  // The console's script and stylesheet, where the compiled server reads a prebuilt bundle (as dist's, npm run build).
+  const consoleDir = path.join(out, "src", "http", "console");
+  const { bundleConsole } = await import(pathToFileURL(path.join(consoleDir, "assets.js")).href);
+  mkdirSync(path.join(consoleDir, "bundle"));
+  const bundle = bundleConsole(path.join(root, "src", "http", "console", "web"));
+  for (const [name, text] of Object.entries(bundle)) writeFileSync(path.join(consoleDir, "bundle", name), text);
 }

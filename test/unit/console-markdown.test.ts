@@ -1,12 +1,10 @@
 /**
- * The console's markdown renderer (the browser source, evaluated here as the page evaluates it) and the agent
+ * The console's markdown renderer (the browser module, src/http/console/web/markdown.ts) and the agent
  * registry's rules: what a caller may override and what is refused.
  */
 import { describe, expect, it } from "@jest/globals";
 import { agentRunOptions, checkAgents, describeAgent, type AgentDefinition } from "../../src/shared/agents.js";
-import { MARKDOWN_JS } from "../../src/http/console/markdown.js";
-
-const renderMarkdown = new Function(`${MARKDOWN_JS}; return renderMarkdown;`)() as (s: string) => string;
+import { renderMarkdown } from "../../src/http/console/web/markdown.js";
 
 describe("console markdown", () => {
   it("renders code blocks, inline code, bold, lists and http(s) links", () => {

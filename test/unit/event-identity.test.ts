@@ -1,6 +1,6 @@
 /**
  * Events a consumer can deduplicate (issue 58): ids of the two forms, the rule that tells a repeat (the highest
- * place seen per emitter), the console's copy of it, the tap dropping repeats, and `handle.events()` (runEvents)
+ * place seen per emitter; the console bundles the same), the tap dropping repeats, and `handle.events()` (runEvents)
  * giving each event once when its stream repeats one. No Temporal server: test/server/event-repeats.test.ts
  * shows the same through a retried workflow task.
  */
@@ -10,10 +10,10 @@ import { describe, expect, it } from "@jest/globals";
 import type { Client } from "@temporalio/client";
 import type { UserMessage } from "@jai/ai";
 import type { AgentEvent } from "../../src/shared/contracts.js";
-import { activityEventId, EventDeduper, parseEventId, workflowEventId } from "../../src/node/event-identity.js";
+import { activityEventId, workflowEventId } from "../../src/node/event-identity.js";
+import { EventDeduper, parseEventId } from "../../src/shared/event-ids.js";
 import { EventTap } from "../../src/worker/events/tap.js";
 import { runEvents, type RunReader } from "../../src/client/events/subscribe.js";
-import { EVENT_IDS_JS } from "../../src/http/console/run-view.js";
 
 const RUN = "6c1f0a4e-3a5d-4f7e-9a59-0c3b1d2e4f50";
 const prompt: UserMessage = { role: "user", content: "hi", timestamp: 1 };
@@ -106,35 +106,6 @@ describe("event ids", () => {
     dedupe.repeat(activityEventId(RUN, "b", 1, 0)); // forgets "a"
     expect(dedupe.repeat(second)).toBe(true);
     expect(dedupe.repeat(activityEventId(RUN, "a", 1, 0))).toBe(false);
-  });
-
-  it("the console's copy of the rule agrees", () => {
-    const console = (
-      new Function(`${EVENT_IDS_JS}; return eventDeduper;`)() as () => {
-        repeat(id: unknown): boolean;
-        clear(): void;
-      }
-    )();
-    const dedupe = new EventDeduper();
-    const all = [
-      ...ids(firstTask.slice(0, 2)),
-      activityEventId(RUN, "tool-1-0-a/b", 1, 0),
-      activityEventId(RUN, "tool-1-0-a/b", 1, 1),
-      ...ids(firstTask.slice(2), 2),
-      ...ids(firstTask.slice(0, 2)),
-      workflowEventId(RUN, 3, { type: "turn_start" }),
-      workflowEventId(RUN, 3, { type: "turn_start" }),
-      activityEventId(RUN, "tool-1-0-a/b", 1, 1),
-      activityEventId(RUN, "tool-1-0-a/b", 2, 0),
-      "h1",
-      "h1",
-      undefined,
-    ];
-    const verdicts = all.map((id) => dedupe.repeat(id));
-    expect(verdicts.filter(Boolean).length).toBe(4);
-    expect(all.map((id) => console.repeat(id))).toEqual(verdicts);
-    console.clear();
-    expect(console.repeat(ids(firstTask)[0])).toBe(false);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * Folders by side (eslint.config.js): a planted import from a side a file may not reach at run time fails lint;
- * the same import as a type, or from an allowed side, passes. Also: each run feature's input part
+ * the same import as a type, or from an allowed side, passes; the console's browser code (src/http/console/web)
+ * imports only its folder and src/shared. Also: each run feature's input part
  * (shared/feature-inputs.ts) and the feature itself (workflows/features/index.ts) are listed in the same order.
  */
 import { describe, expect, it } from "@jest/globals";
@@ -36,6 +37,9 @@ describe("folders by side: the lint walls", () => {
     ["src/client/events/planted.ts", "../../http/server.js", "src/client may not import src/http"],
     ["src/node/codec/planted.ts", "../../client/client.js", "src/node may not import src/client"],
     ["src/http/planted.ts", "../worker/events/tap.js", "src/http may not import src/worker"],
+    ["src/http/console/web/planted.ts", "../../server.js", "src/http/console/web imports only its own folder"],
+    ["src/http/console/web/planted.ts", "node:fs", "src/http/console/web imports only its own folder"],
+    ["src/http/console/web/planted.ts", "@jai/ai", "src/http/console/web imports only its own folder"],
   ])("%s importing %s fails", async (file, from, message) => {
     const problems = await walls(file, `import * as planted from "${from}";\nexport const used = planted;\n`);
     expect(problems.join("\n")).toContain(message);
@@ -50,6 +54,12 @@ describe("folders by side: the lint walls", () => {
     ).toEqual([]);
     expect(
       await walls("src/worker/planted.ts", `import * as c from "../client/client.js";\nexport const used = c;\n`),
+    ).toEqual([]);
+    expect(
+      await walls(
+        "src/http/console/web/planted.ts",
+        `import { EventDeduper } from "../../../shared/event-ids.js";\nimport { el } from "./common.js";\nexport const used = [EventDeduper, el];\n`,
+      ),
     ).toEqual([]);
     expect(
       await walls(

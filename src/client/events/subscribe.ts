@@ -17,7 +17,7 @@ import type { Client } from "@temporalio/client";
 import type { AssistantMessage } from "@jai/ai";
 import type { AgentEvent, AgentMessage } from "../../shared/contracts.js";
 import { transcriptEvents } from "./from-history.js";
-import { EventDeduper } from "../../node/event-identity.js";
+import { EventDeduper } from "../../shared/event-ids.js";
 import { runtimeToken } from "../../node/runtime-files.js";
 import { partialRebuilder, unframe, type WireFrame } from "../../shared/event-wire.js";
 

@@ -30,7 +30,7 @@
  * so a reader of one tap gets each event once. It takes no sequence number.
  */
 import type { AgentEvent, AgentEventSink, AgentRunRef } from "../../shared/contracts.js";
-import { EventDeduper } from "../../node/event-identity.js";
+import { EventDeduper } from "../../shared/event-ids.js";
 import { deltaEncoder, type SequencedEvent, type WireEvent } from "../../shared/event-wire.js";
 
 export interface EventTapOptions {

@@ -1,5 +1,5 @@
 /**
- * Builds the package the way the image does (tsc, then `jai-agent bundle`) into
+ * Builds the package the way the image does (tsc, the console's bundle, then `jai-agent bundle`) into
  * a folder of its own, and starts worker processes from it the way the image
  * starts them (`node dist/cli/worker-main.js`).
  */
@@ -17,7 +17,7 @@ function run(cmd: string, args: string[], cwd = repoRoot): void {
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed: ${r.stderr || r.stdout}`);
 }
 
-/** Compiles src into `.jai/<name>` (inside the repo, so node_modules resolve) and bundles the workflows next to it. */
+/** Compiles src into `.jai/<name>` (inside the repo, so node_modules resolve); bundles the console and workflows there. */
 export function buildDist(name: string): string {
   const out = path.join(repoRoot, ".jai", name);
   rmSync(out, { recursive: true, force: true });
@@ -30,6 +30,7 @@ export function buildDist(name: string): string {
     "--sourceMap",
     "false",
   ]);
+  run(process.execPath, ["--import", "tsx", "scripts/build-console.ts", path.join(out, "http", "console", "bundle")]);
   run(process.execPath, [path.join(out, "cli", "jai-agent.js"), "bundle"]);
   return out;
 }
