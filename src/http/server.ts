@@ -166,8 +166,10 @@ class NotAnAgentRunError extends Error {
   }
 }
 
+/** The client's typed errors as the answers they mean; undefined for anything else (the app's handler answers it). */
 function sendError(reply: FastifyReply, err: unknown) {
-  if (err instanceof InvalidRunInputError) return reply.code(400).send({ error: err.message });
+  if (err instanceof InvalidRunInputError || err instanceof AgentRequestError)
+    return reply.code(400).send({ error: err.message });
   if (err instanceof TenantLimitError)
     return reply
       .code(429)
@@ -179,7 +181,7 @@ function sendError(reply: FastifyReply, err: unknown) {
   if (err instanceof NotAnAgentRunError) return reply.code(404).send({ error: err.message });
   if (err instanceof WorkflowExecutionAlreadyStartedError)
     return reply.code(409).send({ error: `a workflow ${err.workflowId} already exists` });
-  throw err;
+  return undefined;
 }
 
 /** Why `data` does not fit `schema`, in the words the 400 answers use; undefined when it fits. */
@@ -226,6 +228,10 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     const problem = schemaProblem(schema as TSchema, data, httpPart === "querystring" ? "query" : "body");
     return problem ? { error: new Error(problem) } : { value: data };
   });
+
+  // A route's typed failure (no such run, an update refused, a finished run, ...) answers with its status.
+  const answer = app.errorHandler;
+  app.setErrorHandler((err, req, reply) => sendError(reply, err) ?? answer.call(app, err, req, reply));
 
   /** The run behind an id, once it is known to be an agent run (not another workflow of the namespace). */
   const agentRun = async (id: string): Promise<AgentRunHandle> => {
@@ -301,33 +307,20 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
       });
     const problem = schemaProblem(byAgent ? AgentStartBody : StartBody, body);
     if (problem) return reply.code(400).send({ error: problem });
-    try {
-      const input = byAgent
-        ? agentRunOptions(agents, body as unknown as Parameters<typeof agentRunOptions>[1])
-        : (body as unknown as StartAgentRunOptions);
-      // The server's tenant limits, whatever the body says (raw input is spread: a "tenants" in it is dropped).
-      const handle = await startAgentRun(client, { taskQueue: options.taskQueue, ...input, tenants: options.tenants });
-      return reply.code(201).send({ workflowId: handle.workflowId });
-    } catch (err) {
-      if (err instanceof AgentRequestError) return reply.code(400).send({ error: err.message });
-      return sendError(reply, err);
-    }
+    const input = byAgent
+      ? agentRunOptions(agents, body as unknown as Parameters<typeof agentRunOptions>[1])
+      : (body as unknown as StartAgentRunOptions);
+    // The server's tenant limits, whatever the body says (raw input is spread: a "tenants" in it is dropped).
+    const handle = await startAgentRun(client, { taskQueue: options.taskQueue, ...input, tenants: options.tenants });
+    return reply.code(201).send({ workflowId: handle.workflowId });
   });
   // Where the run's time went, per turn (client/timeline.ts): read from the newest run's history, no payload decoded.
-  app.get<{ Params: { id: string } }>("/runs/:id/timeline", async (req, reply) => {
-    try {
-      const run = await agentRun(req.params.id);
-      return timelineOf(run.workflowId, (await run.workflow.fetchHistory()).events ?? []);
-    } catch (err) {
-      return sendError(reply, err);
-    }
+  app.get<{ Params: { id: string } }>("/runs/:id/timeline", async (req) => {
+    const run = await agentRun(req.params.id);
+    return timelineOf(run.workflowId, (await run.workflow.fetchHistory()).events ?? []);
   });
-  app.get<{ Params: { id: string } }>("/runs/:id", async (req, reply) => {
-    try {
-      return await (await agentRun(req.params.id)).state();
-    } catch (err) {
-      return sendError(reply, err);
-    }
+  app.get<{ Params: { id: string } }>("/runs/:id", async (req) => {
+    return await (await agentRun(req.params.id)).state();
   });
 
   const streams = new Map<string, number>();
@@ -335,17 +328,12 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   app.get<{ Params: { id: string }; Querystring: { from?: string } }>("/runs/:id/events", async (req, reply) => {
     const id = req.params.id;
     const from = (req.headers["last-event-id"] as string | undefined) ?? req.query.from;
-    let run: RunReader;
-    try {
-      const handle = await agentRun(id);
-      // Closed once its chain's newest run is (describe answers for it), as the live stream ends.
-      run = {
-        transcript: () => handle.transcript(),
-        closed: async () => (await handle.workflow.describe()).status.name !== "RUNNING",
-      };
-    } catch (err) {
-      return sendError(reply, err);
-    }
+    const handle = await agentRun(id);
+    // Closed once its chain's newest run is (describe answers for it), as the live stream ends.
+    const run: RunReader = {
+      transcript: () => handle.transcript(),
+      closed: async () => (await handle.workflow.describe()).status.name !== "RUNNING",
+    };
     const ofRun = streams.get(id) ?? 0;
     if (ofRun >= caps.perRun || streaming >= caps.total)
       return reply
@@ -384,11 +372,7 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
       async (req, reply) => {
         const problem = validateUserInput(req.body.message);
         if (problem) return reply.code(400).send({ error: `Invalid message: ${problem}` });
-        try {
-          return (await send(await agentRun(req.params.id), req.body.message)) ?? { ok: true };
-        } catch (err) {
-          return sendError(reply, err);
-        }
+        return (await send(await agentRun(req.params.id), req.body.message)) ?? { ok: true };
       },
     );
   messageRoute("steer", (run, m) => run.steer(m as string));
@@ -397,40 +381,28 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   app.post<{ Params: { id: string }; Body: { toolCallId: string; remember?: boolean } }>(
     "/runs/:id/approve",
     { schema: { body: ToolCallBody } },
-    async (req, reply) => {
-      try {
-        const remember = req.body.remember ? { remember: true } : undefined;
-        await (await agentRun(req.params.id)).approve(req.body.toolCallId, remember);
-        return { ok: true };
-      } catch (err) {
-        return sendError(reply, err);
-      }
+    async (req) => {
+      const remember = req.body.remember ? { remember: true } : undefined;
+      await (await agentRun(req.params.id)).approve(req.body.toolCallId, remember);
+      return { ok: true };
     },
   );
   app.post<{ Params: { id: string }; Body: { toolCallId: string; reason?: string } }>(
     "/runs/:id/deny",
     { schema: { body: DenyBody } },
-    async (req, reply) => {
-      try {
-        await (await agentRun(req.params.id)).deny(req.body.toolCallId, req.body.reason);
-        return { ok: true };
-      } catch (err) {
-        return sendError(reply, err);
-      }
+    async (req) => {
+      await (await agentRun(req.params.id)).deny(req.body.toolCallId, req.body.reason);
+      return { ok: true };
     },
   );
   // A client tool's result (issue #41): 409 with the reason when the run refuses it (e.g. its result schema).
   app.post<{ Params: { id: string }; Body: { toolCallId: string; result: unknown; isError?: boolean } }>(
     "/runs/:id/tool-result",
     { schema: { body: ToolResultBody } },
-    async (req, reply) => {
-      try {
-        const { toolCallId, result, isError } = req.body;
-        await (await agentRun(req.params.id)).submitToolResult(toolCallId, result, isError ? { isError } : undefined);
-        return { ok: true };
-      } catch (err) {
-        return sendError(reply, err);
-      }
+    async (req) => {
+      const { toolCallId, result, isError } = req.body;
+      await (await agentRun(req.params.id)).submitToolResult(toolCallId, result, isError ? { isError } : undefined);
+      return { ok: true };
     },
   );
   app.post<{ Params: { id: string }; Body: { policy: unknown } }>(
@@ -440,20 +412,12 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
       // A malformed policy is a bad request (400, naming the field); the run's refusals stay 409.
       const problem = approvalPolicyProblem(req.body.policy, "policy");
       if (problem) return reply.code(400).send({ error: `Invalid approval policy: ${problem}` });
-      try {
-        return { policy: await (await agentRun(req.params.id)).setApprovalPolicy(req.body.policy as never) };
-      } catch (err) {
-        return sendError(reply, err);
-      }
+      return { policy: await (await agentRun(req.params.id)).setApprovalPolicy(req.body.policy as never) };
     },
   );
-  app.post<{ Params: { id: string } }>("/runs/:id/cancel", async (req, reply) => {
-    try {
-      await (await agentRun(req.params.id)).cancel();
-      return { ok: true };
-    } catch (err) {
-      return sendError(reply, err);
-    }
+  app.post<{ Params: { id: string } }>("/runs/:id/cancel", async (req) => {
+    await (await agentRun(req.params.id)).cancel();
+    return { ok: true };
   });
 
   const { url } = await http.listen(host, options.port ?? 8787);
