@@ -17,6 +17,7 @@ import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { hostOfHeader, hostPort, isLoopbackHost, servedHosts } from "../node/addresses.js";
+import { httpUrl } from "../shared/urls.js";
 
 /** Decides whether a request may pass: its Authorization header as sent, and the request. */
 export type BearerCheck = (authorization: string | undefined, req: FastifyRequest) => boolean | Promise<boolean>;
@@ -75,13 +76,7 @@ function foreignOrigin(req: FastifyRequest, served: Set<string> | undefined): st
     return `Sec-Fetch-Site: ${String(site)} (the request came from another site's page)`;
   const origin = req.headers.origin;
   if (origin === undefined) return undefined;
-  let from: URL | undefined;
-  try {
-    from = new URL(origin);
-  } catch {
-    from = undefined;
-  }
-  const own = from && (from.protocol === "http:" || from.protocol === "https:") ? from.host.toLowerCase() : undefined;
+  const own = httpUrl(origin)?.host.toLowerCase();
   if (own && (served ? served.has(own) : own === req.headers.host?.toLowerCase())) return undefined;
   return `Origin ${origin} is not this server's`;
 }

@@ -24,6 +24,7 @@ import { resolvePayloadClaims } from "../node/blobs/config.js";
 import { BlobNotFoundError } from "../node/blobs/drivers.js";
 import { isLoopbackHost } from "../node/addresses.js";
 import { bearerTokens as bearerCheck, createHttpApp, type HttpApp } from "./app.js";
+import { httpUrl } from "../shared/urls.js";
 
 export { isLoopbackHost } from "../node/addresses.js";
 
@@ -78,15 +79,10 @@ function checkOrigins(origins: string[], authorize: CodecServerOptions["authoriz
         );
       continue;
     }
-    let parsed: URL | undefined;
-    try {
-      parsed = new URL(origin);
-    } catch {
-      // Reported below.
-    }
-    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin)
+    const parsed = httpUrl(origin);
+    if (parsed?.origin !== origin)
       throw new CodecServerConfigError(
-        `origin "${origin}" is not an origin as a browser sends it (http(s)://host[:port], no path or trailing slash)${parsed && /^https?:$/.test(parsed.protocol) ? `: did you mean "${parsed.origin}"?` : ""}`,
+        `origin "${origin}" is not an origin as a browser sends it (http(s)://host[:port], no path or trailing slash)${parsed ? `: did you mean "${parsed.origin}"?` : ""}`,
       );
   }
 }

@@ -7,6 +7,7 @@
 import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { parseUrl } from "../shared/urls.js";
 
 /** What a runtime file holds. */
 interface RunServerFile {
@@ -45,13 +46,7 @@ function private_(file: string, directory: boolean): boolean {
   }
 }
 
-const originOf = (url: string) => {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return undefined;
-  }
-};
+const originOf = (url: string) => parseUrl(url)?.origin;
 
 /** Runtime files of live processes in `dir`, with their names. */
 function entries(dir: string): { file: string; data: RunServerFile }[] {

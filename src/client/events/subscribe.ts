@@ -20,6 +20,7 @@ import { transcriptEvents } from "./from-history.js";
 import { EventDeduper } from "../../shared/event-ids.js";
 import { runtimeToken } from "../../node/runtime-files.js";
 import { partialRebuilder, unframe, type WireFrame } from "../../shared/event-wire.js";
+import { httpUrl } from "../../shared/urls.js";
 
 /** An event of a run and where it is in the run's event stream. */
 export interface RunEvent {
@@ -80,13 +81,8 @@ function trustedHostsOf(options: Pick<RunEventsOptions, "trustedHosts">): string
  * (`host`, any port) or host and port (`host:port`) is trusted.
  */
 export function isTrustedEventsUrl(url: string, options: Pick<RunEventsOptions, "trustedHosts"> = {}): boolean {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return false;
-  }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return false;
+  const parsed = httpUrl(url);
+  if (!parsed) return false;
   const trusted = trustedHostsOf(options);
   return trusted.includes(parsed.host.toLowerCase()) || trusted.includes(parsed.hostname.toLowerCase());
 }

@@ -13,6 +13,7 @@
  * key goes with it only when that model is one of the worker's own.
  */
 import { getApiProviders, getModels, getProviders, type Api, type KnownApi, type Model } from "@jai/ai";
+import { httpUrl } from "../../shared/urls.js";
 
 /** @jai/ai's own network APIs (a new one in @jai/ai fails the typecheck here until it is listed). */
 const KNOWN_APIS: Record<KnownApi, true> = {
@@ -46,13 +47,8 @@ export function isBuiltInApi(api: string): boolean {
 /** A base URL in the one form compared: `scheme://host[:port]/path` without trailing slash; undefined when not plain http(s). */
 export function normalizeBaseUrl(value: unknown): string | undefined {
   if (typeof value !== "string" || value.trim() === "") return undefined;
-  let url: URL;
-  try {
-    url = new URL(value.trim());
-  } catch {
-    return undefined;
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  const url = httpUrl(value.trim());
+  if (!url) return undefined;
   // Credentials, a query or a fragment in a base URL change what the SDK sends where: never the same URL.
   if (url.username || url.password || url.search || url.hash) return undefined;
   return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, "")}`;

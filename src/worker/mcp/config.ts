@@ -1,5 +1,6 @@
 /** How a worker reaches an MCP server, and which of its tools runs may use. */
 import type { AgentActivityOptions } from "../../shared/contracts.js";
+import { parseUrl } from "../../shared/urls.js";
 
 /** A server the worker starts as a child process and talks to over stdin/stdout. */
 export interface McpStdioTransport {
@@ -104,12 +105,8 @@ export function checkMcpServerConfig(config: McpServerConfig, at: string): strin
   if (t?.type === "stdio") {
     if (typeof t.command !== "string" || t.command === "") return `${at}.transport.command must be a non-empty string`;
   } else if (t?.type === "http") {
-    let url: URL;
-    try {
-      url = new URL(t.url);
-    } catch {
-      return `${at}.transport.url is not a URL: ${JSON.stringify(t.url)}`;
-    }
+    const url = parseUrl(t.url);
+    if (!url) return `${at}.transport.url is not a URL: ${JSON.stringify(t.url)}`;
     if (url.protocol !== "http:" && url.protocol !== "https:")
       return `${at}.transport.url must be http or https, got ${url.protocol}`;
   } else return `${at}.transport.type must be "stdio" or "http"`;

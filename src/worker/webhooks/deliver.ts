@@ -14,6 +14,7 @@ import type { Usage } from "@jai/ai";
 import type { AgentStopReason } from "../../shared/contracts.js";
 import type { WebhookTarget } from "../../shared/webhook-field.js";
 import { pinnedLookup, webhookAddresses, type WebhookResolver } from "./target.js";
+import { parseUrl } from "../../shared/urls.js";
 
 /** The header holding `sha256=<hex HMAC-SHA256 of the raw body>`. */
 export const SIGNATURE_HEADER = "x-jai-signature";
@@ -77,12 +78,8 @@ export function signWebhookBody(body: string, secret: string): string {
 
 /** Origin of a configured entry, normalised (`https://Hooks.example.com:443/x` → `https://hooks.example.com`). */
 function originOf(entry: string, where: string): string {
-  let url: URL;
-  try {
-    url = new URL(entry.trim());
-  } catch {
-    throw new Error(`${where}: "${entry}" is not a URL origin`);
-  }
+  const url = parseUrl(entry.trim());
+  if (!url) throw new Error(`${where}: "${entry}" is not a URL origin`);
   if (url.protocol !== "http:" && url.protocol !== "https:")
     throw new Error(`${where}: "${entry}" must be an http or https origin`);
   return url.origin;
@@ -107,13 +104,8 @@ export function webhookSecretFor(
         .split(",")
         .filter((o) => o.trim())
         .map((o) => originOf(o, `JAI_WEBHOOK_ORIGINS_${envName}`));
-  let target: string;
-  try {
-    target = new URL(url).origin;
-  } catch {
-    return undefined;
-  }
-  return secret && origins.includes(target) ? secret : undefined;
+  const target = parseUrl(url)?.origin;
+  return secret && target && origins.includes(target) ? secret : undefined;
 }
 
 /** POSTs `body` to `url`, connecting only to `addresses`; resolves with the answer's status. Redirects are not followed. */
@@ -162,12 +154,8 @@ export function createWebhookActivity(options: WebhookOptions = {}, env: NodeJS.
   }): Promise<{ status: number }> {
     // The run's input names the secret and the URL; the worker's config decides whether that secret signs for that URL.
     const { url, secretName } = input.webhook;
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw ApplicationFailure.nonRetryable(`webhook URL is not a URL: ${url}`, "WebhookUrlRefused");
-    }
+    const parsed = parseUrl(url);
+    if (!parsed) throw ApplicationFailure.nonRetryable(`webhook URL is not a URL: ${url}`, "WebhookUrlRefused");
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
       throw ApplicationFailure.nonRetryable(
         `webhook URL must be http or https, got ${parsed.protocol}`,

@@ -10,6 +10,7 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import type { LookupAddress, LookupOneOptions, LookupAllOptions } from "node:dns";
 import { isIP } from "node:net";
 import { isPrivateAddress, parseIp } from "../../node/addresses.js";
+import { parseUrl } from "../../shared/urls.js";
 
 export { checkWebhookField, type WebhookTarget } from "../../shared/webhook-field.js";
 export { isPrivateAddress } from "../../node/addresses.js";
@@ -66,12 +67,8 @@ export async function checkWebhookUrl(
   allowPrivate: boolean,
   resolve?: WebhookResolver,
 ): Promise<string | undefined> {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return `webhook URL is not a URL: ${url}`;
-  }
+  const parsed = parseUrl(url);
+  if (!parsed) return `webhook URL is not a URL: ${url}`;
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
     return `webhook URL must be http or https, got ${parsed.protocol}`;
   try {
