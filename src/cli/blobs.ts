@@ -7,10 +7,10 @@
  *
  * Connected like the other CLIs (TEMPORAL_ADDRESS / --address, --namespace). Exit 0, 1 on a failure, 2 bad usage.
  */
-import { parseArgs } from "node:util";
 import { blobStorageFromEnv } from "../node/blobs/config.js";
 import { sweepBlobs } from "../node/blobs/sweep.js";
-import { connectClient } from "./connect.js";
+import { withCliClient } from "./connect.js";
+import { argumentsOrExit, parseCli } from "./program.js";
 
 const USAGE = `usage: npm run blobs -- stats | sweep [--dry-run] [--min-age 1h] [--address host:port] [--namespace ns]
 The store is JAI_BLOB_STORE's (file:/path or postgres://...); sweep removes the blobs of the runs the namespace no
@@ -25,28 +25,15 @@ function duration(text: string): number {
 }
 
 async function main(): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: process.argv.slice(2),
-      allowPositionals: true,
-      options: {
-        "dry-run": { type: "boolean" },
-        "min-age": { type: "string" },
-        address: { type: "string" },
-        namespace: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (err) {
-    console.error(`${(err as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
+  const { values, positionals } = argumentsOrExit(USAGE, () =>
+    parseCli(process.argv.slice(2), {
+      "dry-run": { type: "boolean" },
+      "min-age": { type: "string" },
+      address: { type: "string" },
+      namespace: { type: "string" },
+    }),
+  );
+  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
   const command = positionals[0];
   if (command !== "stats" && command !== "sweep") {
     console.error(USAGE);
@@ -66,17 +53,12 @@ async function main(): Promise<number> {
     }
     let minAgeMs: number | undefined;
     try {
-      minAgeMs = values["min-age"] !== undefined ? duration(values["min-age"]) : undefined;
+      minAgeMs = values["min-age"] !== undefined ? duration(String(values["min-age"])) : undefined;
     } catch (err) {
       console.error(`blobs: ${(err as Error).message}`);
       return 2;
     }
-    const args = [
-      ...(values.address ? ["--address", values.address] : []),
-      ...(values.namespace ? ["--namespace", values.namespace] : []),
-    ];
-    const { client, close } = await connectClient(args);
-    try {
+    return await withCliClient({ address: str(values.address), namespace: str(values.namespace) }, async (client) => {
       const dryRun = values["dry-run"] === true;
       const report = await sweepBlobs(client, driver, {
         minAgeMs,
@@ -90,9 +72,7 @@ async function main(): Promise<number> {
         `${report.removed.length} runs' blobs ${dryRun ? "would be removed" : `removed (${report.freed.blobs} blobs, ${report.freed.bytes} bytes)`}; ${report.kept} kept`,
       );
       return 0;
-    } finally {
-      await close();
-    }
+    });
   } finally {
     await driver.close();
   }

@@ -14,10 +14,6 @@ const USAGE = `usage: jai-agent bundle [file] [--encrypt-failures]
 
 async function main(): Promise<number> {
   const { values, positionals } = parseCli(process.argv.slice(2), { "encrypt-failures": { type: "boolean" } });
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
   if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
   const out = path.resolve(positionals[0] ?? fileURLToPath(new URL("../workflow-bundle.js", import.meta.url)));
   const { bundleAgentWorkflows } = await import("../worker/worker.js"); // after the arguments: --help answers at once

@@ -44,11 +44,7 @@ async function main(): Promise<number> {
     { port: { type: "string" }, host: { type: "string" }, origin: { type: "string", multiple: true } },
     { allowPositionals: false },
   );
-  const values = parsed.values as { port?: string; host?: string; origin?: string[]; help?: boolean };
-  if (values.help) {
-    console.log(CODEC_SERVER_USAGE);
-    return 0;
-  }
+  const values = parsed.values as { port?: string; host?: string; origin?: string[] };
   const codec = codecFromEnv(env);
   if (!codec) {
     console.error(`codec-server: no keys: set JAI_CODEC_KEYS or JAI_CODEC_KEY_FILE\n${CODEC_SERVER_USAGE}`);

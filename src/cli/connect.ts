@@ -15,11 +15,6 @@ import { temporalTarget, type TemporalTarget } from "../node/connection.js";
 import { runningServer } from "../node/server-state.js";
 import { NoServerError, noServer } from "./program.js";
 
-export function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-}
-
 /** The environment's data converter, or one whose codec only names the missing keys of encrypted payloads. */
 export function cliDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter {
   const converter = dataConverterFromEnv(env) ?? {};
@@ -64,9 +59,18 @@ export async function connectCli(
   };
 }
 
-/** `connectCli` with `--address` / `--namespace` read from `args`. */
-export async function connectClient(args: string[]): Promise<CliClient> {
-  return connectCli({ address: flag(args, "--address"), namespace: flag(args, "--namespace") });
+/** `fn` with a client from `connectCli`, closed once `fn` is done, however it ends. */
+export async function withCliClient<T>(
+  options: { address?: string; namespace?: string },
+  fn: (client: Client) => Promise<T>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<T> {
+  const { client, close } = await connectCli(options, env);
+  try {
+    return await fn(client);
+  } finally {
+    await close();
+  }
 }
 
 /**

@@ -1,5 +1,20 @@
 #!/usr/bin/env node
 /** The `jai-agent` command: one entry for the worker process and the other CLIs. */
+
+/** The commands of src/cli/runs.ts, by the name it takes as its first argument (`runs` is its `list`). */
+const RUNS_COMMANDS: Record<string, string> = {
+  runs: "list agent runs: jai-agent runs [--status running|waiting|failed|completed|cancelled] [--limit N] [--json]",
+  state: "a run's status and pending approvals: jai-agent state <id> [--json]",
+  approve: "let a tool call waiting for approval run: jai-agent approve <id> <toolCallId|--all> [--remember]",
+  "tool-result": "submit a client tool's result: jai-agent tool-result <id> <toolCallId> <json|-> [--error]",
+  policy: "replace a run's approval policy: jai-agent policy <id> <json|->",
+  deny: "refuse a tool call waiting for approval: jai-agent deny <id> <toolCallId> [--reason text]",
+  steer: "steer a running run: jai-agent steer <id> <message>",
+  "follow-up": "queue a message for when the run would stop: jai-agent follow-up <id> <message>",
+  prompt: "send a session run a prompt: jai-agent prompt <id> <message>",
+  cancel: "cancel a run: jai-agent cancel <id> [--wait]",
+};
+
 /** `args` go before the user's: one module serves several commands. */
 const COMMANDS: Record<string, { module: string; about: string; args?: string[] }> = {
   worker: { module: "./worker-main.js", about: "run a worker process (see `jai-agent worker --help`)" },
@@ -19,48 +34,9 @@ const COMMANDS: Record<string, { module: string; about: string; args?: string[] 
     about: "print a run as it happens (or replay a finished one): jai-agent watch <workflowId>",
   },
   show: { module: "./show.js", about: "print a run's transcript from its history: jai-agent show <workflowId>" },
-  runs: {
-    module: "./runs.js",
-    args: ["list"],
-    about: "list agent runs: jai-agent runs [--status running|waiting|failed|completed|cancelled] [--limit N] [--json]",
-  },
-  state: {
-    module: "./runs.js",
-    args: ["state"],
-    about: "a run's status and pending approvals: jai-agent state <id> [--json]",
-  },
-  approve: {
-    module: "./runs.js",
-    args: ["approve"],
-    about: "let a tool call waiting for approval run: jai-agent approve <id> <toolCallId|--all> [--remember]",
-  },
-  "tool-result": {
-    module: "./runs.js",
-    args: ["tool-result"],
-    about: "submit a client tool's result: jai-agent tool-result <id> <toolCallId> <json|-> [--error]",
-  },
-  policy: {
-    module: "./runs.js",
-    args: ["policy"],
-    about: "replace a run's approval policy: jai-agent policy <id> <json|->",
-  },
-  deny: {
-    module: "./runs.js",
-    args: ["deny"],
-    about: "refuse a tool call waiting for approval: jai-agent deny <id> <toolCallId> [--reason text]",
-  },
-  steer: { module: "./runs.js", args: ["steer"], about: "steer a running run: jai-agent steer <id> <message>" },
-  "follow-up": {
-    module: "./runs.js",
-    args: ["follow-up"],
-    about: "queue a message for when the run would stop: jai-agent follow-up <id> <message>",
-  },
-  prompt: {
-    module: "./runs.js",
-    args: ["prompt"],
-    about: "send a session run a prompt: jai-agent prompt <id> <message>",
-  },
-  cancel: { module: "./runs.js", args: ["cancel"], about: "cancel a run: jai-agent cancel <id> [--wait]" },
+  ...Object.fromEntries(
+    Object.entries(RUNS_COMMANDS).map(([name, about]) => [name, { module: "./runs.js", args: [name], about }]),
+  ),
   schedule: {
     module: "./schedule.js",
     about: "agent runs on Temporal Schedules: jai-agent schedule create|list|describe|pause|unpause|trigger|delete",

@@ -11,13 +11,14 @@ import { nearestName } from "../shared/near-name.js";
 
 /** Bad usage: printed with the command's usage, exit 2. */
 export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
-  }
+  override name = "UsageError";
 }
 
-/** A failure the command has already put in words: printed as is (one line), with its exit code. */
+/** --help (or -h) was given: `parseCli` throws it, and the command's usage is printed on stdout, exit 0. */
+export class HelpRequested extends Error {
+  override name = "HelpRequested";
+}
+
 /** The one `<workflowId>` argument a command takes (show, watch), or the usage mistake that there is none or more. */
 export function onlyWorkflowId(positionals: string[]): string {
   if (!positionals[0]) throw new UsageError("missing <workflowId>");
@@ -25,18 +26,20 @@ export function onlyWorkflowId(positionals: string[]): string {
   return positionals[0];
 }
 
+/** A failure the command has already put in words: printed as is (one line), with its exit code. */
 export class CliError extends Error {
+  override name = "CliError";
   constructor(
     message: string,
     readonly exitCode = 1,
   ) {
     super(message);
-    this.name = "CliError";
   }
 }
 
 /** No Temporal server answers at `address`: says how to start one or point the command at one. */
 export class NoServerError extends CliError {
+  override name = "NoServerError";
   constructor(
     readonly address: string,
     why: string,
@@ -44,7 +47,6 @@ export class NoServerError extends CliError {
     super(
       `no Temporal server at ${address} (${why}): start one with \`npm run temporal\`, or point TEMPORAL_ADDRESS (or --address) at yours`,
     );
-    this.name = "NoServerError";
   }
 }
 
@@ -62,7 +64,7 @@ const COMMON: Options = {
 
 /**
  * node:util's parseArgs, strict, with --help / -h and --debug: a mistake is a `UsageError` in the user's words
- * (the unknown flag and the nearest known one, the flag missing its value). `values.help` is for the caller.
+ * (the unknown flag and the nearest known one, the flag missing its value); --help throws `HelpRequested`.
  */
 export function parseCli(
   args: string[],
@@ -70,11 +72,25 @@ export function parseCli(
   config: { allowPositionals?: boolean } = {},
 ): { values: ParsedValues; positionals: string[] } {
   const all = { ...COMMON, ...options };
+  let parsed;
   try {
-    const parsed = parseArgs({ args, options: all, allowPositionals: config.allowPositionals ?? true, strict: true });
-    return { values: parsed.values as ParsedValues, positionals: parsed.positionals };
+    parsed = parseArgs({ args, options: all, allowPositionals: config.allowPositionals ?? true, strict: true });
   } catch (err) {
     throw usageOf(err, Object.keys(all)) ?? err;
+  }
+  if (parsed.values.help) throw new HelpRequested();
+  return { values: parsed.values as ParsedValues, positionals: parsed.positionals };
+}
+
+/**
+ * For a command that ends on its own rather than through `runCli`: its arguments, read by `read`, or the process
+ * ends here as `runCli` would end it (the usage on --help; the mistake and the usage, exit 2).
+ */
+export function argumentsOrExit<T>(usage: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    process.exit(reportFailure(err, usage));
   }
 }
 
@@ -127,8 +143,9 @@ const KNOWN = [
 ];
 const named = (err: unknown, name: string) => err instanceof Error && err.name === name;
 
-/** What a failure prints (one line, or the message and the usage) and its exit code. */
+/** What a failure prints (one line, or the message and the usage; the usage alone for --help) and its exit code. */
 export function describeFailure(failure: unknown, usage?: string): { text: string; code: number } {
+  if (failure instanceof HelpRequested) return { text: usage ?? "", code: 0 };
   // The error a wrapper carries (a query or a data converter failure around a codec key error) says more.
   let err = failure;
   for (let e = failure, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++)
@@ -160,27 +177,36 @@ export function describeFailure(failure: unknown, usage?: string): { text: strin
 }
 
 /**
+ * Prints what `describeFailure` says of `err` (on stdout for --help, else on stderr, with the stack trace when
+ * `stack`); its exit code.
+ */
+export function reportFailure(err: unknown, usage?: string, stack = false): number {
+  let said: { text: string; code: number };
+  try {
+    said = describeFailure(err, usage);
+  } catch {
+    said = { text: firstLine(err), code: 1 };
+  }
+  const { text, code } = said;
+  if (code === 0) console.log(text);
+  else console.error(text);
+  if (code && stack && err instanceof Error && err.stack) console.error(err.stack);
+  return code;
+}
+
+/**
  * Runs a command's `main` to its end: its exit code, or for a failure what `describeFailure` says on stderr
  * (with the stack trace only under --debug). A failure outside `main` (an uncaught exception, an unhandled
  * rejection of a background task: a bug, not a mistake of the person's) ends the same way but keeps its stack,
- * so a crashed worker's log says where. `usage` is printed after a usage mistake.
+ * so a crashed worker's log says where. `usage` is printed after a usage mistake, and on stdout for --help.
  */
-export function runCli(usage: string | (() => string), main: () => Promise<number | void>): void {
+export function runCli(usage: string, main: () => Promise<number | void>): void {
   const debug = debugWanted();
   let ended = false;
   const fail = (err: unknown, outside = false) => {
     if (ended) return;
     ended = true;
-    let said: { text: string; code: number };
-    try {
-      said = describeFailure(err, typeof usage === "function" ? usage() : usage);
-    } catch {
-      said = { text: firstLine(err), code: 1 };
-    }
-    const { text, code } = said;
-    console.error(text);
-    if ((debug || outside) && err instanceof Error && err.stack) console.error(err.stack);
-    process.exit(code);
+    process.exit(reportFailure(err, usage, debug || outside));
   };
   process.on("uncaughtException", (err) => fail(err, true));
   process.on("unhandledRejection", (err) => fail(err, true));
@@ -195,26 +221,4 @@ export function runCli(usage: string | (() => string), main: () => Promise<numbe
     },
     (err: unknown) => fail(err),
   );
-}
-
-/**
- * For commands that read their flags by hand: the first flag not in `known` (names without "--") as a
- * UsageError, or undefined. Values of flags that take one (`withValue`) are skipped.
- */
-export function unknownFlag(args: string[], known: string[], withValue: string[] = []): UsageError | undefined {
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (!a.startsWith("-") || a === "-") continue;
-    const name = a.replace(/^-+/, "").replace(/=.*$/, "");
-    if (name === "h" || name === "help" || name === "debug") continue;
-    if (!known.includes(name)) {
-      const near = nearestName(name, known);
-      return new UsageError(`unknown option ${a.replace(/=.*$/, "")}${near ? ` (did you mean --${near}?)` : ""}`);
-    }
-    if (withValue.includes(name) && !a.includes("=")) {
-      if (args[i + 1] === undefined || args[i + 1].startsWith("--")) return new UsageError(`--${name} needs a value`);
-      i++;
-    }
-  }
-  return undefined;
 }

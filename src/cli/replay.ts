@@ -8,10 +8,10 @@
  * the file or workflow and why. docs/replay.md walks through it.
  */
 import path from "node:path";
-import { debugWanted, describeFailure, unknownFlag, UsageError } from "./program.js";
+import { argumentsOrExit, debugWanted, describeFailure, parseCli, UsageError } from "./program.js";
 import { DefaultLogger, Runtime } from "@temporalio/worker";
 import { bundleAgentWorkflows } from "../worker/worker.js";
-import { flag, connectClient } from "./connect.js";
+import { withCliClient } from "./connect.js";
 import { codecFromEnv } from "../node/codec/config.js";
 import { blobStorageFromEnv, BlobStoreNotConfiguredError } from "../node/blobs/config.js";
 import { BlobNotFoundError } from "../node/blobs/drivers.js";
@@ -42,32 +42,24 @@ async function main(): Promise<number> {
     logger: new DefaultLogger("WARN"),
     telemetryOptions: { logging: { filter: { core: "ERROR", other: "ERROR" } } },
   });
-  const args = process.argv.slice(2);
-  const file = flag(args, "--file");
-  const positional = args.find((a, i) => !a.startsWith("--") && !args[i - 1]?.startsWith("--"));
+  const file = values.file;
   // The run's id, either way: for a live run the one to fetch, for a file the one to replay under.
-  const given = flag(args, "--workflow-id") ?? positional;
+  const given = values["workflow-id"] ?? positionals[0];
   const workflowId = file ? undefined : given;
-  if ((!file && !workflowId) || (args.includes("--workflow-id") && !flag(args, "--workflow-id"))) {
-    console.error(USAGE);
-    return 2;
-  }
   const source = file ?? `workflow ${workflowId}`;
-  let history: History;
-  if (file) history = await readHistoryFile(file);
-  else {
-    const { client, close } = await connectClient(args);
-    try {
-      history = await client.workflow.getHandle(workflowId!, flag(args, "--run-id")).fetchHistory();
-    } catch (err) {
-      throw new ReplayInputError(
-        source,
-        `cannot fetch its history (${err instanceof Error ? err.message : String(err)})`,
+  let history: History = file
+    ? await readHistoryFile(file)
+    : await withCliClient({ address: values.address, namespace: values.namespace }, (client) =>
+        client.workflow
+          .getHandle(workflowId!, values["run-id"])
+          .fetchHistory()
+          .catch((err: unknown) => {
+            throw new ReplayInputError(
+              source,
+              `cannot fetch its history (${err instanceof Error ? err.message : String(err)})`,
+            );
+          }),
       );
-    } finally {
-      await close();
-    }
-  }
   // Replay feeds payloads to the workflow code: read claims from the blob store (JAI_BLOB_STORE) and decrypt them
   // as the workers would (a missing key, store or blob is named here).
   const codec = codecFromEnv();
@@ -95,11 +87,10 @@ async function main(): Promise<number> {
       source,
       "the history does not say its workflow id, and the ids of the sub-agents it started derive from it: pass --workflow-id <the run's workflow id>",
     );
-  const workflows = flag(args, "--workflows");
   const outcome = await replayHistory(
     history,
     replayId ?? "replay",
-    workflows ? await bundleAgentWorkflows(path.resolve(workflows)) : undefined,
+    values.workflows ? await bundleAgentWorkflows(path.resolve(values.workflows)) : undefined,
   );
   if (!outcome.error) {
     console.log(divergenceLine(outcome));
@@ -114,22 +105,20 @@ async function main(): Promise<number> {
   return 1;
 }
 
-// --help, or a flag it does not know, before anything runs: the usage (src/cli/program.ts).
-const FLAGS = ["file", "run-id", "address", "namespace", "workflows", "workflow-id"];
-const argv = process.argv.slice(2);
-const named = argv.some((a, i) => !a.startsWith("-") && !FLAGS.includes(argv[i - 1]?.replace(/^--/, "") ?? ""));
-const mistake =
-  unknownFlag(argv, FLAGS, FLAGS) ??
-  (!named && !argv.includes("--file") && !argv.includes("--help") && !argv.includes("-h")
-    ? new UsageError("missing <workflowId> (or --file history.json)")
-    : undefined);
-if (argv.includes("--help") || argv.includes("-h")) {
-  console.log(USAGE);
-  process.exit(0);
-} else if (mistake) {
-  console.error(`${mistake.message}\n${USAGE}`);
-  process.exit(2);
-}
+// --help, or a mistake in the arguments, before anything runs: the usage (src/cli/program.ts).
+const { values, positionals } = argumentsOrExit(USAGE, () => {
+  const parsed = parseCli(process.argv.slice(2), {
+    file: { type: "string" },
+    "run-id": { type: "string" },
+    address: { type: "string" },
+    namespace: { type: "string" },
+    workflows: { type: "string" },
+    "workflow-id": { type: "string" },
+  });
+  if (!parsed.positionals[0] && !parsed.values.file)
+    throw new UsageError("missing <workflowId> (or --file history.json)");
+  return { values: parsed.values as Record<string, string | undefined>, positionals: parsed.positionals };
+});
 
 main().then(
   (code) => process.exit(code),

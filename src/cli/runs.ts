@@ -37,7 +37,7 @@ async function loadLib() {
     decodePayloads: history.decodePayloads,
     AGENT_RUN_WORKFLOW: definitions.AGENT_RUN_WORKFLOW,
     runRow: runList.runRow,
-    connectCli: connect.connectCli,
+    withCliClient: connect.withCliClient,
     tenantProblem: tenants.tenantProblem,
   };
 }
@@ -67,7 +67,6 @@ const COMMON: NonNullable<ParseArgsConfig["options"]> = {
 
 function parse(args: string[], options: ParseArgsConfig["options"], positionals: number, names: string) {
   const parsed = parseCli(args, { ...COMMON, ...options });
-  if (parsed.values.help) return undefined;
   if (parsed.positionals.length < positionals) throw new UsageError(`missing ${names}`);
   return parsed as { values: Record<string, string | boolean | undefined>; positionals: string[] };
 }
@@ -286,9 +285,10 @@ function printState(workflowId: string, s: AgentRunState): void {
 
 // ---------------------------------------------------------------------------------------------- commands
 
-type Command = (
-  args: string[],
-) => { values: Record<string, string | boolean | undefined>; run(client: Client): Promise<number> } | undefined;
+type Command = (args: string[]) => {
+  values: Record<string, string | boolean | undefined>;
+  run(client: Client): Promise<number>;
+};
 
 /** `steer` and `follow-up`: one message queued for the run; prints how many wait. */
 function queueMessage(
@@ -297,7 +297,6 @@ function queueMessage(
   send: (run: AgentRunHandle, text: string) => Promise<{ queued: number }>,
 ): ReturnType<Command> {
   const p = parse(args, {}, 2, "<workflowId> <message>");
-  if (!p) return undefined;
   const text = message(p.positionals.slice(1));
   return {
     values: p.values,
@@ -323,21 +322,19 @@ const COMMANDS: Record<string, Command> = {
       0,
       "",
     );
-    return p && { values: p.values, run: (client) => runsCommand(client, p.values) };
+    return { values: p.values, run: (client) => runsCommand(client, p.values) };
   },
   state: (args) => {
     const p = parse(args, { json: { type: "boolean" } }, 1, "<workflowId>");
-    return (
-      p && {
-        values: p.values,
-        run: async (client) => {
-          const state = await lib.getAgentRun(client, p.positionals[0]).state();
-          if (p.values.json) json(state);
-          else printState(p.positionals[0], state);
-          return 0;
-        },
-      }
-    );
+    return {
+      values: p.values,
+      run: async (client) => {
+        const state = await lib.getAgentRun(client, p.positionals[0]).state();
+        if (p.values.json) json(state);
+        else printState(p.positionals[0], state);
+        return 0;
+      },
+    };
   },
   approve: (args) => {
     const p = parse(
@@ -346,7 +343,6 @@ const COMMANDS: Record<string, Command> = {
       1,
       "<workflowId> <toolCallId | --all>",
     );
-    if (!p) return undefined;
     const [id, callId] = p.positionals;
     if (!p.values.all === !callId) throw new UsageError("approve needs a <toolCallId> or --all (not both)");
     return {
@@ -365,7 +361,6 @@ const COMMANDS: Record<string, Command> = {
   },
   deny: (args) => {
     const p = parse(args, { reason: { type: "string" } }, 2, "<workflowId> <toolCallId>");
-    if (!p) return undefined;
     const [id, callId] = p.positionals;
     return {
       values: p.values,
@@ -378,7 +373,6 @@ const COMMANDS: Record<string, Command> = {
   },
   "tool-result": (args) => {
     const p = parse(args, { error: { type: "boolean" } }, 3, "<workflowId> <toolCallId> <json | ->");
-    if (!p) return undefined;
     const [id, callId] = p.positionals;
     const result = jsonArgument(p.positionals.slice(2), "result");
     return {
@@ -394,7 +388,6 @@ const COMMANDS: Record<string, Command> = {
   },
   policy: (args) => {
     const p = parse(args, {}, 2, "<workflowId> <json | ->");
-    if (!p) return undefined;
     const policy = jsonArgument(p.positionals.slice(1), "policy");
     // A malformed policy is a usage error (exit 2), refused before anything reaches the run.
     const problem = approvalPolicyProblem(policy, "policy");
@@ -411,7 +404,6 @@ const COMMANDS: Record<string, Command> = {
   "follow-up": (args) => queueMessage(args, "follow-up", (run, text) => run.followUp(text)),
   prompt: (args) => {
     const p = parse(args, { json: { type: "boolean" } }, 2, "<workflowId> <message>");
-    if (!p) return undefined;
     const text = message(p.positionals.slice(1));
     return {
       values: p.values,
@@ -429,7 +421,6 @@ const COMMANDS: Record<string, Command> = {
   },
   cancel: (args) => {
     const p = parse(args, { wait: { type: "boolean" } }, 1, "<workflowId>");
-    if (!p) return undefined;
     const id = p.positionals[0];
     return {
       values: p.values,
@@ -462,23 +453,16 @@ async function main(argv: string[]): Promise<number> {
   const command = name ? COMMANDS[name === "runs" ? "list" : name] : undefined;
   if (!command) throw new UsageError(name ? `unknown command "${name}"` : "missing command");
   const parsed = command(args);
-  if (!parsed) {
-    console.log(RUNS_USAGE);
-    return 0;
-  }
   lib = await loadLib();
   let namespace = str(parsed.values.namespace) ?? "default";
   try {
-    const { client, close } = await lib.connectCli({
-      address: str(parsed.values.address),
-      namespace: str(parsed.values.namespace),
-    });
-    namespace = client.options.namespace;
-    try {
-      return await parsed.run(client);
-    } finally {
-      await close();
-    }
+    return await lib.withCliClient(
+      { address: str(parsed.values.address), namespace: str(parsed.values.namespace) },
+      (client) => {
+        namespace = client.options.namespace;
+        return parsed.run(client);
+      },
+    );
   } catch (err) {
     // What the client API throws, in one line naming the run; the rest (no server, no codec key) as every command says it.
     const clear = clearError(err, namespace);

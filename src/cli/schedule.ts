@@ -45,10 +45,6 @@ async function main(): Promise<number> {
     config: { type: "string" },
     json: { type: "boolean" },
   });
-  if (given.help) {
-    console.log(USAGE);
-    return 0;
-  }
   const values = given as Record<string, string | undefined> & { paused?: boolean; json?: boolean };
   const [command, id] = positionals;
   if (!command) throw new UsageError("missing command");
@@ -75,20 +71,18 @@ async function main(): Promise<number> {
   }
 
   // Loaded once the arguments are good: --help and a usage mistake answer without the client.
-  const [{ connectCli }, schedules, { InvalidRunInputError }] = await Promise.all([
+  const [{ withCliClient }, schedules, { InvalidRunInputError }] = await Promise.all([
     import("./connect.js"),
     import("../client/schedules.js"),
     import("../client/client.js"),
   ]);
   const { describeAgentSchedule, listAgentSchedules, scheduleAgentRun } = schedules;
-  // The environment the worker honours (address, namespace, TLS / API key, codec keys: a schedule's input is encrypted too).
-  const connection = await connectCli({ address: values.address });
-  const client = connection.client;
   const show = (s: AgentScheduleInfo) =>
     console.log(
       `${s.scheduleId}${s.paused ? " (paused)" : ""}  next: ${s.nextActionTimes[0]?.toISOString() ?? "-"}  recent: ${s.recentRuns.slice(-3).join(", ") || "-"}${s.note ? `  note: ${s.note}` : ""}`,
     );
-  try {
+  // The environment the worker honours (address, namespace, TLS / API key, codec keys: a schedule's input is encrypted too).
+  return withCliClient({ address: values.address }, async (client) => {
     switch (command) {
       case "create":
         try {
@@ -122,9 +116,7 @@ async function main(): Promise<number> {
       }
     }
     return 0;
-  } finally {
-    await connection.close();
-  }
+  });
 }
 
 /**

@@ -116,50 +116,44 @@ async function main(): Promise<number> {
     address: { type: "string" },
     namespace: { type: "string" },
   });
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
   const str = (v: unknown) => (typeof v === "string" ? v : undefined);
   const workflowId = onlyWorkflowId(positionals);
   // Loaded once the arguments are good: --help and a usage mistake answer without the client.
-  const [{ connectCli }, { readChain }, { storyTranscript }] = await Promise.all([
+  const [{ withCliClient }, { readChain }, { storyTranscript }] = await Promise.all([
     import("./connect.js"),
     import("../client/history-view.js"),
     import("../client/history-story.js"),
   ]);
-  const { client, close } = await connectCli({ address: str(values.address), namespace: str(values.namespace) });
-  try {
-    const chain: RunStory[] = await readChain(client, workflowId, str(values["run-id"]));
-    const story = chain[chain.length - 1];
-    const model = story.input?.model;
-    const events = chain.reduce((n, s) => n + s.events, 0);
-    const runs = chain.length > 1 ? ` · ${chain.length} runs (continue-as-new)` : "";
-    console.log(
-      `run ${workflowId} · ${model === undefined ? "?" : modelChain(model).map(modelRefName).join(" → ")} · ${story.status} · ${events} events${runs}`,
-    );
-    if (story.input?.systemPrompt) console.log(`system: ${clip(story.input.systemPrompt)}`);
-    const results = transcriptResults(chain, storyTranscript);
-    for (const run of chain) {
-      if (chain.length > 1)
-        console.log(
-          `── run ${run.runId}${run.previousRunId ? ` (continued from ${run.previousRunId})` : ""} · ${run.status} · ${run.events} events`,
-        );
-      for (const item of withLoopResults(run.items, results)) console.log(formatPrinted(item));
-    }
-    const usage = story.result?.usage ?? chain.reduce((sum, run) => addUsage(sum, run.usage), emptyUsage());
-    console.log(
-      `usage: ${usage.input} in / ${usage.output} out / ${usage.totalTokens} tokens · $${usage.cost.total.toFixed(4)}`,
-    );
-    if (story.result)
+  const chain: RunStory[] = await withCliClient(
+    { address: str(values.address), namespace: str(values.namespace) },
+    (client) => readChain(client, workflowId, str(values["run-id"])),
+  );
+  const story = chain[chain.length - 1];
+  const model = story.input?.model;
+  const events = chain.reduce((n, s) => n + s.events, 0);
+  const runs = chain.length > 1 ? ` · ${chain.length} runs (continue-as-new)` : "";
+  console.log(
+    `run ${workflowId} · ${model === undefined ? "?" : modelChain(model).map(modelRefName).join(" → ")} · ${story.status} · ${events} events${runs}`,
+  );
+  if (story.input?.systemPrompt) console.log(`system: ${clip(story.input.systemPrompt)}`);
+  const results = transcriptResults(chain, storyTranscript);
+  for (const run of chain) {
+    if (chain.length > 1)
       console.log(
-        `result: ${story.result.stopReason} after ${story.result.turns} turns${story.result.messagesOmitted ? ` · ${story.result.messagesOmitted} messages not in the result (all shown above)` : ""}${story.result.errorMessage ? ` · ${story.result.errorMessage}` : ""}`,
+        `── run ${run.runId}${run.previousRunId ? ` (continued from ${run.previousRunId})` : ""} · ${run.status} · ${run.events} events`,
       );
-    if (story.failure) console.log(`failure: ${story.failure}`);
-    return 0;
-  } finally {
-    await close();
+    for (const item of withLoopResults(run.items, results)) console.log(formatPrinted(item));
   }
+  const usage = story.result?.usage ?? chain.reduce((sum, run) => addUsage(sum, run.usage), emptyUsage());
+  console.log(
+    `usage: ${usage.input} in / ${usage.output} out / ${usage.totalTokens} tokens · $${usage.cost.total.toFixed(4)}`,
+  );
+  if (story.result)
+    console.log(
+      `result: ${story.result.stopReason} after ${story.result.turns} turns${story.result.messagesOmitted ? ` · ${story.result.messagesOmitted} messages not in the result (all shown above)` : ""}${story.result.errorMessage ? ` · ${story.result.errorMessage}` : ""}`,
+    );
+  if (story.failure) console.log(`failure: ${story.failure}`);
+  return 0;
 }
 
 runCli(USAGE, main);

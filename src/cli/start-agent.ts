@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { AgentRequestError, agentRunOptions } from "../shared/agents.js";
 import { TenantLimitError } from "../shared/tenants.js";
 import { DEFAULT_TASK_QUEUE } from "../shared/definitions.js";
-import { describeFailure, parseCli, UsageError } from "./program.js";
+import { parseCli, reportFailure, UsageError } from "./program.js";
 
 export const START_AGENT_USAGE = `usage: jai-agent start --agent <name> [options] "<prompt>" | -   (- reads the prompt from stdin)
   --config <module>         the worker's config module with the agents (else JAI_CONFIG, else ./jai.config.{js,mjs,ts})
@@ -39,11 +39,8 @@ export async function startByAgent(args: string[], env: NodeJS.ProcessEnv = proc
       console.error(`${err.message}\n${START_AGENT_USAGE}`);
       return 2;
     }
-    // A usage mistake with the usage; anything else (no server, a taken workflow id, ...) in one line.
-    const { text, code } = describeFailure(err, START_AGENT_USAGE);
-    console.error(text);
-    if (args.includes("--debug") && err instanceof Error && err.stack) console.error(err.stack);
-    return code;
+    // --help or a usage mistake with the usage; anything else (no server, a taken workflow id, ...) in one line.
+    return reportFailure(err, START_AGENT_USAGE, args.includes("--debug"));
   }
 }
 
@@ -62,18 +59,14 @@ async function start(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
     namespace: { type: "string" },
   });
   const positionals = parsed.positionals;
-  const values = parsed.values as Record<string, string | undefined> & { help?: boolean; json?: boolean };
-  if (values.help) {
-    console.log(START_AGENT_USAGE);
-    return 0;
-  }
+  const values = parsed.values as Record<string, string | undefined> & { json?: boolean };
   if (!values.agent) throw new UsageError("--agent needs an agent name");
   const prompt =
     positionals.length === 1 && positionals[0] === "-" ? readFileSync(0, "utf8").trim() : positionals.join(" ").trim();
   if (!prompt) throw new UsageError("missing prompt");
 
   // Loaded once the arguments are good: --help and a usage mistake answer without them.
-  const [{ findConfigFile, loadServiceConfig }, { startAgentRun }, { connectCli }] = await Promise.all([
+  const [{ findConfigFile, loadServiceConfig }, { startAgentRun }, { withCliClient }] = await Promise.all([
     import("../worker/process/config.js"),
     import("../client/client.js"),
     import("./connect.js"),
@@ -104,34 +97,32 @@ async function start(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   });
   const taskQueue = input.taskQueue ?? values["task-queue"] ?? env.JAI_TASK_QUEUE ?? DEFAULT_TASK_QUEUE;
 
-  const { client, close } = await connectCli({ address: values.address, namespace: values.namespace }, env);
-  try {
-    const handle = await startAgentRun(client, { ...input, taskQueue, tenants: config.tenants });
-    const id = handle.workflowId;
-    if (values.json) {
-      const tenant = input.tenant !== undefined ? { tenant: input.tenant } : {};
-      console.log(
-        JSON.stringify({ workflowId: id, agent: values.agent, model: input.model, taskQueue, ...tenant }, null, 2),
-      );
-      return 0;
-    }
-    // The commands to type next, with the flags that found this server (the environment finds it again).
-    const where = [
-      values.address ? `--address ${values.address}` : "",
-      values.namespace ? `--namespace ${values.namespace}` : "",
-    ]
-      .filter(Boolean)
-      .join(" ");
-    const cmd = (line: string) => `jai-agent ${line}${where ? ` ${where}` : ""}`;
+  const { workflowId: id } = await withCliClient(
+    { address: values.address, namespace: values.namespace },
+    (client) => startAgentRun(client, { ...input, taskQueue, tenants: config.tenants }),
+    env,
+  );
+  if (values.json) {
+    const tenant = input.tenant !== undefined ? { tenant: input.tenant } : {};
     console.log(
-      [
-        `Started run ${id}: agent "${values.agent}", model ${String(input.model)}, task queue "${taskQueue}"`,
-        `  follow it:  ${cmd(`watch ${id}`)}`,
-        `  approvals:  ${cmd(`state ${id}`)}   then   ${cmd(`approve ${id} <toolCallId|--all>`)}   or   ${cmd(`deny ${id} <toolCallId> --reason "…"`)}`,
-      ].join("\n"),
+      JSON.stringify({ workflowId: id, agent: values.agent, model: input.model, taskQueue, ...tenant }, null, 2),
     );
     return 0;
-  } finally {
-    await close();
   }
+  // The commands to type next, with the flags that found this server (the environment finds it again).
+  const where = [
+    values.address ? `--address ${values.address}` : "",
+    values.namespace ? `--namespace ${values.namespace}` : "",
+  ]
+    .filter(Boolean)
+    .join(" ");
+  const cmd = (line: string) => `jai-agent ${line}${where ? ` ${where}` : ""}`;
+  console.log(
+    [
+      `Started run ${id}: agent "${values.agent}", model ${String(input.model)}, task queue "${taskQueue}"`,
+      `  follow it:  ${cmd(`watch ${id}`)}`,
+      `  approvals:  ${cmd(`state ${id}`)}   then   ${cmd(`approve ${id} <toolCallId|--all>`)}   or   ${cmd(`deny ${id} <toolCallId> --reason "…"`)}`,
+    ].join("\n"),
+  );
+  return 0;
 }

@@ -53,9 +53,7 @@ export interface StartRunOptions {
 
 export async function startRun(options: StartRunOptions): Promise<void> {
   const tour = options.tour;
-  const values = options;
   const prompt = options.prompt || (tour ? TOUR_PROMPT : "");
-  const budget = options.budget;
   // Ctrl-C is ours (cancel the run), not the Temporal runtime's (which would stop the worker under the run).
   Runtime.install({ logger: new AgentRuntimeLogger(agentLogLevel()), shutdownSignals: [] });
   // The tour is scripted step by step: it always runs the tour model, whatever JAI_MODEL says.
@@ -65,7 +63,7 @@ export async function startRun(options: StartRunOptions): Promise<void> {
     : chooseModel();
 
   let embedded: DevServer | undefined;
-  const wanted = values.address ?? process.env.TEMPORAL_ADDRESS;
+  const wanted = options.address ?? process.env.TEMPORAL_ADDRESS;
   let server = wanted ? { address: wanted, uiUrl: undefined as string | undefined } : await runningServer();
   if (!server) {
     console.log("No `npm run temporal` server is up: starting an embedded dev server on .jai/temporal.db ...");
@@ -121,8 +119,8 @@ export async function startRun(options: StartRunOptions): Promise<void> {
     systemPrompt: tour ? TOUR_SYSTEM_PROMPT : "You are a helpful assistant with read-only access to a workspace.",
     ...(tour ? { session: true } : {}),
     // Who the run is for: its AgentTenant search attribute and fairness key (docs/tenants.md).
-    ...(values.tenant !== undefined ? { tenant: values.tenant } : {}),
-    ...(budget ? { budget } : {}),
+    ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+    ...(options.budget ? { budget: options.budget } : {}),
   });
   // Before anything is printed: a Ctrl-C from here on cancels the run, never orphans it.
   let interrupts = 0;

@@ -36,10 +36,6 @@ async function main(): Promise<void> {
     tenant: { type: "string" },
     budget: { type: "string" },
   });
-  if (parsed.values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
   const { positionals } = parsed;
   const values = parsed.values as { address?: string; tour?: boolean; tenant?: string; budget?: string };
   const tour = values.tour === true;

@@ -29,10 +29,6 @@ async function main(): Promise<number> {
     },
     { allowPositionals: false },
   );
-  if (parsed.values.help) {
-    console.log(USAGE);
-    return 0;
-  }
   const values = parsed.values as Record<string, string | undefined>;
   const keysSet = Boolean(process.env.JAI_CODEC_KEYS?.trim() || process.env.JAI_CODEC_KEY_FILE?.trim());
   const askedEndpoint = (values["ui-codec-endpoint"] ?? process.env.JAI_UI_CODEC_ENDPOINT)?.trim();

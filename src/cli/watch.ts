@@ -26,21 +26,14 @@ async function main(): Promise<number> {
     from: { type: "string" },
     url: { type: "string" },
   });
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
   const str = (v: unknown) => (typeof v === "string" ? v : undefined);
   const workflowId = onlyWorkflowId(positionals);
   // Loaded once the arguments are good: --help and a usage mistake answer without the client.
-  const { connectCli } = await import("./connect.js");
+  const { withCliClient } = await import("./connect.js");
   // The environment the worker honours (address, namespace, TLS / API key, codec keys): encrypted runs read too.
-  const connection = await connectCli({ address: str(values.address), namespace: str(values.namespace) });
-  try {
-    return await follow(connection.client, workflowId, str(values.from), str(values.url));
-  } finally {
-    await connection.close();
-  }
+  return withCliClient({ address: str(values.address), namespace: str(values.namespace) }, (client) =>
+    follow(client, workflowId, str(values.from), str(values.url)),
+  );
 }
 
 async function follow(

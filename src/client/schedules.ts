@@ -8,6 +8,7 @@ import { msToNumber } from "@temporalio/common";
 import { InvalidRunInputError } from "./client.js";
 import type { AgentRunInput } from "../shared/contracts.js";
 import { AGENT_RUN_WORKFLOW, DEFAULT_TASK_QUEUE } from "../shared/definitions.js";
+import { isObject } from "../shared/plain-object.js";
 import { checkDuration, validateRunInput } from "../shared/run-input.js";
 
 /** When a schedule fires: a cron expression (or several), or a fixed interval ("2s", "1h", ms). */
@@ -67,17 +68,15 @@ const SPEC_MEMO = "agentScheduleSpec";
 
 /** A schedule option that cannot work; `field` names it (e.g. "spec.cron[1]"). Nothing was created. */
 export class InvalidScheduleError extends InvalidRunInputError {
+  override name = "InvalidScheduleError";
   constructor(
     /** The option at fault, as a path into ScheduleAgentRunOptions. */
     readonly field: string,
     problem: string,
   ) {
     super(`Invalid schedule: "${field}" ${problem}`);
-    this.name = "InvalidScheduleError";
   }
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 const OVERLAPS = ["skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"];
 const SPEC_KEYS = ["cron", "interval", "timezone"];
@@ -267,7 +266,20 @@ export async function scheduleAgentRun(client: Client, options: ScheduleAgentRun
   if (problem) throw problem;
   const { scheduleId, spec, overlap, taskQueue, paused, note, ...input } = options;
   try {
-    return await create(client, scheduleId, spec, overlap, taskQueue, paused, note, input);
+    return await client.schedule.create({
+      scheduleId,
+      spec: toSpec(spec),
+      action: {
+        type: "startWorkflow",
+        workflowType: AGENT_RUN_WORKFLOW,
+        args: [input],
+        taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
+        workflowId: scheduleId,
+      },
+      policies: { overlap: (overlap ?? "skip").toUpperCase() as NonNullable<ScheduleOverlapPolicy> },
+      state: { paused: paused ?? false, ...(note ? { note } : {}) },
+      memo: { [SPEC_MEMO]: spec },
+    });
   } catch (err) {
     // What the checks above cannot tell (e.g. "0 0 31 2 *" is fine, a zone Go does not know): the server's
     // INVALID_ARGUMENT, which the SDK throws as a TypeError. It created nothing.
@@ -275,32 +287,6 @@ export async function scheduleAgentRun(client: Client, options: ScheduleAgentRun
       throw new InvalidScheduleError(refusedField(err.message), `was refused by the server: ${err.message}`);
     throw err;
   }
-}
-
-function create(
-  client: Client,
-  scheduleId: string,
-  spec: AgentScheduleSpec,
-  overlap: ScheduleAgentRunOptions["overlap"],
-  taskQueue: string | undefined,
-  paused: boolean | undefined,
-  note: string | undefined,
-  input: AgentRunInput,
-): Promise<ScheduleHandle> {
-  return client.schedule.create({
-    scheduleId,
-    spec: toSpec(spec),
-    action: {
-      type: "startWorkflow",
-      workflowType: AGENT_RUN_WORKFLOW,
-      args: [input],
-      taskQueue: taskQueue ?? DEFAULT_TASK_QUEUE,
-      workflowId: scheduleId,
-    },
-    policies: { overlap: (overlap ?? "skip").toUpperCase() as NonNullable<ScheduleOverlapPolicy> },
-    state: { paused: paused ?? false, ...(note ? { note } : {}) },
-    memo: { [SPEC_MEMO]: spec },
-  });
 }
 
 type Calendar = ScheduleDescription["spec"]["calendars"] extends (infer C)[] | undefined ? C : never;
