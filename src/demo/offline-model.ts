@@ -12,8 +12,10 @@ import {
   fauxToolCall,
   registerFauxProvider,
   type Api,
+  type AssistantMessage,
   type Context,
   type Model,
+  type RegisterFauxProviderOptions,
 } from "@jai/ai";
 
 export const DEMO_LABEL = "offline demo model (scripted, no LLM)";
@@ -102,14 +104,6 @@ function demoArgs(schema: unknown, text: string, count: number): unknown {
 
 /** Registers the demo model in this process and returns it; the worker must be told about it (`models`). */
 export function registerDemoModel(): Model<Api> {
-  const faux = registerFauxProvider({
-    provider: "demo",
-    // The run records the model, api included, and any worker process may make its next call: one fixed
-    // api id in every process (the faux default is random per process).
-    api: "jai-demo-offline",
-    models: [{ id: "offline-scripted", name: DEMO_LABEL, contextWindow: 32000, maxTokens: 2000 }],
-    tokensPerSecond: 150,
-  });
   const answer = (context: Context) => {
     const listings = results(context, "list_dir").map((r) => r.text);
     const reads = results(context, "read_file");
@@ -149,15 +143,33 @@ export function registerDemoModel(): Model<Api> {
     if (final && !called.has("final_answer"))
       return fauxAssistantMessage(
         [fauxToolCall("final_answer", demoArgs(final.parameters, summary, entries) as never)],
-        {
-          stopReason: "toolUse",
-        },
+        { stopReason: "toolUse" },
       );
     return fauxAssistantMessage(summary);
   };
-  // A worker process serves the demo for as long as it runs: every call queues one more answer. The queue
-  // is taken from synchronously at the call and refilled when the answer is made, so keep a margin for
-  // concurrent calls.
+  return registerEndlessModel(
+    {
+      provider: "demo",
+      // The run records the model, api included, and any worker process may make its next call: one fixed
+      // api id in every process (the faux default is random per process).
+      api: "jai-demo-offline",
+      models: [{ id: "offline-scripted", name: DEMO_LABEL, contextWindow: 32000, maxTokens: 2000 }],
+      tokensPerSecond: 150,
+    },
+    answer,
+  );
+}
+
+/**
+ * Registers a faux provider that answers every call with `answer`. A worker process serves it for as long as it
+ * runs: every call queues one more answer. The queue is taken from synchronously at the call and refilled when the
+ * answer is made, so keep a margin for concurrent calls.
+ */
+export function registerEndlessModel(
+  options: RegisterFauxProviderOptions,
+  answer: (context: Context) => AssistantMessage,
+): Model<Api> {
+  const faux = registerFauxProvider(options);
   const endless = (context: Context) => {
     faux.appendResponses([endless]);
     return answer(context);

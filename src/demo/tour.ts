@@ -16,7 +16,6 @@ import {
   fauxAssistantMessage,
   fauxText,
   fauxToolCall,
-  registerFauxProvider,
   Type,
   type Api,
   type AssistantMessage,
@@ -25,6 +24,7 @@ import {
   type Model,
 } from "@jai/ai";
 import { getAgentRun } from "../client/client.js";
+import { registerEndlessModel } from "./offline-model.js";
 import { agentTool } from "../worker/subagents/agent-tool.js";
 import { createFileTools } from "../worker/tools/fs-tools.js";
 import type { AgentEvent, AgentTool } from "../shared/contracts.js";
@@ -229,22 +229,16 @@ function tourAnswer(context: Context): AssistantMessage {
 
 /** Registers the tour model in this process and returns it; the worker must be told about it (`models`). */
 export function registerTourModel(): Model<Api> {
-  const faux = registerFauxProvider({
-    provider: "demo",
-    // One fixed api id in every process: any worker process may make a run's next call (see offline-model.ts).
-    api: "jai-demo-tour",
-    models: [{ id: "offline-tour", name: TOUR_LABEL, contextWindow: 64000, maxTokens: 2000 }],
-    tokensPerSecond: 200,
-  });
-  const answer = (context: Context) =>
-    context.systemPrompt === HELPER_SYSTEM_PROMPT ? helperAnswer(context) : tourAnswer(context);
-  // Endless, as the demo model: every call queues one more answer (a margin for concurrent calls).
-  const endless = (context: Context) => {
-    faux.appendResponses([endless]);
-    return answer(context);
-  };
-  faux.setResponses(Array.from({ length: 1000 }, () => endless));
-  return faux.getModel();
+  return registerEndlessModel(
+    {
+      provider: "demo",
+      // One fixed api id in every process: any worker process may make a run's next call (see offline-model.ts).
+      api: "jai-demo-tour",
+      models: [{ id: "offline-tour", name: TOUR_LABEL, contextWindow: 64000, maxTokens: 2000 }],
+      tokensPerSecond: 200,
+    },
+    (context) => (context.systemPrompt === HELPER_SYSTEM_PROMPT ? helperAnswer(context) : tourAnswer(context)),
+  );
 }
 
 export interface TourToolsOptions {

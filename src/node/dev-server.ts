@@ -17,7 +17,6 @@ import { AGENT_SEARCH_ATTRIBUTES, cliSearchAttributeSpecs } from "../shared/sear
 export const TEMPORAL_CLI_VERSION = "v1.5.1";
 const GO_PACKAGE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
 
-/** Folder outside any clone where the built CLI is kept, so fresh clones (CI) reuse it. */
 /** A folder under the user's cache (outside any clone, so fresh clones and CI reuse what was built there). */
 export function userCacheDir(name: string): string {
   return path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"), name);

@@ -27,7 +27,7 @@ import type { AgentServeOptions } from "./serving.js";
 import { agentEventSink, agentWorkflowsPath, webpackConfigHook } from "./worker.js";
 import type { AgentSinks } from "../shared/definitions.js";
 import { noMetricsSink } from "./telemetry/metrics.js";
-import { bundleEncryptsFailures, encryptsFailures, withEncryptedFailures } from "../node/codec/config.js";
+import { refusePlainFailures, withEncryptedFailures } from "../node/codec/config.js";
 import { storedResultBytes } from "../node/blobs/config.js";
 import type { RunEventsService } from "./events/serve.js";
 
@@ -69,11 +69,7 @@ export class AgentPlugin
     const base = this.simple.configureWorker(options);
     if (!base.connection)
       throw new TypeError("AgentPlugin needs the worker's `connection` option (a NativeConnection)");
-    if (base.workflowBundle && encryptsFailures(base.dataConverter) && !bundleEncryptsFailures(base.workflowBundle))
-      throw new TypeError(
-        "AgentPlugin: the worker has a payload codec but its workflowBundle writes failures in plain text: " +
-          "bundle it with bundleAgentWorkflows(path, { encryptFailures: true })",
-      );
+    refusePlainFailures(base.workflowBundle, base.dataConverter, "AgentPlugin: the worker");
     // NativeConnection serves a Client too: activities read a run's context through it on a cache miss.
     // With the worker's data converter: under a codec the context query's answer is encoded too.
     const client = new Client({

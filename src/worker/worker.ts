@@ -32,6 +32,7 @@ import {
   bundleEncryptsFailures,
   encryptsFailures,
   ENCRYPTED_FAILURES_PATH,
+  refusePlainFailures,
   withEncryptedFailures,
 } from "../node/codec/config.js";
 import { storedResultBytes } from "../node/blobs/config.js";
@@ -363,11 +364,7 @@ function checkedDeployment(options: AgentWorkerOptions): WorkerDeploymentOptions
 function checkedDataConverter(options: AgentWorkerOptions): DataConverter | undefined {
   // The workflows write their failures from the bundle: it must encrypt them too.
   const dataConverter = withEncryptedFailures(options.dataConverter ?? options.workerOptions?.dataConverter);
-  if (options.workflowBundle && encryptsFailures(dataConverter) && !bundleEncryptsFailures(options.workflowBundle))
-    throw new TypeError(
-      "this worker has a payload codec but its workflowBundle writes failures in plain text: " +
-        "bundle it with bundleAgentWorkflows(path, { encryptFailures: true })",
-    );
+  refusePlainFailures(options.workflowBundle, dataConverter, "this worker");
   return dataConverter;
 }
 
@@ -527,17 +524,12 @@ async function createActivityWorker(agent: Agent, spec: ActivitySpec, taskQueue:
 
 /** Shuts down what was made and closes what was opened here; `failed`: the workers made never ran. */
 async function closeAgent(agent: Agent, failed: boolean): Promise<void> {
-  if (failed) {
-    // Each made worker runs for an instant and stops: only then does it let go of the connection.
-    await Promise.allSettled(agent.made.map((w) => w.runUntil(Promise.resolve())));
-    await agent.events?.server.close().catch(() => {});
-    await agent.mcp?.close().catch(() => {});
-    if (agent.owned) await agent.connection.close().catch(() => {});
-    return;
-  }
-  await agent.events?.server.close();
-  await agent.mcp?.close();
-  if (agent.owned) await agent.connection.close();
+  // Each made worker runs for an instant and stops: only then does it let go of the connection.
+  if (failed) await Promise.allSettled(agent.made.map((w) => w.runUntil(Promise.resolve())));
+  const closing = (close: Promise<void> | undefined) => (failed ? close?.catch(() => {}) : close);
+  await closing(agent.events?.server.close());
+  await closing(agent.mcp?.close());
+  if (agent.owned) await closing(agent.connection.close());
 }
 
 /** Step 8: the pollers live and stop together; the own queue's calls fall back to the shared one when it is gone. */

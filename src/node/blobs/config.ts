@@ -24,10 +24,7 @@ export const DEFAULT_MAX_RESULT_BYTES = 20 * 1024 * 1024;
 
 /** A JAI_BLOB_* setting that cannot be used: names it. */
 export class BlobStoreConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "BlobStoreConfigError";
-  }
+  override name = "BlobStoreConfigError";
 }
 
 /**
@@ -155,21 +152,31 @@ const isPayload = (value: unknown): value is Payload => {
   return typeof v === "object" && v !== null && typeof v.metadata === "object" && v.metadata !== null;
 };
 
-function collectReferences(value: unknown, out: Payload[], seen = new Set<unknown>()): void {
+/**
+ * Visits every object in `value` (arrays included, byte arrays not) once, depth first, and the objects inside it
+ * unless `visit` says it is a leaf (returns true).
+ */
+export function walkObjects(value: unknown, visit: (obj: object) => boolean | void, seen = new Set<unknown>()): void {
   if (typeof value !== "object" || value === null || value instanceof Uint8Array || seen.has(value)) return;
   seen.add(value);
-  if (isPayload(value) && "data" in value) {
-    if (isReferencePayload(value)) out.push(value);
-    return;
-  }
-  for (const child of Array.isArray(value) ? value : Object.values(value)) collectReferences(child, out, seen);
+  if (visit(value)) return;
+  for (const child of Array.isArray(value) ? value : Object.values(value)) walkObjects(child, visit, seen);
+}
+
+/** The claims (reference payloads) in `value`. */
+function collectReferences(value: unknown): Payload[] {
+  const out: Payload[] = [];
+  walkObjects(value, (v) => {
+    if (!(isPayload(v) && "data" in v)) return false;
+    if (isReferencePayload(v)) out.push(v);
+    return true;
+  });
+  return out;
 }
 
 /** The drivers the claims in `history` name (none: it has no claims). */
 export function claimDrivers(history: History): string[] {
-  const refs: Payload[] = [];
-  collectReferences(history.events, refs);
-  return [...new Set(refs.map((p) => decodeReferencePayload(p).driverName))];
+  return [...new Set(collectReferences(history.events).map((p) => decodeReferencePayload(p).driverName))];
 }
 
 /**
@@ -212,9 +219,7 @@ export async function resolveHistoryClaims<H extends History>(
   storage: ExternalStorage | undefined,
   what?: string,
 ): Promise<H> {
-  const refs: Payload[] = [];
-  collectReferences(history.events, refs);
-  await resolveInPlace(refs, storage, what);
+  await resolveInPlace(collectReferences(history.events), storage, what);
   return history;
 }
 

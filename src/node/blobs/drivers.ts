@@ -133,7 +133,7 @@ export function ownerOf(target: StorageDriverTargetInfo | undefined): BlobOwner 
   return { namespace: target.namespace, workflowId: target.id ? `activity:${target.id}` : "" };
 }
 
-const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+const sha256 = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
 
 /** A stored blob and where it is, for the sweeper and the numbers. */
 export interface BlobStats {
@@ -197,7 +197,7 @@ export abstract class BlobDriver implements StorageDriver {
 /** A folder name for any string: readable where it can be, unique by its hash, never `..` or a path. */
 function folderName(text: string): string {
   const readable = text.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
-  return `${readable}~${createHash("sha256").update(text, "utf8").digest("hex").slice(0, 16)}`;
+  return `${readable}~${sha256(text).slice(0, 16)}`;
 }
 
 const OWNER_FILE = "owner.json";
@@ -299,22 +299,9 @@ export class FileBlobDriver extends BlobDriver {
   }
 }
 
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const exists = async (file: string): Promise<boolean> => (await stat(file).catch(() => undefined)) !== undefined;
 
-async function list(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch {
-    return [];
-  }
-}
+const list = (dir: string): Promise<string[]> => readdir(dir).catch(() => []);
 
 async function folderStats(dir: string): Promise<BlobStats> {
   const out = { blobs: 0, bytes: 0 };

@@ -59,10 +59,7 @@ export class CodecKeyError extends Error {
 
 /** A key set that cannot be used: names what is wrong. */
 export class CodecConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "CodecConfigError";
-  }
+  override name = "CodecConfigError";
 }
 
 export interface AesGcmCodecOptions {

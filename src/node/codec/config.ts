@@ -84,10 +84,30 @@ export function withEncryptedFailures(dataConverter: DataConverter | undefined):
 export const encryptsFailures = (dataConverter: DataConverter | undefined): boolean =>
   dataConverter?.failureConverterPath === ENCRYPTED_FAILURES_PATH;
 
+/** A workflow bundle: its code, or the file holding it. */
+type Bundle = { code: string } | { codePath: string };
+
 /** Whether a workflow bundle was built with the failure converter of `withEncryptedFailures`. */
-export function bundleEncryptsFailures(bundle: { code: string } | { codePath: string }): boolean {
+export function bundleEncryptsFailures(bundle: Bundle): boolean {
   const code = "code" in bundle ? bundle.code : readFileSync(bundle.codePath, "utf8");
   return code.includes(ENCRYPTED_FAILURES_MARKER);
+}
+
+/** Whether `bundle` would write failures in plain text where `dataConverter` encrypts them. */
+export const writesPlainFailures = (bundle: Bundle | undefined, dataConverter: DataConverter | undefined): boolean =>
+  bundle !== undefined && encryptsFailures(dataConverter) && !bundleEncryptsFailures(bundle);
+
+/** Refuses a workflow bundle that would write failures in plain text under a payload codec; `who` has the codec. */
+export function refusePlainFailures(
+  bundle: Bundle | undefined,
+  dataConverter: DataConverter | undefined,
+  who: string,
+): void {
+  if (writesPlainFailures(bundle, dataConverter))
+    throw new TypeError(
+      `${who} has a payload codec but its workflowBundle writes failures in plain text: ` +
+        "bundle it with bundleAgentWorkflows(path, { encryptFailures: true })",
+    );
 }
 
 /**

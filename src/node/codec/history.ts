@@ -6,7 +6,7 @@
 import type { ExternalStorage, LoadedDataConverter, Payload, PayloadCodec } from "@temporalio/common";
 import type { temporal } from "@temporalio/proto";
 import { ENCRYPTED_ENCODING, KEY_ID_METADATA } from "./aes-gcm.js";
-import { resolveHistoryClaims } from "../blobs/config.js";
+import { resolveHistoryClaims, walkObjects } from "../blobs/config.js";
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -23,21 +23,10 @@ const isPayload = (value: unknown): value is Payload => {
 };
 
 /** Every payload in `value`, wherever it sits (inputs, results, update args, memo, headers, user metadata, failure details). */
-function collectPayloads(value: unknown, out: Payload[], seen = new Set<unknown>()): void {
-  if (typeof value !== "object" || value === null || value instanceof Uint8Array || seen.has(value)) return;
-  seen.add(value);
-  if (isPayload(value)) {
-    out.push(value);
-    return;
-  }
-  for (const child of Array.isArray(value) ? value : Object.values(value)) collectPayloads(child, out, seen);
-}
-
-/** `payloads` encoded with `codecs`, applied first to last as Temporal does. */
-export async function encodePayloads(payloads: Payload[], codecs: PayloadCodec[]): Promise<Payload[]> {
-  let encoded = payloads;
-  for (const codec of codecs) encoded = await codec.encode(encoded);
-  return encoded;
+function collectPayloads(value: unknown): Payload[] {
+  const out: Payload[] = [];
+  walkObjects(value, (v) => isPayload(v) && out.push(v) > 0);
+  return out;
 }
 
 /** `payloads` decoded with `codecs`, applied last to first as Temporal does (the payloads are left as they are). */
@@ -59,8 +48,7 @@ export async function decodeHistoryPayloads<H extends History>(
   externalStorage?: ExternalStorage,
 ): Promise<H> {
   await resolveHistoryClaims(history, externalStorage);
-  const payloads: Payload[] = [];
-  if (codecs.length > 0) collectPayloads(history.events, payloads);
+  const payloads = codecs.length > 0 ? collectPayloads(history.events) : [];
   if (payloads.length > 0) {
     const decoded = await decodePayloads(payloads, codecs);
     payloads.forEach((p, i) => {
@@ -75,20 +63,19 @@ export async function decodeHistoryPayloads<H extends History>(
 type Failure = temporal.api.failure.v1.IFailure;
 
 /** Failures (and their causes) anywhere in `value`: objects with an `encodedAttributes` payload. */
-function collectFailures(value: unknown, out: Failure[], seen = new Set<unknown>()): void {
-  if (typeof value !== "object" || value === null || value instanceof Uint8Array || seen.has(value)) return;
-  seen.add(value);
-  if (isPayload(value)) return;
-  const f = value as Failure;
-  if (f.encodedAttributes && isPayload(f.encodedAttributes)) out.push(f);
-  for (const child of Array.isArray(value) ? value : Object.values(value)) collectFailures(child, out, seen);
+function collectFailures(value: unknown): Failure[] {
+  const out: Failure[] = [];
+  walkObjects(value, (v) => {
+    if (isPayload(v)) return true;
+    const f = v as Failure;
+    if (f.encodedAttributes && isPayload(f.encodedAttributes)) out.push(f);
+  });
+  return out;
 }
 
 /** Sets each failure's message and stack trace from its decoded (JSON) `encodedAttributes`, as the SDK does. */
 function restoreFailureAttributes(events: History["events"]): void {
-  const failures: Failure[] = [];
-  collectFailures(events, failures);
-  for (const failure of failures) {
+  for (const failure of collectFailures(events)) {
     const { metadata, data } = failure.encodedAttributes!;
     if (!data || Buffer.from(metadata?.encoding ?? []).toString("utf8") !== "json/plain") continue; // still sealed
     let attrs: unknown;
@@ -111,8 +98,7 @@ export function decodeHistory<H extends History>(history: H, converter: LoadedDa
 
 /** Key ids of the payloads in `history` still encrypted by the built-in codec (empty: none, or all decoded). */
 export function encryptedKeyIds(history: History): string[] {
-  const payloads: Payload[] = [];
-  collectPayloads(history.events, payloads);
+  const payloads = collectPayloads(history.events);
   const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString("utf8") : undefined);
   const ids = payloads
     .filter((p) => text(p.metadata?.encoding) === ENCRYPTED_ENCODING)

@@ -14,6 +14,7 @@ import { hostname } from "node:os";
 import { ApplicationFailure } from "@temporalio/common";
 import { isContextOverflow, type AssistantMessage } from "@jai/ai";
 import { FailureType } from "../../shared/failure-types.js";
+import type { ProviderCallRecord } from "./provider-fetch.js";
 
 /** Failure types thrown by the model activity; all retryable. */
 export const MODEL_FAILURE_TYPES = [
@@ -24,22 +25,13 @@ export const MODEL_FAILURE_TYPES = [
 ] as const;
 export type ModelFailureType = (typeof MODEL_FAILURE_TYPES)[number];
 
-/** What is known about the call besides the message. */
-export interface CallFacts {
+/** What is known about the call besides the message: what the fetch layer (or pi-ai's onResponse) saw, and more. */
+export interface CallFacts
+  extends Pick<ProviderCallRecord, "status" | "headers" | "networkError" | "bodyError" | "providerError"> {
   provider: string;
   modelId: string;
   /** The model's context window, for overflow detection. */
   contextWindow?: number;
-  /** HTTP status of the response, when one arrived. */
-  status?: number;
-  /** Response headers, lower-cased. */
-  headers?: Record<string, string>;
-  /** Set when no response arrived at all. */
-  networkError?: string;
-  /** Set when the response body broke off after the status arrived. */
-  bodyError?: string;
-  /** The provider's own error object: from an error response's body, or an error event inside a stream. */
-  providerError?: ProviderError;
   /** Strings that must never leave the worker (the API key). */
   secrets?: (string | undefined)[];
 }
@@ -370,6 +362,14 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
   const kind = kindOf(said);
   const named = said?.code ?? said?.type;
   const what = `${http}${named && !raw.includes(named) ? `${named}: ` : ""}${raw}`;
+  const authFailed = () =>
+    final(
+      `Authentication failed for provider "${facts.provider}" (${what}). Check ${keyEnvVar(facts.provider)} in the worker's environment, or the worker's getApiKey option.`,
+    );
+  const notFound = (): ModelOutcome => ({
+    ...final(`Model "${facts.modelId}" not found at provider "${facts.provider}" (${what})`),
+    gone: true,
+  });
 
   if (
     kind === "context" ||
@@ -387,15 +387,13 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
         `${where}: the account is out of credit or over its spending limit (${what}). Retrying will not help until billing is fixed.`,
       );
     case "auth":
-      return final(
-        `Authentication failed for provider "${facts.provider}" (${what}). Check ${keyEnvVar(facts.provider)} in the worker's environment, or the worker's getApiKey option.`,
-      );
+      return authFailed();
     case "permission":
       return final(
         `Provider "${facts.provider}" refused access to model "${facts.modelId}" (${what}). Check the key's permissions.`,
       );
     case "notFound":
-      return { ...final(`Model "${facts.modelId}" not found at provider "${facts.provider}" (${what})`), gone: true };
+      return notFound();
     case "rate":
       return retry("ModelRateLimited", `${where} rate limited: ${what}`, delay);
     case "overloaded":
@@ -409,15 +407,10 @@ export function classifyModelOutcome(message: AssistantMessage, facts: CallFacts
     return retry("ModelOverloaded", `${where} overloaded: ${what}`, delay);
   if (status === 408 || status === 425 || (status !== undefined && status >= 500))
     return retry("ModelUnavailable", `${where} unavailable: ${what}`, delay);
-  if (status === 401 || status === 403) {
-    return final(
-      `Authentication failed for provider "${facts.provider}" (${what}). Check ${keyEnvVar(facts.provider)} in the worker's environment, or the worker's getApiKey option.`,
-    );
-  }
+  if (status === 401 || status === 403) return authFailed();
   if (status === 402)
     return final(`${where}: payment required (${what}). Retrying will not help until billing is fixed.`);
-  if (status === 404)
-    return { ...final(`Model "${facts.modelId}" not found at provider "${facts.provider}" (${what})`), gone: true };
+  if (status === 404) return notFound();
   if (status !== undefined) return final(`${where} rejected the request (${what})`);
 
   // A response arrived (or none was seen) and the stream broke or reported an error inside it.
@@ -454,12 +447,12 @@ export function unsupportedModelFailure(
   );
 }
 
-/** A context overflow: the workflow compacts the context and calls once more; its own message if that does not help. */
 /** The model is gone at its provider: permanent for this model (the workflow falls back to the next of its chain). */
 export function modelGoneFailure(message: AssistantMessage): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message.errorMessage ?? "model not found", FailureType.ModelGone);
 }
 
+/** A context overflow: the workflow compacts the context and calls once more; its own message if that does not help. */
 export function overflowFailure(message: AssistantMessage): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message.errorMessage ?? "context overflow", FailureType.ContextOverflow);
 }

@@ -116,9 +116,6 @@ export interface ContextCacheStats {
   outputEvictions: number;
 }
 
-/** Kept for callers of the earlier name. */
-export type ResolveStats = ContextCacheStats;
-
 // Context messages are shared between a run's successive entries and never changed: size each once.
 const sizes = new WeakMap<object, number>();
 function messageBytes(message: AgentMessage): number {
@@ -231,7 +228,7 @@ export class ContextCache {
     if (previous) this.outputBytes -= previous.bytes;
     forRun.set(activityId, { toolName, output: copy, bytes });
     this.outputBytes += bytes;
-    this.trimOutputs(this.maxBytes * OUTPUT_SHARE);
+    while (this.outputBytes > this.maxBytes * OUTPUT_SHARE && this.evictOldestOutput());
     this.trim();
   }
 
@@ -309,10 +306,6 @@ export class ContextCache {
       }
     }
     return best;
-  }
-
-  private trimOutputs(budget: number): void {
-    while (this.outputBytes > budget && this.evictOldestOutput());
   }
 
   private evictOldestOutput(): boolean {

@@ -2,37 +2,41 @@
 import { Context } from "@temporalio/activity";
 import { ApplicationFailure } from "@temporalio/common";
 import { getEnvApiKey, type Api, type Model } from "@jai/ai";
-import type { AgentEventSink, AgentMessage, AgentTool } from "../../shared/contracts.js";
+import type { AgentMessage, AgentTool } from "../../shared/contracts.js";
 import type { ModelContextRef } from "../../shared/wire.js";
 import { currentRun, withHeartbeats } from "./heartbeat.js";
 import type { Client } from "@temporalio/client";
 import { ContextCache } from "./context-cache.js";
-import { createModelActivity, type ApiKeyResolver } from "./model.js";
+import { createModelActivity } from "./model.js";
 import { checkOutput } from "./output.js";
 import { searchAttributeCheck } from "./namespace-attributes.js";
 import { createSetupActivity } from "./setup.js";
 import { ModelPolicy } from "./model-policy.js";
-import { ProviderLimiter, type ProviderLimiterHooks, type ProviderLimits } from "./provider-limits.js";
+import { ProviderLimiter, type ProviderLimiterHooks } from "./provider-limits.js";
 import { createToolActivities } from "./tool.js";
 import type { McpToolSource } from "../mcp/source.js";
-import { createWebhookActivity, type WebhookOptions } from "../webhooks/deliver.js";
+import { createWebhookActivity } from "../webhooks/deliver.js";
+import type { AgentWorkerServeOptions } from "../serving.js";
 import { FailureType } from "../../shared/failure-types.js";
 
-export interface ActivityDeps {
+/** The activities' part of a worker's options, and what the worker adds. */
+export interface ActivityDeps
+  extends Pick<
+    AgentWorkerServeOptions,
+    | "models"
+    | "allowedModelBaseUrls"
+    | "getApiKey"
+    | "onEvent"
+    | "contextCacheSize"
+    | "contextCacheBytes"
+    | "compactContext"
+    | "webhooks"
+    | "providerLimits"
+  > {
   /** The tools runs may call, by name. */
   tools: AgentTool<any>[];
-  /** Extra models that "provider/modelId" may name. */
-  models?: Model<Api>[];
-  /** Base URLs besides the served models' where a run's model object may be served with the worker's keys. */
-  allowedModelBaseUrls?: string[];
-  /** API keys; default: the provider's environment variable. */
-  getApiKey?: ApiKeyResolver;
-  /** Receives activity-level events (message_start/update, tool_execution_update). */
-  onEvent?: AgentEventSink;
   /** Reads a run's model context on a cache miss (see ContextCache). */
   client?: Client;
-  /** At most this many runs' model contexts in memory; default: as many as `contextCacheBytes` allows. 0 disables the cache. */
-  contextCacheSize?: number;
   /** Told whether each model call's cached context prefix was used (metrics). */
   onContextCache?: (hit: boolean) => void;
   /** The worker's payloads are encrypted: runs keep content out of plain-text search attributes. */
@@ -42,9 +46,7 @@ export interface ActivityDeps {
    * bytes are kept whole, the run's limits cutting only the model's copy. Undefined: cut to the limits.
    */
   storedResultBytes?: number;
-  /** Byte budget of the model-context cache (JSON bytes); default 256 MB. */
-  contextCacheBytes?: number;
-  /** A cache made by the caller (to read its stats); else one is made from the two options above. */
+  /** A cache made by the caller (to read its stats); else one is made from the context cache options. */
   contextCache?: ContextCache;
   /** The task queue only this worker polls: routed model replies name it so the run's next call comes back here. */
   ownTaskQueue?: () => string | undefined;
@@ -52,14 +54,8 @@ export interface ActivityDeps {
   stickyTimeoutMs?: () => number | undefined;
   /** The worker's identity, named in failures that say which worker lacks a model or a key (default `pid@host`). */
   workerIdentity?: () => string | undefined;
-  /** A run's own compaction (`compaction: "worker"`), e.g. an LLM summary; must keep every tool call's result. */
-  compactContext?: ContextCompactor;
   /** MCP servers whose tools runs may call (listed at each run's setup). */
   mcp?: McpToolSource;
-  /** Completion webhooks: signing secrets by name bound to origins, private hosts. */
-  webhooks?: WebhookOptions;
-  /** Caps on this worker's model calls per provider (src/worker/activities/provider-limits.ts). */
-  providerLimits?: ProviderLimits;
   /** Told of waits and pauses at the provider limits (metrics). */
   providerLimitHooks?: ProviderLimiterHooks;
 }

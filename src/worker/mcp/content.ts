@@ -13,40 +13,35 @@ type McpContent =
 
 /** An MCP result with `isError: true`: the tool failed, and the model should read why. */
 export class McpToolError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "McpToolError";
-  }
+  override name = "McpToolError";
 }
 
 const base64Bytes = (data: string) => Math.floor((data.length * 3) / 4);
 
+const textBlock = (text: string): TextContent => ({ type: "text", text });
+
 function block(c: McpContent): TextContent | ImageContent {
   switch (c.type) {
     case "text":
-      return { type: "text", text: String(c.text) };
+      return textBlock(String(c.text));
     case "image":
       return { type: "image", data: String(c.data), mimeType: String(c.mimeType) };
     case "audio":
-      return { type: "text", text: `[audio ${String(c.mimeType)}, ${base64Bytes(String(c.data))} bytes, not shown]` };
+      return textBlock(`[audio ${String(c.mimeType)}, ${base64Bytes(String(c.data))} bytes, not shown]`);
     case "resource": {
       const r = (c as { resource: { uri: string; mimeType?: string; text?: string; blob?: string } }).resource;
-      if (typeof r.text === "string")
-        return { type: "text", text: `[resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ""}]\n${r.text}` };
-      return {
-        type: "text",
-        text: `[resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ""}, ${base64Bytes(r.blob ?? "")} bytes of binary, not shown]`,
-      };
+      const head = `[resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ""}`;
+      if (typeof r.text === "string") return textBlock(`${head}]\n${r.text}`);
+      return textBlock(`${head}, ${base64Bytes(r.blob ?? "")} bytes of binary, not shown]`);
     }
     case "resource_link": {
       const l = c as { uri: string; name?: string; description?: string };
-      return {
-        type: "text",
-        text: `[resource link ${l.uri}${l.name ? ` "${l.name}"` : ""}${l.description ? `: ${l.description}` : ""}]`,
-      };
+      return textBlock(
+        `[resource link ${l.uri}${l.name ? ` "${l.name}"` : ""}${l.description ? `: ${l.description}` : ""}]`,
+      );
     }
     default:
-      return { type: "text", text: `[${c.type} content, not supported]` };
+      return textBlock(`[${c.type} content, not supported]`);
   }
 }
 
@@ -63,10 +58,10 @@ export function fromMcpResult(result: {
 }): AgentToolResult {
   const content = (Array.isArray(result.content) ? (result.content as McpContent[]) : []).map(block);
   if (content.length === 0 && result.structuredContent !== undefined)
-    content.push({ type: "text", text: JSON.stringify(result.structuredContent) });
+    content.push(textBlock(JSON.stringify(result.structuredContent)));
   // Servers of protocol 2024-10-07 answer with `toolResult` instead of content.
   if (content.length === 0 && result.toolResult !== undefined)
-    content.push({ type: "text", text: JSON.stringify(result.toolResult) });
+    content.push(textBlock(JSON.stringify(result.toolResult)));
   if (result.isError === true) {
     const text = content.map((c) => (c.type === "text" ? c.text : `[image ${c.mimeType}]`)).join("\n");
     throw new McpToolError(text || "The MCP tool reported an error without a message");

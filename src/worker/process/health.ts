@@ -28,15 +28,11 @@ export async function serveHealth(
 ): Promise<Server> {
   const http = createHttpApp({ hosts: "served", allowedHosts, origins: "same-origin" });
   const { app } = http;
-  const state = (ok: boolean) => ({ ok, ...probe.detail() });
-  app.get("/healthz", async (_req, reply) => {
-    const ok = probe.healthy();
-    return reply.code(ok ? 200 : 503).send(state(ok));
-  });
-  app.get("/readyz", async (_req, reply) => {
-    const ok = probe.ready();
-    return reply.code(ok ? 200 : 503).send(state(ok));
-  });
+  for (const [route, check] of Object.entries({ "/healthz": () => probe.healthy(), "/readyz": () => probe.ready() }))
+    app.get(route, async (_req, reply) => {
+      const ok = check();
+      return reply.code(ok ? 200 : 503).send({ ok, ...probe.detail() });
+    });
   if (probe.metrics) {
     const metrics = probe.metrics;
     app.get("/metrics", async (_req, reply) => {

@@ -7,7 +7,6 @@
  */
 import { existsSync } from "node:fs";
 import type { Server } from "node:http";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import os from "node:os";
 import { Client } from "@temporalio/client";
@@ -22,6 +21,7 @@ import {
   agentDeploymentOptions,
   createAgentWorker,
   DEFAULT_TASK_QUEUE,
+  shippedWorkflowBundle,
   type AgentWorker,
   type AgentWorkerDeployment,
   type AgentWorkerOptions,
@@ -30,12 +30,7 @@ import type { AgentEventsServeOptions } from "../serving.js";
 import { devServerUiUrl } from "../../http/temporal-ui.js";
 import type { AgentTracing } from "../telemetry/tracing.js";
 import { replayCapFits } from "../replay-cap.js";
-import {
-  bundleEncryptsFailures,
-  dataConverterFromEnv,
-  encryptsFailures,
-  withEncryptedFailures,
-} from "../../node/codec/config.js";
+import { dataConverterFromEnv, withEncryptedFailures, writesPlainFailures } from "../../node/codec/config.js";
 import type { AesGcmCodecOptions } from "../../node/codec/aes-gcm.js";
 import { describeBlobStorage } from "../../node/blobs/config.js";
 import { findConfigFile, loadServiceConfig, type AgentServiceConfig } from "./config.js";
@@ -344,12 +339,6 @@ function positiveInt(value: string | undefined, name: string): number | undefine
   return n;
 }
 
-/** The prebuilt workflow bundle shipped next to the built code (the image builds it), if any. */
-function shippedBundle(): string | undefined {
-  const file = fileURLToPath(new URL("../../workflow-bundle.js", import.meta.url));
-  return existsSync(file) ? file : undefined;
-}
-
 export interface WorkerProcessOptions {
   argv?: string[];
   env?: NodeJS.ProcessEnv;
@@ -429,7 +418,7 @@ async function planWorker(get: Get, env: NodeJS.ProcessEnv, cwd: string) {
       `--max-replays (JAI_MAX_CONCURRENT_REPLAYS) must be from 1 to --max-workflow-tasks - 1 (${maxWorkflowTasks - 1}), got ${replaysFlag}`,
     );
   const maxReplays = replaysFlag ?? config.maxConcurrentReplays;
-  const bundleFile = get("workflow-bundle") ?? shippedBundle();
+  const bundleFile = get("workflow-bundle") ?? shippedWorkflowBundle();
   if (bundleFile && !existsSync(bundleFile)) throw new Error(`Workflow bundle not found: ${bundleFile}`);
   const workerOptions = {
     maxConcurrentActivityTaskExecutions: positiveInt(get("max-activities"), "--max-activities") ?? 100,
@@ -552,11 +541,7 @@ function usableBundle(
   dataConverter: DataConverter | undefined,
   log: (line: string) => void,
 ): string | undefined {
-  if (
-    bundleFile === undefined ||
-    !(encryptsFailures(dataConverter) && !bundleEncryptsFailures({ codePath: bundleFile }))
-  )
-    return bundleFile;
+  if (bundleFile === undefined || !writesPlainFailures({ codePath: bundleFile }, dataConverter)) return bundleFile;
   log(
     `jai-agent worker: ${bundleFile} writes failures in plain text and this worker has a payload codec: ` +
       "bundling the workflows at start (make the bundle with `jai-agent bundle --encrypt-failures` to skip that)",

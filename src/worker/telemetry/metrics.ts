@@ -60,120 +60,70 @@ export interface AgentMetrics extends AgentRunFacts {
 
 type MetricsSink = InjectedSinks<AgentSinks>["metrics"];
 
-/** The workflow's `metrics` sink, feeding `metrics`. */
-export function metricsSink(metrics: AgentMetrics): MetricsSink {
-  return {
-    runStarted: { fn: (_info, model) => metrics.runStarted(model), callDuringReplay: false },
-    runEnded: { fn: (_info, model, stopReason) => metrics.runEnded(model, stopReason), callDuringReplay: false },
-    approvalsWaiting: { fn: (_info, delta) => metrics.approvalsWaiting(delta), callDuringReplay: false },
-    compacted: { fn: (_info, model) => metrics.compacted(model), callDuringReplay: false },
-    modelFallback: { fn: (_info, from, to) => metrics.modelFallback(from, to), callDuringReplay: false },
-    budgetExceeded: { fn: (_info, limit) => metrics.budgetExceeded(limit), callDuringReplay: false },
-  };
+/** Every run-level fact (a missing one is a type error in `metricsSink`). */
+const FACTS = ["runStarted", "runEnded", "approvalsWaiting", "compacted", "modelFallback", "budgetExceeded"] as const;
+
+/** The workflow's `metrics` sink, feeding `metrics` (none: one that drops every fact). */
+export function metricsSink(metrics?: AgentMetrics): MetricsSink {
+  const sink = (fact: (typeof FACTS)[number]) => ({
+    fn: (_info: unknown, ...args: unknown[]) =>
+      (metrics?.[fact] as ((...args: unknown[]) => void) | undefined)?.apply(metrics, args),
+    callDuringReplay: false,
+  });
+  type Sinks = Record<(typeof FACTS)[number], ReturnType<typeof sink>>;
+  return Object.fromEntries(FACTS.map((fact) => [fact, sink(fact)])) as Sinks;
 }
 
 /** The `metrics` sink of a worker without metrics (and of replays). */
-export function noMetricsSink(): MetricsSink {
-  const none = { fn: () => {}, callDuringReplay: false };
+export const noMetricsSink = (): MetricsSink => metricsSink();
+
+/** Makers of metrics registered in `registry` (histograms with `buckets`). */
+export function metricsIn(registry: Registry, buckets: number[]) {
   return {
-    runStarted: none,
-    runEnded: none,
-    approvalsWaiting: none,
-    compacted: none,
-    modelFallback: none,
-    budgetExceeded: none,
+    counter: <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
+      new Counter({ name, help, labelNames, registers: [registry] }),
+    gauge: <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
+      new Gauge({ name, help, labelNames, registers: [registry] }),
+    histogram: <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new Histogram({ name, help, labelNames, buckets, registers: [registry] }),
   };
 }
 
 /** Creates the agent metrics in `registry` (default: a registry of their own). */
 export function createAgentMetrics(registry = new Registry()): AgentMetrics {
+  const { counter, gauge, histogram } = metricsIn(registry, SECONDS);
   const m = {
-    runsStarted: new Counter({
-      name: "jai_agent_runs_started_total",
-      help: "Agent runs started",
-      labelNames: ["model"],
-      registers: [registry],
-    }),
-    runsEnded: new Counter({
-      name: "jai_agent_runs_ended_total",
-      help: "Agent runs ended, by stop reason",
-      labelNames: ["model", "stop_reason"],
-      registers: [registry],
-    }),
-    turns: new Counter({
-      name: "jai_agent_turns_total",
-      help: "Model calls that returned a message (turns)",
-      labelNames: ["model"],
-      registers: [registry],
-    }),
-    tokens: new Counter({
-      name: "jai_agent_tokens_total",
-      help: "Tokens by model and kind",
-      labelNames: ["model", "kind"],
-      registers: [registry],
-    }),
-    cost: new Counter({
-      name: "jai_agent_cost_usd_total",
-      help: "Cost in US dollars by model",
-      labelNames: ["model"],
-      registers: [registry],
-    }),
-    modelLatency: new Histogram({
-      name: "jai_agent_model_call_seconds",
-      help: "Model call duration (one activity attempt)",
-      labelNames: ["model", "outcome"],
-      buckets: SECONDS,
-      registers: [registry],
-    }),
-    ttft: new Histogram({
-      name: "jai_agent_model_time_to_first_token_seconds",
-      help: "Time from the model call's start to its first streamed event",
-      labelNames: ["model"],
-      buckets: SECONDS,
-      registers: [registry],
-    }),
-    toolLatency: new Histogram({
-      name: "jai_agent_tool_call_seconds",
-      help: "Tool call duration (one activity attempt)",
-      labelNames: ["tool"],
-      buckets: SECONDS,
-      registers: [registry],
-    }),
-    toolErrors: new Counter({
-      name: "jai_agent_tool_errors_total",
-      help: "Tool calls that ended in an error result or a failed attempt",
-      labelNames: ["tool"],
-      registers: [registry],
-    }),
-    approvals: new Gauge({
-      name: "jai_agent_approvals_waiting",
-      help: "Tool calls waiting for approval (sum over workers)",
-      registers: [registry],
-    }),
-    cache: new Counter({
-      name: "jai_agent_context_cache_total",
-      help: "Model calls whose context prefix came from this worker's cache (hit) or the workflow (miss)",
-      labelNames: ["result"],
-      registers: [registry],
-    }),
-    compactions: new Counter({
-      name: "jai_agent_compactions_total",
-      help: "Context compactions",
-      labelNames: ["model"],
-      registers: [registry],
-    }),
-    fallbacks: new Counter({
-      name: "jai_agent_model_fallbacks_total",
-      help: "Model calls given to the next model of a run's fallback chain",
-      labelNames: ["from", "to"],
-      registers: [registry],
-    }),
-    budgetStops: new Counter({
-      name: "jai_agent_budget_exceeded_total",
-      help: "Runs ended by a limit of their budget",
-      labelNames: ["limit"],
-      registers: [registry],
-    }),
+    runsStarted: counter("jai_agent_runs_started_total", "Agent runs started", ["model"]),
+    runsEnded: counter("jai_agent_runs_ended_total", "Agent runs ended, by stop reason", ["model", "stop_reason"]),
+    turns: counter("jai_agent_turns_total", "Model calls that returned a message (turns)", ["model"]),
+    tokens: counter("jai_agent_tokens_total", "Tokens by model and kind", ["model", "kind"]),
+    cost: counter("jai_agent_cost_usd_total", "Cost in US dollars by model", ["model"]),
+    modelLatency: histogram("jai_agent_model_call_seconds", "Model call duration (one activity attempt)", [
+      "model",
+      "outcome",
+    ]),
+    ttft: histogram(
+      "jai_agent_model_time_to_first_token_seconds",
+      "Time from the model call's start to its first streamed event",
+      ["model"],
+    ),
+    toolLatency: histogram("jai_agent_tool_call_seconds", "Tool call duration (one activity attempt)", ["tool"]),
+    toolErrors: counter("jai_agent_tool_errors_total", "Tool calls that ended in an error result or a failed attempt", [
+      "tool",
+    ]),
+    approvals: gauge("jai_agent_approvals_waiting", "Tool calls waiting for approval (sum over workers)"),
+    cache: counter(
+      "jai_agent_context_cache_total",
+      "Model calls whose context prefix came from this worker's cache (hit) or the workflow (miss)",
+      ["result"],
+    ),
+    compactions: counter("jai_agent_compactions_total", "Context compactions", ["model"]),
+    fallbacks: counter(
+      "jai_agent_model_fallbacks_total",
+      "Model calls given to the next model of a run's fallback chain",
+      ["from", "to"],
+    ),
+    budgetStops: counter("jai_agent_budget_exceeded_total", "Runs ended by a limit of their budget", ["limit"]),
   };
   const own = new Set<string>();
   /** The `model` label of `provider/id`: a model the worker knows, else OTHER_MODEL. */
