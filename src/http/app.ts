@@ -15,7 +15,7 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { hostOfHeader, hostPort, isLoopbackHost, servedHosts } from "../node/addresses.js";
 import { httpUrl } from "../shared/urls.js";
 
@@ -90,7 +90,14 @@ export interface HttpApp {
 }
 
 /** A Fastify app behind the guard; JSON bodies only (an empty one reads as {}). */
-export function createHttpApp(guard: HttpGuard, options: { bodyLimit?: number } = {}): HttpApp {
+export function createHttpApp(
+  guard: HttpGuard,
+  options: {
+    bodyLimit?: number;
+    /** Answers the routes' own typed errors (a reply), or leaves an error to the app's answer (undefined). */
+    errors?: (err: unknown, reply: FastifyReply) => FastifyReply | undefined;
+  } = {},
+): HttpApp {
   let handle: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   const app = Fastify({
     logger: false,
@@ -107,6 +114,7 @@ export function createHttpApp(guard: HttpGuard, options: { bodyLimit?: number } 
     (body as string).trim() === "" ? done(null, {}) : json(req, body as string, done),
   );
   app.setErrorHandler((err: { statusCode?: number; validation?: unknown; message: string }, _req, reply) => {
+    if (options.errors?.(err, reply)) return reply;
     if (err.validation || err.statusCode === 400) return reply.code(400).send({ error: err.message });
     return reply.code(err.statusCode && err.statusCode >= 400 ? err.statusCode : 500).send({ error: err.message });
   });

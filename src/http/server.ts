@@ -214,24 +214,26 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
   const allowed = options.allowedHosts ?? (process.env.JAI_HTTP_ALLOWED_HOSTS ?? "").split(",").filter(Boolean);
   const caps = { ...DEFAULT_EVENT_STREAMS, ...options.maxEventStreams };
   const { client, tap } = options;
-  const http = createHttpApp({
-    hosts: "served",
-    allowedHosts: allowed,
-    origins: "same-origin",
-    realm: "jai-agent",
-    ...(token ? { bearer: bearerTokens([token]) } : {}),
-    open: (route) => pageRoutes.has(route),
-  });
+  const http = createHttpApp(
+    {
+      hosts: "served",
+      allowedHosts: allowed,
+      origins: "same-origin",
+      realm: "jai-agent",
+      ...(token ? { bearer: bearerTokens([token]) } : {}),
+      open: (route) => pageRoutes.has(route),
+    },
+    {
+      // A route's typed failure (no such run, an update refused, a finished run, ...) answers with its status.
+      errors: (err, reply) => sendError(reply, err),
+    },
+  );
   const { app } = http;
   // Bodies are checked with the TypeBox schemas the workflow itself uses.
   app.setValidatorCompiler(({ schema, httpPart }) => (data) => {
     const problem = schemaProblem(schema as TSchema, data, httpPart === "querystring" ? "query" : "body");
     return problem ? { error: new Error(problem) } : { value: data };
   });
-
-  // A route's typed failure (no such run, an update refused, a finished run, ...) answers with its status.
-  const answer = app.errorHandler;
-  app.setErrorHandler((err, req, reply) => sendError(reply, err) ?? answer.call(app, err, req, reply));
 
   /** The run behind an id, once it is known to be an agent run (not another workflow of the namespace). */
   const agentRun = async (id: string): Promise<AgentRunHandle> => {
