@@ -204,7 +204,7 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
    * load them. Named by the route the router matched, never by the raw URL: the router ends a path at "#" as at "?",
    * so "/runs/<id>#/console" reads as a page to a string test but is served by "/runs/:id".
    */
-  const pageRoutes = new Set(["/", "/runs/:id/console", ...consoleApp.assets.map((a) => a.path)]);
+  const pageRoutes = new Set(["/", "/runs/:id/console", "/favicon.ico", ...consoleApp.assets.map((a) => a.path)]);
   const tokenMinted = !disabled && !configured;
   const token: string | undefined = disabled
     ? undefined
@@ -263,6 +263,8 @@ export async function startRunServer(options: RunServerOptions): Promise<RunServ
     return cached(req, reply, consoleApp.shellHash, false) ? reply.code(304).send() : reply.send(consoleApp.shell);
   };
   app.get("/", async (req, reply) => page(req, reply));
+  // The icon a browser asks for by itself, without the token: none (not a 401 in its console).
+  app.get("/favicon.ico", async (_req, reply) => reply.code(204).send());
   app.get<{ Params: { id: string } }>("/runs/:id/console", async (req, reply) => page(req, reply));
   for (const file of consoleApp.assets)
     app.get<{ Querystring: { v?: string } }>(file.path, async (req, reply) => {

@@ -105,6 +105,8 @@ describe("console: runs and agents", () => {
         expect((await fetch(`${url}/runs?text=${word}`)).status).toBe(401);
         expect((await fetch(`${url}/console/settings`)).status).toBe(401);
         expect((await fetch(`${url}/`)).headers.get("content-security-policy")).toContain("script-src 'self';");
+        // The icon a browser asks for on its own, without the token: nothing, not a 401 in its console.
+        expect((await fetch(`${url}/favicon.ico`)).status).toBe(204);
         const widened = await fetch(`${url}/runs`, {
           method: "POST",
           headers: { authorization: "Bearer s3cret-console-token", "content-type": "application/json" },
