@@ -20,24 +20,9 @@ import {
   AgentTurns,
   AgentTenant,
 } from "../shared/search-attributes.js";
+import type { RunListPage, RunRow } from "../shared/run-rows.js";
 
-export interface RunRow {
-  workflowId: string;
-  runId: string;
-  /** AgentStatus while the run could keep it; Temporal's status (lower case) when it ended otherwise. */
-  status: string;
-  executionStatus: string;
-  model?: string;
-  /** Who the run is for (AgentTenant), when it has a tenant. */
-  tenant?: string;
-  turns?: number;
-  totalTokens?: number;
-  costUsd?: number;
-  stopReason?: string;
-  summary?: string;
-  startTime?: string;
-  closeTime?: string;
-}
+export type { RunListPage, RunRow };
 
 export interface RunListQuery {
   /** "" (all, runs waiting for approval pinned on top) | approval | waiting | running | failed | completed | cancelled */
@@ -50,15 +35,6 @@ export interface RunListQuery {
   pageSize?: number;
   /** From the previous answer's nextPageToken. */
   pageToken?: string;
-}
-
-export interface RunListPage {
-  /** Runs waiting for approval, first page of the unfiltered list only: a person's work comes first. */
-  pinned: RunRow[];
-  runs: RunRow[];
-  nextPageToken?: string;
-  /** False when the namespace lacks the agent's search attributes (filtered by Temporal's status only). */
-  withAttributes: boolean;
 }
 
 const EXECUTION_STATUS = proto.temporal.api.enums.v1.WorkflowExecutionStatus;

@@ -20,27 +20,7 @@ import {
   when,
   type Settings,
 } from "./common.js";
-
-/** A run of GET /runs (src/http/run-list.ts, `RunRow`). */
-interface RunRow {
-  workflowId: string;
-  status: string;
-  model?: string;
-  tenant?: string;
-  turns?: number;
-  totalTokens?: number;
-  costUsd?: number;
-  stopReason?: string;
-  summary?: string;
-  startTime?: string;
-  closeTime?: string;
-}
-interface RunPage {
-  pinned: RunRow[];
-  runs: RunRow[];
-  nextPageToken?: string;
-  withAttributes: boolean;
-}
+import type { RunListPage, RunRow } from "../../../shared/run-rows.js";
 
 const REFRESH_MS = 3000;
 const FILTERS = [
@@ -185,7 +165,7 @@ async function load(view: View) {
   if (pageToken) q.set("pageToken", pageToken);
   try {
     const started = performance.now();
-    const page = await api<RunPage>("GET", `/runs?${q}`);
+    const page = await api<RunListPage>("GET", `/runs?${q}`);
     const body = $("runs-body");
     body.textContent = "";
     for (const r of page.pinned) body.append(runRow(r, true));
