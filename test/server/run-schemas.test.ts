@@ -1,7 +1,8 @@
 /**
  * The schemas a run brings itself (issue #53, rows 1-3), on the real dev server, from the attacker's side: a
  * backtracking pattern in a client tool's result schema or a typed output held the worker's workflow thread or
- * event loop for minutes; a run's `$ref` reached another run's schema. Decided from what history recorded.
+ * event loop for minutes, and every other run on it; a run's `$ref` reached another run's schema. Decided from
+ * what history recorded.
  */
 import { describe, expect, it } from "@jest/globals";
 import { WorkflowFailedError } from "@temporalio/client";
@@ -88,6 +89,64 @@ describe("a run's own schemas", () => {
     expect(result.output).toBe("aaaa");
     expect(await taskTroubles(workflowId)).toEqual([]);
   });
+
+  it("while a costly answer is judged (and stopped at its deadline), other runs on the same worker go on", async () => {
+    // uniqueItems over 20,000 objects: ~30 s of a core; on the worker's main thread it held every run for that long.
+    const costly = Array.from({ length: 20_000 }, (_, i) => ({ a: i }));
+    const model = fauxModel([
+      answer({ value: costly }, "fa-1"),
+      (context: Context) => {
+        expect(textOf(context.messages.at(-1))).toMatch(/was stopped: it took longer than 5 s/);
+        return answer({ value: [1, 2] }, "fa-2");
+      },
+    ]);
+    const others = fauxModel(Array.from({ length: 40 }, () => fauxAssistantMessage("hi")));
+    const { worker, taskQueue } = await testWorker(env, []);
+    const workflowId = uniqueId("costly-output");
+    const handle = await startAgentRun(env.client, {
+      taskQueue,
+      workflowId,
+      model: model.getModel(),
+      prompt: "answer",
+      output: { type: "array", uniqueItems: true } as never,
+    });
+    const events = async () => (await handle.workflow.fetchHistory()).events ?? [];
+    const modelDone = (e: Awaited<ReturnType<typeof events>>[number]) => !!e.activityTaskCompletedEventAttributes;
+    const checked = (e: Awaited<ReturnType<typeof events>>[number]) => !!e.markerRecordedEventAttributes;
+    // The check's verdict: the first marker (a local activity's) after the model's answer (the setup's is before).
+    const verdictOf = (h: Awaited<ReturnType<typeof events>>) => h.slice(h.findIndex(modelDone) + 1).find(checked);
+    const ends: Date[] = [];
+    const result = await worker.runUntil(async () => {
+      await within(
+        (async () => {
+          while (!(await events()).some(modelDone)) await new Promise((r) => setTimeout(r, 50));
+        })(),
+        30_000,
+        "the costly answer to arrive",
+      );
+      // Other runs, one after another, until the costly check's verdict is recorded.
+      for (let i = 0; i < 40 && !verdictOf(await events()); i++) {
+        const other = await startAgentRun(env.client, {
+          taskQueue,
+          workflowId: uniqueId("other"),
+          model: others.getModel(),
+          prompt: "hi",
+        });
+        await within(other.result(), 30_000, "another run to end");
+        ends.push((await other.workflow.describe()).closeTime!);
+      }
+      return within(handle.result(), 60_000, "the costly run to end");
+    });
+    // From what the server recorded: another run ended between the costly answer's arrival and its verdict.
+    const history = await events();
+    const arrived = history.find(modelDone)!.eventTime!;
+    const verdict = verdictOf(history)!;
+    const ms = (t: { seconds?: unknown; nanos?: number | null }) => Number(t.seconds) * 1000 + (t.nanos ?? 0) / 1e6;
+    const during = ends.filter((t) => t.getTime() > ms(arrived) && t.getTime() < ms(verdict.eventTime!));
+    expect(during.length).toBeGreaterThan(0);
+    expect(result.output).toEqual([1, 2]);
+    expect(await taskTroubles(workflowId)).toEqual([]);
+  }, 180_000);
 
   it("a run's $id is its own and a $ref to another run's schema is refused, by the client and by the run", async () => {
     const { worker, taskQueue } = await testWorker(env, []);
