@@ -1,12 +1,13 @@
 /**
  * The CLIs read runs whose payloads are in a blob store (issue 56): `show` and `replay` with the workers'
- * JAI_BLOB_STORE (and codec keys) see the whole 1 MB tool result; `replay` without the store, or with one that
+ * JAI_BLOB_STORE (and codec keys) see the whole 1 MB tool result, `replay --file` too from a downloaded history;
+ * `replay` without the store, or with one that
  * lost the run's blobs, exits 2 saying so (nothing to judge), never a false divergence; `npm run blobs -- stats`
  * counts the store. A worker in the test process, the CLIs as child processes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@temporalio/client";
@@ -16,6 +17,7 @@ import { AesGcmCodec } from "../../src/node/codec/aes-gcm.js";
 import { parseCodecKeys, withEncryptedFailures } from "../../src/node/codec/config.js";
 import { blobStorage } from "../../src/node/blobs/config.js";
 import { FileBlobDriver } from "../../src/node/blobs/drivers.js";
+import { findTemporalCli } from "../../src/node/dev-server.js";
 import type { AgentTool } from "../../src/shared/contracts.js";
 import { sharedBundle } from "../support/bundles.js";
 import { nodeEntry } from "../support/entry.js";
@@ -93,6 +95,29 @@ describe("the CLIs with a blob store", () => {
     expect(without.out).toMatch(
       /cannot read its stored payloads: .*external blob store \(driver jai\.file\).*set JAI_BLOB_STORE/,
     );
+
+    // A downloaded history (as `temporal workflow show --output json` prints it: claims, no payloads) replays from
+    // its file with the store reachable, and says what is missing without it.
+    const temporal = findTemporalCli({ allowBuild: false });
+    if (!temporal) throw new Error("the Temporal CLI is needed (npm run ensure-temporal)");
+    const shown = spawnSync(
+      temporal,
+      ["workflow", "show", "--workflow-id", workflowId, "--output", "json", ...address],
+      {
+        encoding: "utf8",
+        maxBuffer: 64 * MB,
+      },
+    );
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).not.toContain("TAIL-of-the-result");
+    const file = path.join(dir, "downloaded.json");
+    writeFileSync(file, shown.stdout);
+    const fromFile = cli("replay.ts", ["--file", file], store);
+    expect(fromFile.out).toMatch(/deterministic/);
+    expect(fromFile.code).toBe(0);
+    const fromFileWithout = cli("replay.ts", ["--file", file], {});
+    expect(fromFileWithout.code).toBe(2);
+    expect(fromFileWithout.out).toMatch(/cannot read its stored payloads: .*set JAI_BLOB_STORE/);
 
     const empty = mkdtempSync(path.join(os.tmpdir(), "jai-blob-cli-empty-"));
     try {
