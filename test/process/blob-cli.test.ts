@@ -1,9 +1,8 @@
 /**
  * The CLIs read runs whose payloads are in a blob store (issue 56): `show` and `replay` with the workers'
  * JAI_BLOB_STORE (and codec keys) see the whole 1 MB tool result, `replay --file` too from a downloaded history;
- * `replay` without the store, or with one that
- * lost the run's blobs, exits 2 saying so (nothing to judge), never a false divergence; `npm run blobs -- stats`
- * counts the store. A worker in the test process, the CLIs as child processes.
+ * `replay` without the store, or with one that lost the run's blobs, exits 2 saying so (nothing to judge), never a
+ * false divergence; `npm run blobs -- stats` counts the store. A worker in the test process, the CLIs as child processes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { spawnSync } from "node:child_process";
