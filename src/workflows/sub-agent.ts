@@ -95,7 +95,8 @@ export async function runSubAgent(
     subAgentDepth: depth,
   };
   // What the run's features pass on: the parent's floor and policy, a share of what is left of its budget.
-  for (const f of run.features) Object.assign(input, f.childInput?.(run, call));
+  const child = { call, workflowId };
+  for (const f of run.features) Object.assign(input, f.childInput?.(run, child));
   try {
     const result = (await executeChild(AGENT_RUN_WORKFLOW, {
       workflowId,
@@ -109,7 +110,7 @@ export async function runSubAgent(
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     })) as AgentRunResult;
     run.state.conversation.addUsage(result.usage);
-    for (const f of run.features) f.childEnded?.(run, call, { result });
+    for (const f of run.features) f.childEnded?.(run, child, { result });
     // A child that spent its budget did not finish its task: the model sees it as an error.
     const failed = result.stopReason === "error" || result.stopReason === "aborted" || result.stopReason === "budget";
     const typed = result.output !== undefined;
@@ -134,7 +135,7 @@ export async function runSubAgent(
       isError: failed,
     };
   } catch (err) {
-    for (const f of run.features) f.childEnded?.(run, call, { error: err });
+    for (const f of run.features) f.childEnded?.(run, child, { error: err });
     if (isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
     const why =
       err instanceof ChildWorkflowFailure

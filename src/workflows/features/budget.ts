@@ -26,7 +26,7 @@ export const budgetFeature: RunFeature = {
       : input.budget !== undefined && hasChange(BUDGET_PATCH);
     if (!on) return undefined;
     const spend = new Spend();
-    /** What each running sub-agent was granted, by its tool call's id. */
+    /** What each running sub-agent was granted, by its workflow id. */
     const grants = new Map<string, ChildGrant | undefined>();
     return {
       // A budget is the chain's: a continued run goes on with what the runs before it spent.
@@ -41,7 +41,7 @@ export const budgetFeature: RunFeature = {
       snapshot: (state) => budgetFields(state, spend),
       carry: () => (spend.carry() ? { spend: spend.carry() } : {}),
       // A child gets its share of what is left, held for it until it ends; its spend then counts here.
-      childInput(run, call) {
+      childInput(run, { call, workflowId }) {
         const others = run.state.tools.pending.filter(
           (p) =>
             p.toolCallId !== call.id &&
@@ -49,15 +49,16 @@ export const budgetFeature: RunFeature = {
             run.setup.tools.some((t) => t.name === p.toolName && t.subAgent),
         ).length;
         const granted = spend.childBudget(call.id, others, run.state.conversation.usage, Date.now());
-        grants.set(call.id, granted?.grant);
+        // By the child's workflow id: two calls of a batch may carry the same id (the model chooses them).
+        grants.set(workflowId, granted?.grant);
         return granted ? { budget: granted.budget } : {};
       },
-      childEnded(run, call, ended) {
+      childEnded(run, { call, workflowId }, ended) {
         // A child that failed (stopReason "error") spent too: its result is the failure's.
         const result = "result" in ended ? ended.result : failedChildResult(ended.error);
         if (!("result" in ended) && result?.usage) run.state.conversation.addUsage(result.usage);
-        spend.childEnded(call.id, grants.get(call.id), result?.spend?.toolCalls ?? 0);
-        grants.delete(call.id);
+        spend.childEnded(call.id, grants.get(workflowId), result?.spend?.toolCalls ?? 0);
+        grants.delete(workflowId);
       },
     };
   },

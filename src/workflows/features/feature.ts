@@ -46,10 +46,19 @@ export interface ActiveFeature {
   snapshot?(state: RunState): Partial<AgentRunState>;
   /** What the next run of the chain needs of the feature (beside what the loop carries). */
   carry?(state: RunState): Partial<ContinuedRun>;
-  /** A sub-agent starts for tool call `call`: what its input gets of the feature (a share of a budget, a floor). */
-  childInput?(run: RunContext, call: ToolCall): Partial<AgentRunWorkflowInput>;
+  /**
+   * A sub-agent starts (`child`: the tool call, and the child's workflow id, unique where a model's call ids may
+   * not be): what its input gets of the feature (a share of a budget, a floor).
+   */
+  childInput?(run: RunContext, child: SubAgentCall): Partial<AgentRunWorkflowInput>;
   /** That sub-agent ended: its result, or the error its child workflow failed with. */
-  childEnded?(run: RunContext, call: ToolCall, ended: { result: AgentRunResult } | { error: unknown }): void;
+  childEnded?(run: RunContext, child: SubAgentCall, ended: { result: AgentRunResult } | { error: unknown }): void;
+}
+
+/** A sub-agent's tool call and its child workflow's id. */
+export interface SubAgentCall {
+  call: ToolCall;
+  workflowId: string;
 }
 
 /** How one prompt's loop ended. */
