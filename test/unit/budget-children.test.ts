@@ -3,19 +3,13 @@
  * released when it ends, even when two calls of one batch carry the same id (the model chooses call ids).
  */
 import { describe, expect, it } from "@jest/globals";
-import type { ToolCall, Usage } from "@jai/ai";
+import type { ToolCall } from "@jai/ai";
+import { emptyUsage } from "../../src/shared/usage.js";
 import { budgetFeature } from "../../src/workflows/features/budget.js";
 import type { RunContext } from "../../src/workflows/run-context.js";
 import type { AgentRunWorkflowInput } from "../../src/shared/wire.js";
 
-const usage: Usage = {
-  input: 0,
-  output: 0,
-  cacheRead: 0,
-  cacheWrite: 0,
-  totalTokens: 0,
-  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-};
+const usage = emptyUsage();
 
 describe("a budget's shares for sub-agents", () => {
   it("two children of one batch with the same call id each release their share", () => {
