@@ -6,8 +6,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
 import { startAgentRun } from "../../src/client/client.js";
-import { createAgentWorker } from "../../src/worker/worker.js";
-import { withConsoleEnv } from "../support/console-env.js";
+import { consoleWorker, withConsoleEnv } from "../support/console-env.js";
 import { fauxModel, textOf, uniqueId, within } from "../support/helpers.js";
 
 const ctx = withConsoleEnv();
@@ -22,15 +21,7 @@ describe("console: a call waiting for a client", () => {
       }),
       (context: Context) => fauxAssistantMessage(`picked: ${textOf(context.messages.at(-1))}`),
     ]);
-    const taskQueue = uniqueId("tq");
-    const worker = await createAgentWorker({
-      connection: ctx.env.connection,
-      taskQueue,
-      tools: [],
-      workflowBundle: ctx.env.bundle,
-      onEvent: ctx.service.onEvent,
-      workerOptions: { identity: ctx.service.identity },
-    });
+    const { worker, taskQueue } = await consoleWorker(ctx);
     await worker.runUntil(async () => {
       const workflowId = uniqueId("console-client");
       const handle = await startAgentRun(ctx.env.client, {

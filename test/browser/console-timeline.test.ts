@@ -10,8 +10,7 @@ import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client/client.js";
 import type { RunTimeline } from "../../src/client/timeline.js";
 import type { AgentTool } from "../../src/shared/contracts.js";
-import { createAgentWorker } from "../../src/worker/worker.js";
-import { withConsoleEnv } from "../support/console-env.js";
+import { consoleWorker, withConsoleEnv } from "../support/console-env.js";
 import { deferred, fauxModel, stateWhen, uniqueId, within } from "../support/helpers.js";
 
 const ctx = withConsoleEnv();
@@ -53,15 +52,7 @@ describe("console: a run's timeline", () => {
       }),
       fauxAssistantMessage("done"),
     ]);
-    const taskQueue = uniqueId("tq");
-    const worker = await createAgentWorker({
-      connection: ctx.env.connection,
-      taskQueue,
-      tools: [lookup("alpha"), lookup("beta", true)],
-      workflowBundle: ctx.env.bundle,
-      onEvent: ctx.service.onEvent,
-      workerOptions: { identity: ctx.service.identity },
-    });
+    const { worker, taskQueue } = await consoleWorker(ctx, [lookup("alpha"), lookup("beta", true)]);
     await worker.runUntil(async () => {
       const handle = await startAgentRun(ctx.env.client, {
         taskQueue,

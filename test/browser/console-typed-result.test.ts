@@ -6,8 +6,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { fauxAssistantMessage, fauxToolCall } from "@jai/ai";
 import { startAgentRun } from "../../src/client/client.js";
-import { createAgentWorker } from "../../src/worker/worker.js";
-import { withConsoleEnv } from "../support/console-env.js";
+import { consoleWorker, withConsoleEnv } from "../support/console-env.js";
 import { fauxModel, uniqueId, within } from "../support/helpers.js";
 
 const ctx = withConsoleEnv();
@@ -17,21 +16,13 @@ const schema = { type: "object", properties: { city: { type: "string" } }, requi
 
 describe("console: how a run ended", () => {
   it("a typed result in its own panel; a failed typed run says why", async () => {
-    const taskQueue = uniqueId("tq");
     const right = fauxModel([
       fauxAssistantMessage([fauxToolCall("final_answer", { city: XSS })], { stopReason: "toolUse" }),
     ]);
     const wrong = fauxModel([
       fauxAssistantMessage([fauxToolCall("final_answer", { town: "Lisbon" })], { stopReason: "toolUse" }),
     ]);
-    const worker = await createAgentWorker({
-      connection: ctx.env.connection,
-      taskQueue,
-      tools: [],
-      workflowBundle: ctx.env.bundle,
-      onEvent: ctx.service.onEvent,
-      workerOptions: { identity: ctx.service.identity },
-    });
+    const { worker, taskQueue } = await consoleWorker(ctx);
     await worker.runUntil(async () => {
       const typed = await startAgentRun(ctx.env.client, {
         taskQueue,

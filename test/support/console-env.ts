@@ -6,7 +6,9 @@ import { afterAll, beforeAll } from "@jest/globals";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../../scripts/chromium.js";
 import { startRunEventsService, type RunEventsService } from "../../src/worker/events/serve.js";
-import { openTestEnv, type TestEnv } from "./helpers.js";
+import type { AgentTool } from "../../src/shared/contracts.js";
+import { createAgentWorker } from "../../src/worker/worker.js";
+import { openTestEnv, uniqueId, type TestEnv } from "./helpers.js";
 
 export interface ConsoleEnv {
   env: TestEnv;
@@ -28,4 +30,18 @@ export function withConsoleEnv(): ConsoleEnv {
     await ctx.env?.close();
   });
   return ctx;
+}
+
+/** A worker on a queue of its own with `tools`, its events going to the console's service. */
+export async function consoleWorker(ctx: ConsoleEnv, tools: AgentTool<any>[] = []) {
+  const taskQueue = uniqueId("tq");
+  const worker = await createAgentWorker({
+    connection: ctx.env.connection,
+    taskQueue,
+    tools,
+    workflowBundle: ctx.env.bundle,
+    onEvent: ctx.service.onEvent,
+    workerOptions: { identity: ctx.service.identity },
+  });
+  return { worker, taskQueue };
 }
