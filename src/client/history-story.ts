@@ -77,7 +77,8 @@ export interface RunStory {
   events: number;
 }
 
-const CLOSE: [keyof Event, RunStory["status"]][] = [
+/** The events that close a run (continue-as-new included), and the status each gives it. */
+export const CLOSE: [keyof Event, RunStory["status"]][] = [
   ["workflowExecutionCompletedEventAttributes", "completed"],
   ["workflowExecutionFailedEventAttributes", "failed"],
   ["workflowExecutionCanceledEventAttributes", "cancelled"],

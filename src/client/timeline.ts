@@ -5,6 +5,7 @@
  * draws it (GET /runs/:id/timeline); live runs too, their open spans ending "now".
  */
 import type { temporal } from "@temporalio/proto";
+import { CLOSE, timestampMs } from "./history-story.js";
 
 type Event = temporal.api.history.v1.IHistoryEvent;
 
@@ -40,13 +41,6 @@ export interface RunTimeline {
   turns: TimelineTurn[];
 }
 
-const ms = (t: Event["eventTime"]): number => {
-  if (!t) return 0;
-  const s = t.seconds as unknown as { toNumber?: () => number } | number | string | null | undefined;
-  const seconds = typeof s === "object" && s?.toNumber ? s.toNumber() : Number(s ?? 0);
-  return seconds * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
-};
-
 const MODEL = "streamAssistantMessage";
 const TOOLS = new Set(["executeTool", "prepareToolCall"]);
 /** Updates a person or a client answers a waiting call with. */
@@ -73,7 +67,7 @@ export function timelineOf(workflowId: string, events: Event[], now = Date.now()
   /** When the current turn's model answer came back: a person's or client's wait starts there. */
   const answered = new Map<number, number>();
   for (const e of events) {
-    const at = ms(e.eventTime);
+    const at = timestampMs(e.eventTime);
     if (e.workflowExecutionStartedEventAttributes) start = at;
     const scheduled = e.activityTaskScheduledEventAttributes;
     if (scheduled) {
@@ -104,15 +98,7 @@ export function timelineOf(workflowId: string, events: Event[], now = Date.now()
     const accepted = e.workflowExecutionUpdateAcceptedEventAttributes;
     const name = accepted?.acceptedRequest?.input?.name ?? "";
     if (accepted && PEOPLE[name]) people.push({ kind: PEOPLE[name], label: name, at, turn });
-    if (
-      e.workflowExecutionCompletedEventAttributes ||
-      e.workflowExecutionFailedEventAttributes ||
-      e.workflowExecutionCanceledEventAttributes ||
-      e.workflowExecutionTerminatedEventAttributes ||
-      e.workflowExecutionTimedOutEventAttributes ||
-      e.workflowExecutionContinuedAsNewEventAttributes
-    )
-      end = at;
+    if (CLOSE.some(([field]) => e[field])) end = at;
   }
   for (const a of activities.values()) {
     const t = turns[a.turn - 1];
