@@ -14,7 +14,7 @@ import type proto from "@temporalio/proto";
 import type { AgentRunHandle } from "../client/client.js";
 import type { AgentMessage, AgentRunState } from "../shared/contracts.js";
 import { approvalPolicyProblem } from "../shared/approval-rules.js";
-import type { RunRow } from "../http/run-list.js";
+import type { RunRow } from "../shared/run-rows.js";
 import { CliError, parseCli, runCli, UsageError } from "./program.js";
 
 /** What the commands run with, loaded once their arguments are good: --help and a usage mistake answer without it. */

@@ -22,8 +22,6 @@ import {
 } from "../shared/search-attributes.js";
 import type { RunListPage, RunRow } from "../shared/run-rows.js";
 
-export type { RunListPage, RunRow };
-
 export interface RunListQuery {
   /** "" (all, runs waiting for approval pinned on top) | approval | waiting | running | failed | completed | cancelled */
   status?: string;
