@@ -17,6 +17,7 @@ import {
   type Model,
   type RegisterFauxProviderOptions,
 } from "@jai/ai";
+import { OUTPUT_TOOL } from "../shared/output-schema.js";
 
 export const DEMO_LABEL = "offline demo model (scripted, no LLM)";
 const CANDIDATES = ["package.json", "README.md", "tsconfig.json", "go.mod", "pyproject.toml", "Cargo.toml"];
@@ -69,7 +70,7 @@ function summarize(listing: string, files: Seen[]): string {
   return lines.join("\n");
 }
 
-const OWN_TOOLS = new Set(["list_dir", "read_file", "final_answer"]);
+const OWN_TOOLS = new Set(["list_dir", "read_file", OUTPUT_TOOL]);
 
 /** Arguments a JSON schema accepts, made from what the demo knows (`text`, `count`): the required fields only. */
 function demoArgs(schema: unknown, text: string, count: number): unknown {
@@ -139,12 +140,11 @@ export function registerDemoModel(): Model<Api> {
         { stopReason: "toolUse" },
       );
     // A typed output: the answer through its final tool, with arguments its schema accepts.
-    const final = context.tools?.find((t) => t.name === "final_answer");
-    if (final && !called.has("final_answer"))
-      return fauxAssistantMessage(
-        [fauxToolCall("final_answer", demoArgs(final.parameters, summary, entries) as never)],
-        { stopReason: "toolUse" },
-      );
+    const final = context.tools?.find((t) => t.name === OUTPUT_TOOL);
+    if (final && !called.has(OUTPUT_TOOL))
+      return fauxAssistantMessage([fauxToolCall(OUTPUT_TOOL, demoArgs(final.parameters, summary, entries) as never)], {
+        stopReason: "toolUse",
+      });
     return fauxAssistantMessage(summary);
   };
   return registerEndlessModel(
