@@ -12,7 +12,10 @@
  *   differs);
  * - that execution was cut short by a fault: its worker was SIGKILLed, or SIGSTOPped, while it held the call
  *   (from when the attempt was scheduled to its completion record, written as `execute` returns, plus
- *   COMPLETION_SLACK_MS for the result to leave the process), or the server or the database restarted then;
+ *   COMPLETION_SLACK_MS for the result to leave the process), or the server or the database restarted then; or,
+ *   for a local activity, it ran in a workflow task its worker was handed while frozen and ran on waking
+ *   (STALE_TASK_MS), or in a workflow task history records as lost, or in a later attempt of that task (a
+ *   retried workflow task's attempts are not written to history until one completes);
  * - and the recorded execution started after that fault began (a retry follows the fault that caused it).
  *
  * Two effects of one execution are never excused: no retry writes twice (that is what `--sabotage` injects). An
@@ -73,8 +76,17 @@ export type Fault =
    */
   | { kind: "task"; wf: string; at: number };
 
-/** How long before its timed-out or failed event a lost workflow task may have run a local activity. */
+/** How long before (or, in a later attempt, after) its timed-out or failed event a lost workflow task may have run a local activity. */
 export const TASK_LIFETIME_MS = 30000;
+
+/**
+ * After a freeze, how long its worker may go on running tasks it was handed while frozen (a poll that was
+ * answered as it stopped): the server has timed them out and retried them elsewhere by then. Only a local
+ * activity can start that late in such a task; a regular one was scheduled before the freeze ended, so the
+ * freeze overlaps it anyway. The soak's CI run of 2026-12-05 met it: a worker frozen 8.3 s ran its stale task's
+ * two local activities 0.3–0.5 s after SIGCONT.
+ */
+export const STALE_TASK_MS = 10000;
 
 /** Time for a result to leave the worker after `execute` returned (the codec, the completion call). */
 export const COMPLETION_SLACK_MS = 2000;
@@ -129,20 +141,46 @@ function faultBehind(lost: Execution, retry: Execution, faults: Fault[]): Fault 
       case "kill":
         return f.pid === lost.pid && overlaps(f.at, f.at) && retry.started >= f.at;
       case "stop":
-        return f.pid === lost.pid && overlaps(f.at, f.until) && retry.started >= f.at;
+        return (
+          f.pid === lost.pid &&
+          retry.started >= f.at &&
+          (overlaps(f.at, f.until) || (lost.local && lost.started >= f.at && lost.started <= f.until + STALE_TASK_MS))
+        );
       case "restart":
         return overlaps(f.at - RESTART_LEAD_MS, f.until + RESTART_SETTLE_MS) && retry.started >= f.at - RESTART_LEAD_MS;
       case "task":
-        // Only a local activity runs inside a workflow task; it ran before that task was lost, the retry after.
+        // Only a local activity runs inside a workflow task; it ran in the lost task or in one of the task's later
+        // attempts (unrecorded until one completes: the recorded execution's), the retry after the loss.
         return (
           lost.local &&
           f.wf === lost.wf &&
-          lost.started >= f.at - TASK_LIFETIME_MS &&
-          lost.started <= f.at + COMPLETION_SLACK_MS &&
+          Math.abs(lost.started - f.at) <= TASK_LIFETIME_MS &&
+          lost.started <= Math.max(f.at + COMPLETION_SLACK_MS, retry.started) &&
           retry.started >= f.at
         );
     }
   });
+}
+
+/** What a violation's reader needs to judge it: both executions' times and the faults near them. */
+function evidence(lost: Execution, retry: Execution, faults: Fault[]): string {
+  const iso = (t: number) => (Number.isFinite(t) ? new Date(t).toISOString().slice(11, 23) : "never");
+  const times = (x: Execution) =>
+    `${x.local ? "local " : ""}pid ${x.pid} attempt ${x.attempt} scheduled ${iso(x.from)} started ${iso(x.started)} done ${iso(x.done ?? Infinity)}`;
+  const near = faults
+    .filter(
+      (f) => Math.abs(f.at - lost.started) <= TASK_LIFETIME_MS || Math.abs(f.at - retry.started) <= TASK_LIFETIME_MS,
+    )
+    .map((f) =>
+      f.kind === "kill"
+        ? `kill ${f.pid} ${iso(f.at)}`
+        : f.kind === "stop"
+          ? `stop ${f.pid} ${iso(f.at)}–${iso(f.until)}`
+          : f.kind === "restart"
+            ? `${f.what} restart ${iso(f.at)}–${iso(f.until)}`
+            : `task lost ${iso(f.at)}`,
+    );
+  return `this: ${times(lost)}; recorded: ${times(retry)}; faults near: ${near.join(", ") || "none"}`;
 }
 
 /** Why `lost`'s effect is not explained as a retry that `retry` (the recorded execution) made, or undefined. */
@@ -151,7 +189,7 @@ function unexcused(lost: Execution, retry: Execution, faults: Fault[]): string |
   if (!retry.local && retry.attempt <= lost.attempt)
     return `attempt ${lost.attempt} is not earlier than the recorded attempt ${retry.attempt}`;
   if (!faultBehind(lost, retry, faults))
-    return "no SIGKILL, SIGSTOP, restart or lost workflow task cut that execution short before the recorded one started";
+    return `no SIGKILL, SIGSTOP, restart or lost workflow task cut that execution short before the recorded one started (${evidence(lost, retry, faults)})`;
   return undefined;
 }
 

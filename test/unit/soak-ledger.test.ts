@@ -235,6 +235,66 @@ describe("the soak's exactly-once check", () => {
     expect(judgeLedger(regular, [run("tok-2")], [{ kind: "task", wf: WF, at: lostAt }]).violations).toHaveLength(1);
   });
 
+  it("a frozen worker's stale workflow task ran its local activities on waking: the freeze excuses them, and only so", () => {
+    // The soak in CI (2026-12-05): pid 12119 was frozen 8.3 s; a workflow task handed to it as it stopped timed out
+    // (2 s) and ran elsewhere; on SIGCONT the worker ran the stale task anyway, its local activity 0.5 s later.
+    const frozenAt = T0 - 8300;
+    const until = T0 - 500;
+    const lines = (o: { pid?: number; started?: number; local?: boolean } = {}) => [
+      ...execution({
+        exec: "x1",
+        pid: o.pid ?? 12119,
+        attempt: 1,
+        started: o.started ?? T0,
+        t: (o.started ?? T0) + 200,
+        token: "tok-1",
+        local: o.local ?? true,
+        tool: o.local === false ? "ledger_write" : "ledger_fast",
+        doneAfter: 1,
+      }),
+      ...execution({
+        exec: "x2",
+        pid: 202,
+        attempt: 2,
+        started: frozenAt + 4000,
+        t: frozenAt + 4200,
+        token: "tok-2",
+        local: o.local ?? true,
+        tool: o.local === false ? "ledger_write" : "ledger_fast",
+        doneAfter: 1,
+      }),
+    ];
+    const freeze: Fault = { kind: "stop", pid: 12119, at: frozenAt, until };
+    const judge = (l: LedgerLine[], tool = "ledger_fast") => judgeLedger(l, [run("tok-2", tool)], [freeze]);
+    expect(judge(lines())).toMatchObject({ violations: [], faultRetries: 1 });
+    // Another worker's freeze, a start long after waking, or a regular activity scheduled after waking: no.
+    const other = judge(lines({ pid: 303 })).violations;
+    expect(other).toHaveLength(1);
+    // The violation names both executions' times and the faults near them, for a reader of CI's output.
+    expect(other[0].what).toMatch(/this: local pid 303 attempt 1 .*recorded: local pid 202 .*faults near: stop 12119 /);
+    expect(judge(lines({ started: until + 10500 })).violations).toHaveLength(1);
+    expect(judge(lines({ local: false }), "ledger_write").violations).toHaveLength(1);
+  });
+
+  it("a retried workflow task's later attempts are not in history: a local activity repeated in one is excused", () => {
+    // History records the first lost attempt only; the second (on pid 2, also lost) ran the call again before
+    // the third completed with the recorded execution.
+    const local = (exec: string, pid: number, started: number, token: string) =>
+      execution({ exec, pid, attempt: 1, started, t: started + 200, token, local: true, tool: "ledger_fast" });
+    const lines = [
+      ...local("x1", 1, T0, "tok-1"),
+      ...local("x2", 2, T0 + 5000, "tok-2"),
+      ...local("x3", 3, T0 + 8000, "tok-3"),
+    ];
+    const lost: Fault = { kind: "task", wf: WF, at: T0 + 2000 };
+    expect(judgeLedger(lines, [run("tok-3", "ledger_fast")], [lost])).toMatchObject({
+      violations: [],
+      faultRetries: 2,
+    });
+    // With no recorded loss nothing explains the repeats.
+    expect(judgeLedger(lines, [run("tok-3", "ledger_fast")], []).violations).toHaveLength(1);
+  });
+
   it("the shape --sabotage injects (same pid, same attempt, 2 ms apart) is always a violation", () => {
     // the injected line in the recorded execution, in a killed one that a retry followed, and in a sub-agent's
     // call (no transcript: the check picks the execution that explains the rest)
