@@ -13,7 +13,7 @@
  * - an `Authorization` the `bearer` check refuses (401), compared in constant time.
  * Pages (`open`) skip the origin and bearer checks: they hold no data, their requests carry the token.
  */
-import { timingSafeEqual } from "node:crypto";
+import { randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { hostOfHeader, hostPort, isLoopbackHost, servedHosts } from "../node/addresses.js";
@@ -96,9 +96,12 @@ export function createHttpApp(
     bodyLimit?: number;
     /** Answers the routes' own typed errors (a reply), or leaves an error to the app's answer (undefined). */
     errors?: (err: unknown, reply: FastifyReply) => FastifyReply | undefined;
+    /** Where an unexpected error's message and stack go (default: stderr); its answer carries only a reference. */
+    log?: (line: string) => void;
   } = {},
 ): HttpApp {
   let handle: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const app = Fastify({
     logger: false,
     forceCloseConnections: true,
@@ -113,10 +116,20 @@ export function createHttpApp(
   app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) =>
     (body as string).trim() === "" ? done(null, {}) : json(req, body as string, done),
   );
-  app.setErrorHandler((err: { statusCode?: number; validation?: unknown; message: string }, _req, reply) => {
+  app.setErrorHandler((err: { statusCode?: number; validation?: unknown; message: string }, req, reply) => {
     if (options.errors?.(err, reply)) return reply;
     if (err.validation || err.statusCode === 400) return reply.code(400).send({ error: err.message });
-    return reply.code(err.statusCode && err.statusCode >= 400 ? err.statusCode : 500).send({ error: err.message });
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
+      return reply.code(err.statusCode).send({ error: err.message });
+    // An unexpected error's message may name files, hosts or another run's data: the operator reads it in the log,
+    // the caller gets a reference to it.
+    const ref = randomUUID().slice(0, 8);
+    log(
+      `jai-agent http: error ${ref} answering ${req.method} ${req.url.split("?")[0]}: ${(err as Error).stack ?? err.message}`,
+    );
+    return reply
+      .code(err.statusCode && err.statusCode > 500 ? err.statusCode : 500)
+      .send({ error: `internal error (${ref}; the server's log has it)` });
   });
   const anyOrigin = guard.origins !== "same-origin" && guard.origins.includes("*");
   // The Host names it answers to, known once it listens (the port may be 0 until then); undefined: any.
@@ -189,7 +202,10 @@ export function createHttpApp(
       return (req, res) =>
         void ready.then(
           () => handle!(req, res),
-          (err: unknown) => res.writeHead(500).end(String(err)),
+          (err: unknown) => {
+            log(`jai-agent http: not ready: ${String(err)}`);
+            res.writeHead(500).end("internal error (the server's log has it)");
+          },
         );
     },
   };

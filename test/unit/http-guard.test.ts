@@ -9,6 +9,7 @@ import { request, type Server } from "node:http";
 import { startRunServer, type RunServer } from "../../src/http/server.js";
 import { bearerTokens, createCodecServer } from "../../src/http/codec-server.js";
 import { serveHealth } from "../../src/worker/process/health.js";
+import { createHttpApp } from "../../src/http/app.js";
 
 const TOKEN = "guard-test-token";
 const UI = "http://127.0.0.1:8233";
@@ -164,4 +165,37 @@ describe("one guard in front of every server", () => {
       expect([t.name, answer.status]).toEqual([t.name, 400]);
     }),
   );
+});
+
+describe("an unexpected error", () => {
+  it("answers 500 with a reference only; its message and stack go to the operator's log", async () => {
+    const lines: string[] = [];
+    const http = createHttpApp({ hosts: "served", origins: "same-origin" }, { log: (l) => lines.push(l) });
+    http.app.get("/boom", async () => {
+      throw new Error("connect ECONNREFUSED 10.1.2.3:7233 reading /srv/secrets/tenant-b.json");
+    });
+    http.app.get("/gone", async () => {
+      throw Object.assign(new Error("no such thing"), { statusCode: 404 });
+    });
+    const { port } = await http.listen("127.0.0.1", 0);
+    try {
+      const boom = await send(port, "GET", "/boom?token=x", {});
+      expect(boom.status).toBe(400); // a token in the URL is refused before any route runs
+      const answer = await send(port, "GET", "/boom", {});
+      expect(answer.status).toBe(500);
+      expect(answer.body).not.toMatch(/ECONNREFUSED|10\.1\.2\.3|secrets|at /);
+      const ref = /internal error \(([0-9a-f]{8});/.exec(JSON.parse(answer.body).error)?.[1];
+      expect(ref).toBeDefined();
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(`error ${ref} answering GET /boom: Error: connect ECONNREFUSED 10.1.2.3:7233`);
+      // A 4xx a route meant is the caller's to read.
+      expect(await send(port, "GET", "/gone", {})).toEqual({
+        status: 404,
+        body: JSON.stringify({ error: "no such thing" }),
+      });
+      expect(lines).toHaveLength(1);
+    } finally {
+      await http.app.close();
+    }
+  });
 });
