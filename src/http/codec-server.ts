@@ -130,7 +130,7 @@ function codecApp(options: CodecServerOptions): HttpApp {
     if (err instanceof CodecKeyError)
       return reply.code(422).send({ error: err.message, keyId: err.keyId, reason: err.reason });
     if (err instanceof BlobNotFoundError) return reply.code(404).send({ error: err.message, code: err.code });
-    return reply.code(500).send({ error: err instanceof Error ? err.message : String(err) });
+    throw err; // the app's answer: 500 with a reference, the message in the log
   };
   // POST <any prefix>/encode or /decode: the UI puts its endpoint's path before them.
   app.post("/*", async (req, reply) => {
