@@ -3,7 +3,7 @@
  * B (a changed loop that no history of A replays on: test/fixtures/changed-loop.ts) rolled out and made current;
  * every pinned run completes on A, every session moves to B at its next continue-as-new, no workflow task fails, no
  * run is lost, and the server then reports A drained and A's workers stop. How long the drain takes is measured by
- * `npm run bench -- deploy`, not here.
+ * `npm run bench -- deploy`, not here. A second test rolls back (A made current again while runs and sessions are on B).
  *
  * Its own server: Temporal 1.32 built from the module proxy (`npm run ensure-tools`; built here on first use), on a
  * SQLite file. The dev server of the rest of test/server is 1.29.1, which takes the deployment APIs and pins runs
@@ -196,6 +196,97 @@ describe("a deploy through Worker Deployment Versioning", () => {
       if (workerA.worker.getState() === "RUNNING") workerA.shutdown();
       workerB?.shutdown();
       await Promise.allSettled([runningA, runningB]);
+    }
+  }, 180_000);
+
+  it("a rollback: A made current again while runs and sessions are on B; B's runs finish on B, new runs and sessions go to A", async () => {
+    const { client } = env;
+    const name = uniqueId("jai");
+    const taskQueue = uniqueId("rollback");
+    const ROLLED = 5;
+    const faux = fauxModel(Array.from({ length: 4 * ROLLED + 20 }, () => respond));
+    const model = faux.getModel();
+    const workerA = await versionedWorker(taskQueue, name, "A", bundleA);
+    const workerB = await versionedWorker(taskQueue, name, "B", bundleB);
+    const running = [workerA.run(), workerB.run()];
+    try {
+      await makeCurrent(client, name, "A");
+      await makeCurrent(client, name, "B", { covering: "A" });
+      // On B: runs waiting for approval (pinned to B) and sessions waiting for a prompt.
+      const onB = await Promise.all(
+        range(ROLLED).map((i) =>
+          startAgentRun(client, { taskQueue, workflowId: uniqueId(`b-run-${i}`), model, prompt: `deploy ${i}` }),
+        ),
+      );
+      const sessions = await Promise.all(
+        range(2).map((i) =>
+          startAgentRun(client, {
+            taskQueue,
+            workflowId: uniqueId(`b-session-${i}`),
+            model,
+            prompt: `one ${i}`,
+            session: true,
+          }),
+        ),
+      );
+      await Promise.all([
+        ...onB.map((h) => stateWhen(h, (s) => s.pendingApprovals.length === 1, `${h.workflowId} to ask`, 45_000)),
+        ...sessions.map((h) =>
+          stateWhen(h, (s) => s.status === "waiting_for_prompt", `${h.workflowId} to wait`, 45_000),
+        ),
+      ]);
+
+      // The rollback: A is current again, B's workers keep running until B drains.
+      await makeCurrent(client, name, "A", { covering: "B" });
+      expect(await versionStatus(client, name, "B")).toBe("draining");
+      const onA = await Promise.all(
+        range(ROLLED).map((i) =>
+          startAgentRun(client, {
+            taskQueue,
+            workflowId: uniqueId(`a-run-${i}`),
+            model,
+            prompt: `deploy ${ROLLED + i}`,
+          }),
+        ),
+      );
+      await Promise.all(
+        [...onB, ...onA].map(async (h, i) => {
+          await stateWhen(h, (s) => s.pendingApprovals.length === 1, `${h.workflowId} to ask`, 45_000);
+          await h.approve(`release-${i}`);
+          await within(h.result(), 45_000, `${h.workflowId} to complete`);
+        }),
+      );
+      for (const [i, h] of sessions.entries()) {
+        await h.prompt(`two ${i}`);
+        await waitFor(
+          async () => (await h.workflow.describe()).runId !== firstRunId(h),
+          30_000,
+          `${h.workflowId} to move`,
+        );
+        await h.prompt(`three ${i}`);
+        await h.close();
+        await within(h.result(), 30_000, `${h.workflowId} to end`);
+      }
+
+      // From history: B's runs ran on B only, the new ones on A only; each session moved from B back to A.
+      const where = async (h: AgentRunHandle) =>
+        (await chainHistories(client, h.workflowId, firstRunId(h))).map((r) => [endOf(r.events), buildIdsOf(r.events)]);
+      expect(await Promise.all(onB.map(where))).toEqual(onB.map(() => [["completed", ["B"]]]));
+      expect(await Promise.all(onA.map(where))).toEqual(onA.map(() => [["completed", ["A"]]]));
+      expect(await Promise.all(sessions.map(where))).toEqual(
+        sessions.map(() => [
+          ["continuedAsNew", ["B"]],
+          ["completed", ["A"]],
+        ]),
+      );
+      const all = await Promise.all(
+        [...onB, ...onA, ...sessions].map((h) => chainHistories(client, h.workflowId, firstRunId(h))),
+      );
+      expect(all.flat().flatMap((r) => failedTasks(r.events))).toEqual([]);
+    } finally {
+      workerA.shutdown();
+      workerB.shutdown();
+      await Promise.allSettled(running);
     }
   }, 180_000);
 });
