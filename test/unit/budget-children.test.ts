@@ -1,6 +1,7 @@
 /**
  * The budget feature's share for sub-agents (features/budget.ts, `childInput` / `childEnded`): what a child holds is
- * released when it ends, even when two calls of one batch carry the same id (the model chooses call ids).
+ * released when it ends, and two calls of one batch that carry the same id (the model chooses call ids) share what
+ * is left evenly.
  */
 import { describe, expect, it } from "@jest/globals";
 import type { ToolCall } from "@jai/ai";
@@ -12,7 +13,7 @@ import type { AgentRunWorkflowInput } from "../../src/shared/wire.js";
 const usage = emptyUsage();
 
 describe("a budget's shares for sub-agents", () => {
-  it("two children of one batch with the same call id each release their share", () => {
+  it("two children of one batch with the same call id get half each and each release their share", () => {
     // A continued run goes on with its chain's budget: no patch is asked (no workflow sandbox needed here).
     const input = {
       budget: { maxTokens: 1000, maxToolCalls: 10 },
@@ -31,9 +32,9 @@ describe("a budget's shares for sub-agents", () => {
     const call: ToolCall = { type: "toolCall", id: "dup", name: "helper", arguments: {} };
     const a = { call, workflowId: "parent/sub-1-0" };
     const b = { call, workflowId: "parent/sub-1-1" };
-    // The first holds what is left (the same id hides its twin from the share count), the second the rest: nothing.
-    expect(feature.childInput!(run, a)).toEqual({ budget: { maxTokens: 1000, maxToolCalls: 10 } });
-    expect(feature.childInput!(run, b)).toEqual({ budget: { maxTokens: 1, maxToolCalls: 0 } });
+    // Each gets half of what is left: the same id does not hide a twin from the share count.
+    expect(feature.childInput!(run, a)).toEqual({ budget: { maxTokens: 500, maxToolCalls: 5 } });
+    expect(feature.childInput!(run, b)).toEqual({ budget: { maxTokens: 500, maxToolCalls: 5 } });
     const ended = { result: { usage, spend: { toolCalls: 0 } } } as never;
     feature.childEnded!(run, a, ended);
     feature.childEnded!(run, b, ended);

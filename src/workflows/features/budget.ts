@@ -11,6 +11,7 @@ import { endCall } from "../prompt-loop.js";
 import { featureInput } from "../../shared/feature-inputs.js";
 import { Spend, worstCall } from "./spend.js";
 import type { ChildGrant } from "../../shared/budget-checks.js";
+import type { PendingToolCall } from "../../shared/contracts.js";
 import { failedChildResult } from "../sub-agent.js";
 import { errorOutput } from "../../shared/tool-output.js";
 import type { RunContext } from "../run-context.js";
@@ -28,6 +29,7 @@ export const budgetFeature: RunFeature = {
     const spend = new Spend();
     /** What each running sub-agent was granted, by its workflow id. */
     const grants = new Map<string, ChildGrant | undefined>();
+    const shared = new WeakSet<PendingToolCall>();
     return {
       // A budget is the chain's: a continued run goes on with what the runs before it spent.
       start: (_state, input) => spend.start(input.budget, input.continued?.spend, Date.now()),
@@ -42,22 +44,23 @@ export const budgetFeature: RunFeature = {
       carry: () => (spend.carry() ? { spend: spend.carry() } : {}),
       // A child gets its share of what is left, held for it until it ends; its spend then counts here.
       childInput(run, { call, workflowId }) {
-        const others = run.state.tools.pending.filter(
-          (p) =>
-            p.toolCallId !== call.id &&
-            !spend.granted.has(p.toolCallId) &&
-            run.setup.tools.some((t) => t.name === p.toolName && t.subAgent),
-        ).length;
-        const granted = spend.childBudget(call.id, others, run.state.conversation.usage, Date.now());
+        // The batch's sub-agent calls not given a share yet, this one among them; by entry, not by call id (two
+        // calls of a batch may carry the same id: the model chooses them).
+        const waiting = run.state.tools.pending.filter(
+          (p) => !shared.has(p) && run.setup.tools.some((t) => t.name === p.toolName && t.subAgent),
+        );
+        const own = waiting.find((p) => p.toolCallId === call.id);
+        if (own) shared.add(own);
+        const granted = spend.childBudget(waiting.length - (own ? 1 : 0), run.state.conversation.usage, Date.now());
         // By the child's workflow id: two calls of a batch may carry the same id (the model chooses them).
         grants.set(workflowId, granted?.grant);
         return granted ? { budget: granted.budget } : {};
       },
-      childEnded(run, { call, workflowId }, ended) {
+      childEnded(run, { workflowId }, ended) {
         // A child that failed (stopReason "error") spent too: its result is the failure's.
         const result = "result" in ended ? ended.result : failedChildResult(ended.error);
         if (!("result" in ended) && result?.usage) run.state.conversation.addUsage(result.usage);
-        spend.childEnded(call.id, grants.get(workflowId), result?.spend?.toolCalls ?? 0);
+        spend.childEnded(grants.get(workflowId), result?.spend?.toolCalls ?? 0);
         grants.delete(workflowId);
       },
     };

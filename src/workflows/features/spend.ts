@@ -55,8 +55,6 @@ export class Spend {
   exceeded?: BudgetLimit;
   /** What running sub-agents were granted of what is left (their spend is counted when they end). */
   reserved = { tokens: 0, costUsd: 0, toolCalls: 0 };
-  /** Calls whose child holds a grant (children of one batch share what is left). */
-  granted = new Set<string>();
 
   /** The run starts with `budget` (a continued run: with what its chain spent so far). */
   start(budget: AgentBudget | undefined, carried: SpendCarry | undefined, now: number): void {
@@ -122,8 +120,7 @@ export class Spend {
    * A sub-agent ended (`grant`: what childBudget gave it): its reservation is released and its tool calls count
    * here (its tokens and cost arrive with its usage, which the caller adds to the conversation).
    */
-  childEnded(callId: string, grant: ChildGrant | undefined, toolCalls: number): void {
-    this.granted.delete(callId);
+  childEnded(grant: ChildGrant | undefined, toolCalls: number): void {
     if (grant) {
       this.reserved = {
         tokens: this.reserved.tokens - grant.tokens,
@@ -150,16 +147,11 @@ export class Spend {
   }
 
   /**
-   * The budget the sub-agent of call `callId` gets: what is left of each limit, less what running children hold,
+   * The budget a sub-agent gets: what is left of each limit, less what running children hold,
    * shared with the `others` sub-agent calls of the batch not granted yet; reserved until `childEnded`, so children
    * running at the same time can never spend more than is left between them. Undefined when this run has no budget.
    */
-  childBudget(
-    callId: string,
-    others: number,
-    usage: Usage,
-    now: number,
-  ): { budget: AgentBudget; grant: ChildGrant } | undefined {
+  childBudget(others: number, usage: Usage, now: number): { budget: AgentBudget; grant: ChildGrant } | undefined {
     if (!this.limits) return undefined;
     const { left } = this.report(usage, now);
     const share = 1 + Math.max(0, others);
@@ -177,7 +169,6 @@ export class Spend {
       costUsd: this.reserved.costUsd + grant.costUsd,
       toolCalls: this.reserved.toolCalls + grant.toolCalls,
     };
-    this.granted.add(callId);
     const budget: AgentBudget = {
       // A child with nothing left of a limit still gets the smallest positive one: it ends at its first check.
       ...(tokens !== undefined ? { maxTokens: Math.max(1, tokens) } : {}),
