@@ -57,15 +57,24 @@ describe("console: a call waiting for a client", () => {
       await expect(page.locator("#why").textContent()).resolves.toContain("waits for a client's result");
       await expect(row.locator("pre.args").textContent()).resolves.toContain(JSON.stringify(XSS));
 
-      // The schema refuses green: said in words, the box stays for another try.
+      // The schema refuses green: said in words, the box stays for another try, with what was typed in it (the
+      // page reads the state again after a refusal; that read once rebuilt the box empty, and a result typed
+      // meanwhile was sent as "").
+      const reads = () => page.evaluate(() => Number((globalThis as any).document.body.dataset.stateReads ?? 0));
       await box.locator("textarea.result-input").fill('{"color":"green"}');
+      const before = await reads();
       await box.locator("button.submit-result").click();
       await page.waitForFunction(
-        () => /Result refused: .*color/.test((globalThis as any).document.getElementById("notice").textContent),
+        () =>
+          /Result refused: .*must be one of/.test((globalThis as any).document.getElementById("notice").textContent),
         undefined,
         { timeout: 30_000 },
       );
+      await page.waitForFunction((n) => Number((globalThis as any).document.body.dataset.stateReads ?? 0) > n, before, {
+        timeout: 30_000,
+      });
       expect(await box.count()).toBe(1);
+      expect(await box.locator("textarea.result-input").inputValue()).toBe('{"color":"green"}');
       expect((await handle.state()).pendingClientResults).toMatchObject([{ toolCallId: "call-color" }]);
 
       await box.locator("textarea.result-input").fill('{"color":"red"}');

@@ -259,6 +259,8 @@ async function refreshState() {
     report("Could not read the run", e);
   } finally {
     run.polling = false;
+    // How many reads of the state this page finished: a test waits on it instead of on time.
+    document.body.dataset.stateReads = String(Number(document.body.dataset.stateReads ?? 0) + 1);
   }
 }
 
@@ -281,7 +283,7 @@ function toolRow(toolCallId: string, toolName: string, args: unknown) {
   return d;
 }
 
-/** Removes the boxes (`.approval`, `.client-result`) of calls that no longer wait, or all of them on an ended run. */
+/** Removes the boxes (`.decision`, `.client-result`) of calls that no longer wait, or all of them on an ended run. */
 function dropBoxes(selector: string, waiting: Set<string>, ended: boolean) {
   for (const box of document.querySelectorAll<HTMLElement>(selector))
     if (!waiting.has(box.dataset.toolCallId!) || ended) box.remove();
@@ -289,13 +291,14 @@ function dropBoxes(selector: string, waiting: Set<string>, ended: boolean) {
 
 function showApprovals(pending: PendingApproval[], ended: boolean) {
   const waiting = new Set(pending.map((a) => a.toolCallId));
-  dropBoxes(".approval", waiting, ended);
+  dropBoxes(".decision", waiting, ended);
   for (const a of pending) {
     const d = toolRow(a.toolCallId, a.toolName, a.args);
     d.classList.add("waiting");
-    if (d.querySelector(".approval")) continue;
+    if (d.querySelector(".decision")) continue;
     d.open = true;
-    const box = el("div", "approval");
+    // "decision", not only "approval": a client-result box is styled as one, and must not be dropped as one.
+    const box = el("div", "approval decision");
     box.dataset.toolCallId = a.toolCallId;
     const reason = el("input", "reason", undefined, {
       placeholder: "reason for denying (the model sees it)",
