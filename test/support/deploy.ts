@@ -4,11 +4,12 @@
  * on a SQLite file: the CLI's dev server, 1.29.1, ignores that option), versioned agent workers, the deployment's
  * routing, and what a run's history says about the versions that ran it.
  */
-import { Client, Connection } from "@temporalio/client";
+import { Client } from "@temporalio/client";
 import proto from "@temporalio/proto";
 import { NativeConnection } from "@temporalio/worker";
 import { ensureVersioningServer } from "../../scripts/tools.js";
 import { createTemporalServer, type TemporalServer } from "./cluster/temporal-server.js";
+import { connectTestClient } from "./client-connection.js";
 import { waitFor } from "./crash/harness.js";
 
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
@@ -42,7 +43,7 @@ export async function openDeployEnv(
     ...dynamicConfig,
   });
   try {
-    const clientConnection = await Connection.connect({ address: server.address });
+    const clientConnection = await connectTestClient(server.address);
     const connection = await NativeConnection.connect({ address: server.address });
     return {
       server,

@@ -1,12 +1,13 @@
 /** Shared test plumbing: a client and connection to the jest run's dev server, faux models, collected events. */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll } from "@jest/globals";
-import { Client, Connection, WorkflowFailedError } from "@temporalio/client";
+import { Client, WorkflowFailedError } from "@temporalio/client";
 import { ApplicationFailure } from "@temporalio/common";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { registerFauxProvider, Type, type FauxResponseStep } from "@jai/ai";
 import { createAgentWorker, type AgentWorkerOptions } from "../../src/worker/worker.js";
 import { sharedBundle } from "./bundles.js";
+import { connectTestClient } from "./client-connection.js";
 import { waitFor } from "./crash/harness.js";
 import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/shared/contracts.js";
 
@@ -26,7 +27,7 @@ export async function openTestEnv(): Promise<TestEnv> {
   }
   const address = process.env.TEMPORAL_ADDRESS;
   if (!address) throw new Error("TEMPORAL_ADDRESS is not set: run the tests through jest's globalSetup");
-  const clientConnection = await Connection.connect({ address });
+  const clientConnection = await connectTestClient(address);
   const connection = await NativeConnection.connect({ address });
   const bundle = await sharedBundle();
   return {
