@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { existsSync } from "node:fs";
 import type { Server } from "node:http";
-import { Client, Connection } from "@temporalio/client";
+import { Client } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import proto from "@temporalio/proto";
 import { fauxAssistantMessage } from "@jai/ai";
@@ -23,6 +23,7 @@ import { createAgentWorker } from "../../src/worker/worker.js";
 import { fauxModel, uniqueId, within } from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
 import { screenshotPath } from "../support/screenshots.js";
+import { connectTestClient } from "../support/client-connection.js";
 
 const TOKEN = "ui-test-token";
 const codec = new AesGcmCodec({ keys: parseCodecKeys("ui:" + Buffer.alloc(32, 7).toString("base64"), "test") });
@@ -83,7 +84,7 @@ describe("the Temporal UI through the codec server", () => {
   it("the raw history holds no sentinel; the UI shows it only through the authorized codec server", async () => {
     const sentinel = `UISENTINEL${Date.now().toString(36)}`;
     const connection = await NativeConnection.connect({ address: server.address });
-    const clientConnection = await Connection.connect({ address: server.address });
+    const clientConnection = await connectTestClient(server.address);
     try {
       const dataConverter = { payloadCodecs: [codec] };
       const client = new Client({ connection: clientConnection, dataConverter });

@@ -13,7 +13,7 @@ import { createServer, type Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { Client, Connection } from "@temporalio/client";
+import { Client } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime } from "@temporalio/worker";
 import { fauxAssistantMessage } from "@jai/ai";
 import type { Browser } from "playwright-core";
@@ -25,6 +25,7 @@ import { createAgentWorker } from "../../src/worker/worker.js";
 import { fauxModel, uniqueId, within } from "../support/helpers.js";
 import { repoRoot } from "../support/service/processes.js";
 import { sharedBundle } from "../support/bundles.js";
+import { connectTestClient } from "../support/client-connection.js";
 
 const KEYS = "local:" + Buffer.alloc(32, 9).toString("base64");
 let cwd: string;
@@ -127,7 +128,7 @@ describe("the local encryption flow in the Temporal UI", () => {
     const sentinel = `LOCALFLOW${Date.now().toString(36)}`;
     const address = `127.0.0.1:${grpcPort}`;
     const connection = await NativeConnection.connect({ address });
-    const clientConnection = await Connection.connect({ address });
+    const clientConnection = await connectTestClient(address);
     const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
     try {
       const dataConverter = dataConverterFromEnv({ JAI_CODEC_KEYS: KEYS })!;

@@ -15,6 +15,7 @@ import { WAITING_FOR_APPROVAL_QUERY } from "../../src/shared/search-attributes.j
 import { captureWorkflowList, SAVED_VIEW } from "../../scripts/ui-screenshot.js";
 import { startUiRuns, UI_PROMPTS, type UiRuns } from "../../scripts/ui-runs.js";
 import { openTestEnv, type TestEnv } from "../support/helpers.js";
+import { connectTestClient } from "../support/client-connection.js";
 
 let env: TestEnv;
 let server: DevServer;
@@ -25,7 +26,7 @@ const dir = mkdtempSync(path.join(os.tmpdir(), "jai-ui-"));
 beforeAll(async () => {
   env = await openTestEnv(); // installs the runtime's logger
   server = await startDevServer({});
-  connection = await Connection.connect({ address: server.address });
+  connection = await connectTestClient(server.address);
   native = await NativeConnection.connect({ address: server.address });
 }, 120000);
 afterAll(async () => {

@@ -25,6 +25,7 @@ import {
 } from "../support/cluster/temporal-server.js";
 import { buildDist, demoWorkspace, startWorkerProcess, type WorkerProcess } from "../support/service/processes.js";
 import { normalizedTranscript } from "../support/service/transcript.js";
+import { connectTestClient } from "../support/client-connection.js";
 
 const RUNS_PER_WAVE = 30;
 const timings: Record<string, number> = {};
@@ -90,7 +91,7 @@ test("PostgreSQL + Temporal server + 2 worker processes: 60 runs survive a worke
   workers.push(...(await Promise.all([startWorkerProcess(dist, workerEnv), startWorkerProcess(dist, workerEnv)])));
   mark("workers");
 
-  connection = await Connection.connect({ address: server.address });
+  connection = await connectTestClient(server.address);
   blobs = new PostgresBlobDriver(blobStore);
   const client = new Client({
     connection,

@@ -15,12 +15,13 @@ import type { AgentEvent } from "../../src/shared/contracts.js";
 import { repoRoot } from "../support/service/processes.js";
 import { uniqueId, within } from "../support/helpers.js";
 import { nodeEntry } from "../support/entry.js";
+import { connectTestClient } from "../support/client-connection.js";
 
 let connection: Connection;
 let client: Client;
 const children = new Set<ChildProcess>();
 beforeAll(async () => {
-  connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  connection = await connectTestClient(process.env.TEMPORAL_ADDRESS!);
   client = new Client({ connection });
 });
 afterAll(async () => {

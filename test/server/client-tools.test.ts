@@ -5,7 +5,7 @@
  * steering and cancel treat the wait like any other; continue-as-new carries the tools.
  */
 import { describe, expect, it } from "@jest/globals";
-import { Client, Connection } from "@temporalio/client";
+import { Client } from "@temporalio/client";
 import { createAgentWorker } from "../../src/worker/worker.js";
 import { fauxAssistantMessage, fauxToolCall, Type, type Context } from "@jai/ai";
 import { getAgentRun, InvalidRunInputError, startAgentRun, type AgentRunHandle } from "../../src/client/client.js";
@@ -25,6 +25,7 @@ import {
   within,
   withServer,
 } from "../support/helpers.js";
+import { connectTestClient } from "../support/client-connection.js";
 
 const env = withServer();
 
@@ -81,7 +82,7 @@ describe("client tools", () => {
       workflowBundle: env.bundle,
       onEvent: (e) => void events.push(e),
     });
-    const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+    const connection = await connectTestClient(process.env.TEMPORAL_ADDRESS!);
     try {
       const other = getAgentRun(new Client({ connection }), workflowId);
       const result = await second.runUntil(async () => {

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Client, Connection } from "@temporalio/client";
+import { Client } from "@temporalio/client";
 import { NativeConnection } from "@temporalio/worker";
 import { fauxAssistantMessage, fauxToolCall, Type } from "@jai/ai";
 import { startAgentRun } from "../../src/client/client.js";
@@ -17,6 +17,7 @@ import type { AgentTool } from "../../src/shared/contracts.js";
 import { createAgentWorker } from "../../src/worker/worker.js";
 import { deferred, fauxModel, textOf, uniqueId, within } from "../support/helpers.js";
 import { sharedBundle } from "../support/bundles.js";
+import { connectTestClient } from "../support/client-connection.js";
 
 let server: DevServer | undefined;
 let dir: string | undefined;
@@ -50,7 +51,7 @@ describe("server restart", () => {
       fauxAssistantMessage("all done"),
     ]);
     const connection = await NativeConnection.connect({ address: server.address });
-    const clientConnection = await Connection.connect({ address: server.address });
+    const clientConnection = await connectTestClient(server.address);
     const client = new Client({ connection: clientConnection });
     const taskQueue = uniqueId("restart");
     const worker = await createAgentWorker({

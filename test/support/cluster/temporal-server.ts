@@ -8,9 +8,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Long from "long";
-import { Connection } from "@temporalio/client";
 import { portInUse, waitForServer } from "../../../src/node/dev-server.js";
 import type { TemporalServerTools } from "../../../scripts/tools.js";
+import { connectTestClient } from "../client-connection.js";
 
 export interface TemporalServer {
   address: string;
@@ -136,7 +136,7 @@ ${dynamicConfigFile ? `dynamicConfigClient:\n  filepath: ${JSON.stringify(dynami
 
 /** Registers a namespace and waits until the frontend serves it (its namespace cache refreshes every ~10 s). */
 async function ensureNamespace(address: string, namespace: string, timeoutMs: number): Promise<void> {
-  const connection = await Connection.connect({ address });
+  const connection = await connectTestClient(address);
   try {
     try {
       await connection.workflowService.registerNamespace({
