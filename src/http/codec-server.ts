@@ -18,7 +18,6 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { ExternalStorage, Payload, PayloadCodec } from "@temporalio/common";
-import type { FastifyReply } from "fastify";
 import { CodecKeyError } from "../node/codec/aes-gcm.js";
 import { resolvePayloadClaims } from "../node/blobs/config.js";
 import { BlobNotFoundError } from "../node/blobs/drivers.js";
@@ -123,15 +122,18 @@ function codecApp(options: CodecServerOptions): HttpApp {
             bearer: (authorization, req) => authorize(authorization, req.headers["x-namespace"] as string | undefined),
           }),
     },
-    { bodyLimit: options.maxBodyBytes ?? 64 * 1024 * 1024 },
+    {
+      bodyLimit: options.maxBodyBytes ?? 64 * 1024 * 1024,
+      // A key or a blob the codec cannot find is the caller's to read; anything else is the app's 500.
+      errors: (err, reply) => {
+        if (err instanceof CodecKeyError)
+          return reply.code(422).send({ error: err.message, keyId: err.keyId, reason: err.reason });
+        if (err instanceof BlobNotFoundError) return reply.code(404).send({ error: err.message, code: err.code });
+        return undefined;
+      },
+    },
   );
   const { app } = http;
-  const failed = (reply: FastifyReply, err: unknown) => {
-    if (err instanceof CodecKeyError)
-      return reply.code(422).send({ error: err.message, keyId: err.keyId, reason: err.reason });
-    if (err instanceof BlobNotFoundError) return reply.code(404).send({ error: err.message, code: err.code });
-    throw err; // the app's answer: 500 with a reference, the message in the log
-  };
   // POST <any prefix>/encode or /decode: the UI puts its endpoint's path before them.
   app.post("/*", async (req, reply) => {
     const route = req.url.split("?")[0].replace(/\/+$/, "");
@@ -146,14 +148,10 @@ function codecApp(options: CodecServerOptions): HttpApp {
     } catch (err) {
       return reply.code(400).send({ error: `bad request body: ${(err as Error).message}` });
     }
-    try {
-      if (op === "encode") for (const codec of options.codecs) payloads = await codec.encode(payloads);
-      else {
-        if (options.externalStorage) payloads = await resolvePayloadClaims(payloads, options.externalStorage);
-        for (const codec of [...options.codecs].reverse()) payloads = await codec.decode(payloads);
-      }
-    } catch (err) {
-      return failed(reply, err);
+    if (op === "encode") for (const codec of options.codecs) payloads = await codec.encode(payloads);
+    else {
+      if (options.externalStorage) payloads = await resolvePayloadClaims(payloads, options.externalStorage);
+      for (const codec of [...options.codecs].reverse()) payloads = await codec.decode(payloads);
     }
     return { payloads: payloads.map(toJson) };
   });

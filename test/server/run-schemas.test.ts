@@ -9,6 +9,7 @@ import { WorkflowFailedError } from "@temporalio/client";
 import { fauxAssistantMessage, fauxToolCall, type Context } from "@jai/ai";
 import { startAgentRun, InvalidRunInputError } from "../../src/client/client.js";
 import { AGENT_RUN_WORKFLOW } from "../../src/shared/definitions.js";
+import { timestampMs } from "../../src/client/history-story.js";
 import type { AgentRunResult } from "../../src/shared/contracts.js";
 import {
   errorChain,
@@ -115,7 +116,6 @@ describe("a run's own schemas", () => {
     const checked = (e: Awaited<ReturnType<typeof events>>[number]) => !!e.markerRecordedEventAttributes;
     // The check's verdict: the first marker (a local activity's) after the model's answer (the setup's is before).
     const verdictOf = (h: Awaited<ReturnType<typeof events>>) => h.slice(h.findIndex(modelDone) + 1).find(checked);
-    const ms = (t: { seconds?: unknown; nanos?: number | null }) => Number(t.seconds) * 1000 + (t.nanos ?? 0) / 1e6;
     const done: number[] = [];
     const result = await worker.runUntil(async () => {
       await within(
@@ -136,7 +136,7 @@ describe("a run's own schemas", () => {
         await within(other.result(), 30_000, "another run to end");
         // Each workflow task it completed is work the same worker did: its times are what the window is judged by.
         for (const e of (await other.workflow.fetchHistory()).events ?? [])
-          if (e.workflowTaskCompletedEventAttributes) done.push(ms(e.eventTime!));
+          if (e.workflowTaskCompletedEventAttributes) done.push(timestampMs(e.eventTime));
       }
       return within(handle.result(), 60_000, "the costly run to end");
     });
@@ -145,7 +145,7 @@ describe("a run's own schemas", () => {
     const history = await events();
     const arrived = history.find(modelDone)!.eventTime!;
     const verdict = verdictOf(history)!;
-    const during = done.filter((t) => t > ms(arrived) && t < ms(verdict.eventTime!));
+    const during = done.filter((t) => t > timestampMs(arrived) && t < timestampMs(verdict.eventTime));
     expect(during.length).toBeGreaterThan(0);
     expect(result.output).toEqual([1, 2]);
     expect(await taskTroubles(workflowId)).toEqual([]);
