@@ -118,9 +118,9 @@ export function createHttpApp(
   );
   app.setErrorHandler((err: { statusCode?: number; validation?: unknown; message: string }, req, reply) => {
     if (options.errors?.(err, reply)) return reply;
-    if (err.validation || err.statusCode === 400) return reply.code(400).send({ error: err.message });
-    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
-      return reply.code(err.statusCode).send({ error: err.message });
+    // A bad request, or another 4xx a route meant: the caller's to read.
+    const status = err.validation ? 400 : err.statusCode;
+    if (status && status >= 400 && status < 500) return reply.code(status).send({ error: err.message });
     // An unexpected error's message may name files, hosts or another run's data: the operator reads it in the log,
     // the caller gets a reference to it.
     const ref = randomUUID().slice(0, 8);
