@@ -18,13 +18,16 @@ export async function connectTestClient(address: string, lazy = false): Promise<
     closed
       ? new InterceptingCall(nowhere, {
           start(_metadata, listener) {
-            setImmediate(() =>
+            setImmediate(() => {
+              // As grpc-js ends a unary call that got no message: a null message first (the SDK's retry
+              // interceptor keeps its callback then, and calls it on a final status), the status after.
+              listener.onReceiveMessage(null);
               listener.onReceiveStatus({
                 code: status.CANCELLED,
                 details: "the test's client connection was closed",
                 metadata: new Metadata(),
-              }),
-            );
+              });
+            });
           },
           sendMessage() {},
           halfClose() {},

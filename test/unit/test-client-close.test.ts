@@ -53,4 +53,24 @@ describe("the tests' client connection", () => {
       process.removeListener("uncaughtException", listener);
     }
   });
+
+  it("a call made after the connection closed ends CANCELLED, not with a TypeError from the SDK's retry", async () => {
+    const uncaught: unknown[] = [];
+    const listener = (err: unknown) => uncaught.push(err);
+    process.prependListener("uncaughtException", listener);
+    try {
+      const connection = await connectTestClient(`127.0.0.1:${port}`, true);
+      await connection.close();
+      const before = served;
+      const outcome = await connection.workflowService.getSystemInfo({}).then(
+        () => "answered",
+        (err: { code?: number }) => err.code,
+      );
+      expect(outcome).toBe(status.CANCELLED);
+      expect(uncaught).toEqual([]);
+      expect(served).toBe(before);
+    } finally {
+      process.removeListener("uncaughtException", listener);
+    }
+  });
 });
