@@ -49,10 +49,13 @@ const read: AgentTool = {
 type HistoryEvents = NonNullable<Awaited<ReturnType<AgentRunHandle["workflow"]["fetchHistory"]>>["events"]>;
 
 /**
- * A query that got no answer in time: the server was busy (the queries are the load that provokes the split, and
- * a busy machine answers some late), not a verdict on the run. Any other failure of a query is one.
+ * A query that got no answer: the server was busy (the queries are the load that provokes the split, and a busy
+ * machine answers some late), or it refused while the run's workflow task is retried after timing out on a busy
+ * machine ("Workflow Task in failed state"). Load, not a verdict on the run: the histories' replay is that. Any other
+ * failure of a query is one.
  */
-const unanswered = (err: unknown) => /deadline[ _]exceeded|timed? ?out|timeout/i.test(errorChain(err));
+const unanswered = (err: unknown) =>
+  /deadline[ _]exceeded|timed? ?out|timeout|workflow task in failed state/i.test(errorChain(err));
 
 /** Whether a workflow task completed between the setup's local-activity marker and the next event (a split). */
 function setupSplit(events: HistoryEvents): boolean {

@@ -114,8 +114,11 @@ export async function stateWhen<S>(
   ms = 30_000,
 ): Promise<S> {
   let state!: S;
-  // A query the server gave up on because the worker was busy (DEADLINE_EXCEEDED) is load, not a verdict: ask again.
-  const busy = (err: unknown) => /query timed out before a worker could process it/.test(errorChain(err));
+  // A query the server gave up on because the worker was busy (DEADLINE_EXCEEDED), or refused while a workflow task
+  // that timed out on a busy machine is retried, is load, not a verdict: ask again. (A task that keeps failing for
+  // another reason keeps refusing, and the wait ends at its deadline.)
+  const busy = (err: unknown) =>
+    /query timed out before a worker could process it|Workflow Task in failed state/.test(errorChain(err));
   await within(
     waitFor(
       async () => {
