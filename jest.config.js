@@ -21,7 +21,9 @@ export default {
   globalTeardown: "<rootDir>/test/support/global-teardown.js",
   // In-process workers run workflow code on the worker's thread: test/support/in-thread-workflows.ts.
   setupFilesAfterEnv: ["<rootDir>/test/support/in-thread-workflows.ts"],
-  testTimeout: 60000,
+  // A bound against a hang, not a verdict: tests decide from what the system recorded. 60 s was too short for a few
+  // process tests on 2 cores with two busy loops (npm run test:stress).
+  testTimeout: 180000,
   // Four files at a time: process files mostly wait on timeouts and child processes (docs/testing.md).
   maxWorkers: 4,
   // Tests marked `it.concurrent` (independent scenarios that mostly wait on timers and child processes) run up to

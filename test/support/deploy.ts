@@ -102,7 +102,7 @@ export async function makeCurrent(
       const has = await queues(buildId);
       return [...needed].every((q) => has.has(q));
     },
-    options.timeoutMs ?? 30_000,
+    options.timeoutMs ?? 120_000,
     `version ${buildId} of ${deploymentName} to be registered on every queue of ${options.covering ?? "none"}`,
   );
   await client.workflowService.setWorkerDeploymentCurrentVersion({
