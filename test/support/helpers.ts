@@ -116,17 +116,19 @@ export async function stateWhen<S>(
   let state!: S;
   // A query the server gave up on because the worker was busy (DEADLINE_EXCEEDED), or refused while a workflow task
   // that timed out on a busy machine is retried, is load, not a verdict: ask again. (A task that keeps failing for
-  // another reason keeps refusing, and the wait ends at its deadline.)
+  // another reason keeps refusing: the wait ends at its deadline, naming the last refusal.)
   const busy = (err: unknown) =>
     /query timed out before a worker could process it|Workflow Task in failed state/.test(errorChain(err));
+  let refused: string | undefined;
   await within(
     waitFor(
       async () => {
         try {
           return ok((state = await handle.state()));
         } catch (err) {
-          if (busy(err)) return false;
-          throw err;
+          if (!busy(err)) throw err;
+          refused = errorChain(err);
+          return false;
         }
       },
       ms,
@@ -134,7 +136,12 @@ export async function stateWhen<S>(
     ),
     ms,
     what,
-  );
+  ).catch((err: unknown) => {
+    if (!(err instanceof Error) || !/^timed out/.test(err.message)) throw err;
+    // What the run last said, and the last refusal: what a person debugging a run that never got there needs first.
+    const last = state === undefined ? "no answer" : `last answer ${JSON.stringify(state).slice(0, 600)}`;
+    throw new Error(`${err.message} (${last}${refused ? `; last refusal: ${refused}` : ""})`);
+  });
   return state;
 }
 
