@@ -31,46 +31,46 @@ beforeAll(async () => {
 
 afterAll(() => server.forceShutdown());
 
+/** Runs `body`, then expects nothing was thrown outside it (the SDK's retry throws from a timer). */
+async function nothingUncaught(body: () => Promise<void>): Promise<void> {
+  const uncaught: unknown[] = [];
+  const listener = (err: unknown) => uncaught.push(err);
+  process.prependListener("uncaughtException", listener);
+  try {
+    await body();
+    expect(uncaught).toEqual([]);
+  } finally {
+    process.removeListener("uncaughtException", listener);
+  }
+}
+
+/** The call's outcome: "answered", or the gRPC status code it ended with. */
+const outcomeOf = (call: Promise<unknown>) =>
+  call.then(
+    () => "answered",
+    (err: { code?: number }) => err.code,
+  );
+
 describe("the tests' client connection", () => {
-  it("a call being retried when the connection closes ends CANCELLED; nothing is thrown afterwards", async () => {
-    const uncaught: unknown[] = [];
-    const listener = (err: unknown) => uncaught.push(err);
-    process.prependListener("uncaughtException", listener);
-    try {
+  it("a call being retried when the connection closes ends CANCELLED; nothing is thrown afterwards", () =>
+    nothingUncaught(async () => {
       const connection = await connectTestClient(`127.0.0.1:${port}`, true);
-      const call = connection.workflowService.getSystemInfo({}).then(
-        () => "answered",
-        (err: { code?: number }) => err.code,
-      );
+      const call = outcomeOf(connection.workflowService.getSystemInfo({}));
       // The first answer is in: the SDK waits ~1 s before it retries a RESOURCE_EXHAUSTED.
       while (served === 0) await new Promise((r) => setTimeout(r, 10));
       await connection.close();
       // The call ends only from the retry's timer: by then it found the connection closed, and threw nothing.
       expect(await call).toBe(status.CANCELLED);
-      expect(uncaught).toEqual([]);
       expect(served).toBe(1);
-    } finally {
-      process.removeListener("uncaughtException", listener);
-    }
-  });
+    }));
 
-  it("a call made after the connection closed ends CANCELLED, not with a TypeError from the SDK's retry", async () => {
-    const uncaught: unknown[] = [];
-    const listener = (err: unknown) => uncaught.push(err);
-    process.prependListener("uncaughtException", listener);
-    try {
+  it("a call made after the connection closed ends CANCELLED, not with a TypeError from the SDK's retry", () =>
+    nothingUncaught(async () => {
       const connection = await connectTestClient(`127.0.0.1:${port}`, true);
       await connection.close();
       const before = served;
-      const outcome = await connection.workflowService.getSystemInfo({}).then(
-        () => "answered",
-        (err: { code?: number }) => err.code,
-      );
+      const outcome = await outcomeOf(connection.workflowService.getSystemInfo({}));
       expect(outcome).toBe(status.CANCELLED);
-      expect(uncaught).toEqual([]);
       expect(served).toBe(before);
-    } finally {
-      process.removeListener("uncaughtException", listener);
-    }
-  });
+    }));
 });
