@@ -13,7 +13,7 @@ import { connectTestClient } from "./client-connection.js";
 import { waitFor } from "./crash/harness.js";
 
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
-const { VersionDrainageStatus, WorkerDeploymentVersionStatus } = proto.temporal.api.enums.v1;
+const { RoutingConfigUpdateState, VersionDrainageStatus, WorkerDeploymentVersionStatus } = proto.temporal.api.enums.v1;
 
 /**
  * The server's drainage check, every second: a version that is no longer current is "draining" until visibility shows
@@ -111,6 +111,31 @@ export async function makeCurrent(
     buildId,
     identity: "jai deploy",
   });
+  await propagated(client, deploymentName, buildId, options.timeoutMs ?? 120_000);
+}
+
+/**
+ * Waits until the server says the deployment's new routing has reached every partition of its task queues. Since
+ * Temporal 1.31 setting the current version returns before that (`routingConfigUpdateState` IN_PROGRESS): a run
+ * started meanwhile may land in a partition that does not know the version yet and waits in its unversioned backlog
+ * until the routing arrives (on a busy machine, long enough to look lost). Servers that propagate before answering
+ * report UNSPECIFIED or COMPLETED at once. A state stuck IN_PROGRESS (temporalio/temporal#11842) ends the wait at
+ * `ms` with a warning rather than the test: routing that is late delays runs, it does not misplace them.
+ */
+async function propagated(client: Client, deploymentName: string, buildId: string, ms: number): Promise<void> {
+  const done = async () => {
+    const { workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({
+      namespace: client.options.namespace,
+      deploymentName,
+    });
+    return (
+      info?.routingConfig?.currentDeploymentVersion?.buildId === buildId &&
+      info.routingConfigUpdateState !== RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS
+    );
+  };
+  await waitFor(done, ms, `the routing to ${buildId} to reach every partition`).catch((err: unknown) =>
+    console.warn(`${String(err)}: going on (late routing delays runs, it does not lose them)`),
+  );
 }
 
 /** What the server says of a version: "current", "ramping", "draining", "drained", "inactive" or "unknown". */

@@ -8,7 +8,6 @@ import { registerFauxProvider, Type, type FauxResponseStep } from "@jai/ai";
 import { createAgentWorker, type AgentWorkerOptions } from "../../src/worker/worker.js";
 import { sharedBundle } from "./bundles.js";
 import { connectTestClient } from "./client-connection.js";
-import { waitFor } from "./crash/harness.js";
 import type { AgentEvent, AgentRunResult, AgentTool } from "../../src/shared/contracts.js";
 
 export interface TestEnv {
@@ -103,9 +102,10 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
 }
 
 /**
- * Resolves with a run's state once `ok` holds, polling its state query with `waitFor` (which stops polling at its
- * deadline, so a run that went another way fails the test instead of hanging it and loading the server for the
- * rest of the file); `within` bounds a single query that never answers as well.
+ * Resolves with a run's state once `ok` holds, polling its state query until `ms` runs out (a run that went another
+ * way fails the test instead of hanging it and loading the server for the rest of the file); `within` bounds a
+ * single query that never answers as well. The pause between queries grows from 25 ms to 500 ms: a query is work
+ * for the worker under test, and 60 runs asked every 25 ms on a busy machine starve the very tasks being waited on.
  */
 export async function stateWhen<S>(
   handle: { state(): Promise<S> },
@@ -120,20 +120,23 @@ export async function stateWhen<S>(
   const busy = (err: unknown) =>
     /query timed out before a worker could process it|Workflow Task in failed state/.test(errorChain(err));
   let refused: string | undefined;
+  const deadline = Date.now() + ms;
+  const ask = async () => {
+    try {
+      return ok((state = await handle.state()));
+    } catch (err) {
+      if (!busy(err)) throw err;
+      refused = errorChain(err);
+      return false;
+    }
+  };
   await within(
-    waitFor(
-      async () => {
-        try {
-          return ok((state = await handle.state()));
-        } catch (err) {
-          if (!busy(err)) throw err;
-          refused = errorChain(err);
-          return false;
-        }
-      },
-      ms,
-      what,
-    ),
+    (async () => {
+      for (let pause = 25; !(await ask()); pause = Math.min(500, pause * 1.5)) {
+        if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, pause));
+      }
+    })(),
     ms,
     what,
   ).catch((err: unknown) => {
