@@ -246,7 +246,7 @@ beforeAll(async () => {
     model: faux.getModel(),
     prompt: "a secret",
   });
-  await within(sealed.result(), 60_000, "the sealed run");
+  await within(sealed.result(), 180_000, "the sealed run");
   const closed = `127.0.0.1:${await freePort()}`;
   const fill = (args: string[]) => args.map((a) => a.replace("{sealed}", sealed.workflowId));
   const jobs = CASES.map(([name, c]) => async () => {
@@ -259,7 +259,7 @@ beforeAll(async () => {
     codecServerBadPort = await jaiAgent(["codec-server", "--port", "x"], { JAI_CODEC_KEYS: KEY });
   });
   await pool(jobs, 4);
-}, 120_000);
+}, 600_000); // a bound against a hang: 130 CLI processes, 4 at a time, took past 120 s on an overloaded machine
 
 afterAll(async () => {
   await stopWorker?.();

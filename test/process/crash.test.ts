@@ -197,8 +197,17 @@ describe("kill -9 of the worker", () => {
       );
       await expectRecovered("fast (local) tool running", run);
       expect(run.completedBeforeKill).toEqual(expect.arrayContaining(["t1-a", "t1-b", "t1-c"]));
-      expect(starts(run.log, "t2-d").map((e) => e.pid)).toEqual([run.firstPid, run.secondPid]);
       const events = (await run.handle.workflow.fetchHistory()).events ?? [];
+      // Started on the killed worker, then on the new one. A local activity is at-least-once: each workflow task the
+      // server saw lost (the kill's, and any that timed out on a busy machine) may run it once more, and no other
+      // thing may (CI with three busy loops: it ran twice on the new worker after one of its tasks timed out).
+      const pids = starts(run.log, "t2-d").map((e) => e.pid);
+      const lostTasks = events.filter(
+        (e) => e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes,
+      );
+      expect(pids.slice(0, 2)).toEqual([run.firstPid, run.secondPid]);
+      expect(pids.slice(2).every((pid) => pid === run.secondPid)).toBe(true);
+      expect(pids.length - 1).toBeLessThanOrEqual(lostTasks.length);
       expect(events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === "executeTool")).toBe(
         false,
       );
