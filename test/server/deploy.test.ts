@@ -23,6 +23,7 @@ import {
   chainHistories,
   endOf,
   failedTasks,
+  historyStory,
   inheritedPin,
   makeCurrent,
   openDeployEnv,
@@ -90,6 +91,19 @@ function versionedWorker(taskQueue: string, name: string, buildId: string, bundl
  */
 const HANG_MS = 180_000;
 
+/** A wait that ran out, with the run's history: where a run that never got there stood, and why. */
+const storied = <T>(h: AgentRunHandle, wait: Promise<T>) =>
+  wait.catch(async (err: unknown) => {
+    throw new Error(`${String(err)}\n${await historyStory(env.client, h.workflowId).catch(String)}`);
+  });
+/**
+ * The runs' workflow task timeout. Each run's first task holds its setup (a local activity): with 60 runs starting at
+ * once on a starved machine (the suite's other files beside two busy loops) the setups outlasted Temporal's default
+ * 10 s, each lost task ran its setup again on the next attempt ("Tried to complete untracked local activity"), and a
+ * run could spend minutes retrying (CI, 2026-12-06). Lost tasks are another test's subject (patch-markers, crash).
+ */
+const TASK_TIMEOUT = "60s";
+
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 const firstRunId = (h: AgentRunHandle) => (h.workflow as WorkflowHandleWithFirstExecutionRunId).firstExecutionRunId;
 
@@ -110,12 +124,19 @@ describe("a deploy through Worker Deployment Versioning", () => {
       await makeCurrent(client, name, "A");
       const runs = await Promise.all(
         range(RUNS).map((i) =>
-          startAgentRun(client, { taskQueue, workflowId: uniqueId(`run-${i}`), model, prompt: `deploy ${i}` }),
+          startAgentRun(client, {
+            workflowTaskTimeout: TASK_TIMEOUT,
+            taskQueue,
+            workflowId: uniqueId(`run-${i}`),
+            model,
+            prompt: `deploy ${i}`,
+          }),
         ),
       );
       const sessions = await Promise.all(
         range(SESSIONS).map((i) =>
           startAgentRun(client, {
+            workflowTaskTimeout: TASK_TIMEOUT,
             taskQueue,
             workflowId: uniqueId(`session-${i}`),
             model,
@@ -125,9 +146,17 @@ describe("a deploy through Worker Deployment Versioning", () => {
         ),
       );
       await Promise.all([
-        ...runs.map((h) => stateWhen(h, (s) => s.pendingApprovals.length === 1, `${h.workflowId} to ask`, HANG_MS)),
+        ...runs.map((h) =>
+          storied(
+            h,
+            stateWhen(h, (s) => s.pendingApprovals.length === 1, `${h.workflowId} to ask`, HANG_MS),
+          ),
+        ),
         ...sessions.map((h) =>
-          stateWhen(h, (s) => s.status === "waiting_for_prompt", `${h.workflowId} to wait`, HANG_MS),
+          storied(
+            h,
+            stateWhen(h, (s) => s.status === "waiting_for_prompt", `${h.workflowId} to wait`, HANG_MS),
+          ),
         ),
       ]);
       // Only the shared queue is in the version: each worker's own queue (its routed model calls) stays unversioned.
@@ -221,12 +250,19 @@ describe("a deploy through Worker Deployment Versioning", () => {
       // On B: runs waiting for approval (pinned to B) and sessions waiting for a prompt.
       const onB = await Promise.all(
         range(ROLLED).map((i) =>
-          startAgentRun(client, { taskQueue, workflowId: uniqueId(`b-run-${i}`), model, prompt: `deploy ${i}` }),
+          startAgentRun(client, {
+            workflowTaskTimeout: TASK_TIMEOUT,
+            taskQueue,
+            workflowId: uniqueId(`b-run-${i}`),
+            model,
+            prompt: `deploy ${i}`,
+          }),
         ),
       );
       const sessions = await Promise.all(
         range(2).map((i) =>
           startAgentRun(client, {
+            workflowTaskTimeout: TASK_TIMEOUT,
             taskQueue,
             workflowId: uniqueId(`b-session-${i}`),
             model,
@@ -248,6 +284,7 @@ describe("a deploy through Worker Deployment Versioning", () => {
       const onA = await Promise.all(
         range(ROLLED).map((i) =>
           startAgentRun(client, {
+            workflowTaskTimeout: TASK_TIMEOUT,
             taskQueue,
             workflowId: uniqueId(`a-run-${i}`),
             model,

@@ -184,6 +184,31 @@ export function failedTasks(events: HistoryEvent[]): string[] {
   );
 }
 
+/**
+ * A run's history in one line per event (the last `last`), with each failed or timed-out workflow task's cause: what
+ * a wait that ran out names, so a run that never got there under load says why (a task failing, or never picked up).
+ */
+export async function historyStory(client: Client, workflowId: string, last = 40): Promise<string> {
+  const { EventType, WorkflowTaskFailedCause, TimeoutType } = proto.temporal.api.enums.v1;
+  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  return events
+    .slice(-last)
+    .map((e) => {
+      const failed = e.workflowTaskFailedEventAttributes;
+      const timedOut = e.workflowTaskTimedOutEventAttributes;
+      const started = e.workflowTaskStartedEventAttributes;
+      const detail = failed
+        ? ` ${WorkflowTaskFailedCause[failed.cause ?? 0]}: ${failed.failure?.message ?? ""}`.slice(0, 300)
+        : timedOut
+          ? ` ${TimeoutType[timedOut.timeoutType ?? 0]}`
+          : started
+            ? ` by ${started.identity ?? "?"}`
+            : "";
+      return `  ${String(e.eventId)} ${EventType[e.eventType ?? 0]?.replace("EVENT_TYPE_", "")}${detail}`;
+    })
+    .join("\n");
+}
+
 /** How a history's run ended: "completed", "continuedAsNew", "failed", ... (or "open"). */
 export function endOf(events: HistoryEvent[]): string {
   const last = events.at(-1);
